@@ -1,0 +1,173 @@
+use super::*;
+use proptest::prelude::*;
+
+fn names(hits: &[Hit]) -> Vec<String> {
+    hits.iter().map(Hit::to_string).collect()
+}
+
+#[cfg(feature = "enabled")]
+mod enabled {
+    use super::*;
+
+    #[test]
+    fn outside_a_scope_points_do_nothing() {
+        point!("a");
+        point!("a");
+        assert!(current().is_none());
+        // A scope opened afterwards starts counting from one.
+        let life = record(|| point!("a"));
+        assert_eq!(names(&life.hits), ["a#1"]);
+    }
+
+    #[test]
+    fn record_counts_occurrences_per_name() {
+        let life = record(|| {
+            for _ in 0..2 {
+                point!("x");
+                point!("y");
+            }
+            7
+        });
+        assert_eq!(life.outcome, Outcome::Finished(7));
+        assert_eq!(names(&life.hits), ["x#1", "y#1", "x#2", "y#2"]);
+    }
+
+    #[test]
+    fn crash_at_stops_exactly_at_the_hit() {
+        let mut after = false;
+        let life = crash_at(Hit::new("y", 2), || {
+            for _ in 0..3 {
+                point!("x");
+                point!("y");
+            }
+            after = true;
+        });
+        assert_eq!(life.outcome, Outcome::Crashed(Hit::new("y", 2)));
+        assert_eq!(names(&life.hits), ["x#1", "y#1", "x#2"]);
+        assert!(!after);
+    }
+
+    #[test]
+    fn a_target_never_reached_finishes() {
+        let life = crash_at(Hit::new("x", 9), || point!("x"));
+        assert_eq!(life.outcome, Outcome::Finished(()));
+        assert_eq!(names(&life.hits), ["x#1"]);
+    }
+
+    #[test]
+    fn a_real_panic_is_not_a_crash() {
+        let life = crash_at(Hit::new("x", 2), || {
+            point!("x");
+            panic!("boom {}", 42);
+        });
+        assert_eq!(life.outcome, Outcome::Panicked("boom 42".into()));
+        assert_eq!(names(&life.hits), ["x#1"]);
+    }
+
+    #[test]
+    fn nested_scopes_restore_the_outer_one() {
+        let outer = record(|| {
+            point!("o");
+            let inner = crash_at(Hit::new("i", 1), || point!("i"));
+            assert!(inner.outcome.crashed().is_some());
+            point!("o");
+        });
+        assert_eq!(names(&outer.hits), ["o#1", "o#2"]);
+        assert!(current().is_none());
+    }
+
+    #[test]
+    fn spawned_threads_carry_the_scope_and_their_crash() {
+        let life = crash_at(Hit::new("t", 2), || {
+            point!("t");
+            let h = spawn(|| point!("t"));
+            join(h);
+            point!("never");
+        });
+        assert_eq!(life.outcome, Outcome::Crashed(Hit::new("t", 2)));
+        assert_eq!(names(&life.hits), ["t#1"]);
+    }
+
+    #[test]
+    fn a_swallowed_crash_on_another_thread_still_counts() {
+        let life = crash_at(Hit::new("t", 1), || {
+            let h = spawn(|| point!("t"));
+            let _ = h.join();
+        });
+        assert_eq!(life.outcome, Outcome::Crashed(Hit::new("t", 1)));
+    }
+
+    #[test]
+    fn eight_threads_run_their_own_scopes() {
+        let handles: Vec<_> = (0..8u32)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    let mut seen = Vec::new();
+                    for round in 0..200u32 {
+                        let target = Hit::new("p", 1 + (t + round) % 5);
+                        let life = crash_at(target.clone(), || {
+                            for _ in 0..(t + 3) {
+                                point!("p");
+                                point!("q");
+                            }
+                        });
+                        let expect_crash = target.occurrence <= t + 3;
+                        assert_eq!(life.outcome.crashed().is_some(), expect_crash);
+                        if expect_crash {
+                            assert_eq!(life.hits.len() as u32, 2 * (target.occurrence - 1));
+                        } else {
+                            assert_eq!(life.hits.len() as u32, 2 * (t + 3));
+                        }
+                        seen.push(life.hits.len());
+                    }
+                    seen
+                })
+            })
+            .collect();
+        for h in handles {
+            assert_eq!(h.join().map(|s| s.len()).ok(), Some(200));
+        }
+    }
+
+    const NAMES: [&str; 4] = ["a", "b", "c", "d"];
+
+    proptest! {
+        #[test]
+        fn crashing_at_hit_k_sees_the_first_k_hits(
+            seq in proptest::collection::vec(0usize..4, 1..40),
+            pick in any::<proptest::sample::Index>(),
+        ) {
+            let job = |seq: &[usize]| for &i in seq { point!(NAMES[i]); };
+            let clean = record(|| job(&seq));
+            prop_assert_eq!(clean.hits.len(), seq.len());
+            let k = pick.index(clean.hits.len());
+            let target = clean.hits[k].clone();
+            let life = crash_at(target.clone(), || job(&seq));
+            prop_assert_eq!(life.outcome, Outcome::Crashed(target));
+            prop_assert_eq!(&life.hits[..], &clean.hits[..k]);
+        }
+    }
+}
+
+#[cfg(not(feature = "enabled"))]
+#[test]
+fn without_the_feature_points_compile_to_nothing() {
+    let life = crash_at(Hit::new("x", 1), || {
+        point!("x");
+        1
+    });
+    assert_eq!(life.outcome, Outcome::Finished(1));
+    assert!(life.hits.is_empty());
+}
+
+#[test]
+fn hits_parse_and_print() {
+    let h: Hit = "after rename#3".parse().unwrap();
+    assert_eq!(h, Hit::new("after rename", 3));
+    assert_eq!(h.to_string(), "after rename#3");
+    for bad in ["", "x", "x#0", "#1", "x#-1", "x#y"] {
+        assert!(bad.parse::<Hit>().is_err(), "{bad:?} parsed");
+    }
+    let msg = "x#0".parse::<Hit>().unwrap_err().to_string();
+    assert!(msg.contains("mid-save#2"), "{msg}");
+}
