@@ -1,0 +1,331 @@
+use super::*;
+use crashpoint::Hit;
+use proptest::prelude::*;
+
+fn issue(title: &str, body: &str) -> Request {
+    Request::FileIssue {
+        title: title.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
+fn comment(issue: u64, body: &str) -> Request {
+    Request::Comment {
+        issue,
+        body: body.to_owned(),
+    }
+}
+
+fn accepted_hits<R>(life: &crashpoint::Life<R>) -> usize {
+    life.hits.iter().filter(|h| h.point == ACCEPTED).count()
+}
+
+#[test]
+fn numbers_and_ids_count_from_one() {
+    let t = Tracker::new(Mode::Keyless);
+    assert_eq!(t.file_issue("a", "x", None).unwrap(), 1);
+    assert_eq!(t.file_issue("b", "y", None).unwrap(), 2);
+    assert_eq!(t.comment(2, "c1", None).unwrap(), 1);
+    assert_eq!(t.comment(1, "c2", None).unwrap(), 2);
+    let issues = t.issues();
+    assert_eq!(issues.len(), 2);
+    assert_eq!(issues[0].number, 1);
+    assert_eq!(
+        issues[0].comments,
+        [Comment {
+            id: 2,
+            body: "c2".into()
+        }]
+    );
+    assert_eq!(
+        issues[1].comments,
+        [Comment {
+            id: 1,
+            body: "c1".into()
+        }]
+    );
+}
+
+#[test]
+fn keyed_repeat_returns_first_answer_changes_nothing_and_passes_the_point() {
+    let t = Tracker::new(Mode::Keyed);
+    let first = crashpoint::record(|| t.file_issue("bug", "body", Some("k1")).unwrap());
+    assert_eq!(first.outcome, crashpoint::Outcome::Finished(1));
+    assert_eq!(accepted_hits(&first), 1);
+    let before = t.issues();
+
+    let again = crashpoint::record(|| t.file_issue("bug", "body", Some("k1")).unwrap());
+    assert_eq!(again.outcome, crashpoint::Outcome::Finished(1));
+    assert_eq!(accepted_hits(&again), 1, "a repeat still passes the point");
+    assert_eq!(t.issues(), before);
+    assert_eq!(t.count(&issue("bug", "body")), 1);
+
+    // The same for comments.
+    assert_eq!(t.comment(1, "hi", Some("k2")).unwrap(), 1);
+    assert_eq!(t.comment(1, "hi", Some("k2")).unwrap(), 1);
+    assert_eq!(t.count(&comment(1, "hi")), 1);
+}
+
+#[test]
+fn same_key_different_arguments_is_refused() {
+    let t = Tracker::new(Mode::Keyed);
+    t.file_issue("bug", "body", Some("k")).unwrap();
+    let life = crashpoint::record(|| t.file_issue("other", "body", Some("k")));
+    match &life.outcome {
+        crashpoint::Outcome::Finished(Err(TrackerError::KeyReused { key })) => assert_eq!(key, "k"),
+        other => panic!("expected KeyReused, got {other:?}"),
+    }
+    assert_eq!(accepted_hits(&life), 0, "a refusal is not an acceptance");
+    assert!(matches!(
+        t.comment(1, "x", Some("k")),
+        Err(TrackerError::KeyReused { .. })
+    ));
+    assert_eq!(t.issues().len(), 1);
+}
+
+#[test]
+fn keyless_ignores_keys() {
+    let t = Tracker::new(Mode::Keyless);
+    assert_eq!(t.file_issue("bug", "body", Some("k")).unwrap(), 1);
+    assert_eq!(t.file_issue("bug", "body", Some("k")).unwrap(), 2);
+    assert_eq!(t.file_issue("other", "body", Some("k")).unwrap(), 3);
+    assert_eq!(t.count(&issue("bug", "body")), 2);
+    assert!(!t.holds_key("k"));
+    assert_eq!(t.mode(), Mode::Keyless);
+}
+
+#[test]
+fn comment_on_unknown_issue_records_nothing() {
+    let t = Tracker::new(Mode::Keyed);
+    for n in [0, 1, u64::MAX] {
+        assert!(matches!(
+            t.comment(n, "x", Some("k")),
+            Err(TrackerError::NoSuchIssue { issue }) if issue == n
+        ));
+    }
+    assert!(!t.holds_key("k"), "a refused request takes no key");
+    assert!(t.issues().is_empty());
+}
+
+#[test]
+fn expired_key_counts_as_no_key() {
+    let t = Tracker::new(Mode::Keyed).with_key_ttl(10);
+    t.file_issue("bug", "body", Some("k")).unwrap();
+    t.advance(9);
+    assert!(t.holds_key("k"));
+    assert_eq!(t.file_issue("bug", "body", Some("k")).unwrap(), 1);
+    t.advance(1);
+    assert!(!t.holds_key("k"));
+    assert_eq!(
+        t.lookup(&issue("bug", "body"), Some("k")),
+        Lookup::Found(Response::Issue { number: 1 }),
+        "found by arguments instead"
+    );
+    // A new request: a second record, and the key now belongs to it.
+    assert_eq!(t.file_issue("bug", "body", Some("k")).unwrap(), 2);
+    assert!(t.holds_key("k"));
+    assert_eq!(t.file_issue("bug", "body", Some("k")).unwrap(), 2);
+    // An expired key may even come back with other arguments.
+    t.advance(10);
+    assert_eq!(t.file_issue("other", "x", Some("k")).unwrap(), 3);
+}
+
+#[test]
+fn lookup_by_key_and_by_arguments() {
+    let t = Tracker::new(Mode::Keyed);
+    t.file_issue("bug", "body", Some("k")).unwrap();
+    t.comment(1, "hi", None).unwrap();
+    let found = Lookup::Found(Response::Issue { number: 1 });
+    assert_eq!(t.lookup(&issue("bug", "body"), Some("k")), found);
+    assert_eq!(t.lookup(&issue("bug", "body"), None), found);
+    assert_eq!(t.lookup(&issue("bug", "other"), None), Lookup::NotFound);
+    assert_eq!(
+        t.lookup(&issue("bug", "other"), Some("unknown")),
+        Lookup::NotFound
+    );
+    // A key held for another request says nothing about this one.
+    assert_eq!(
+        t.lookup(&issue("bug", "other"), Some("k")),
+        Lookup::NotFound
+    );
+    assert_eq!(
+        t.lookup(&comment(1, "hi"), None),
+        Lookup::Found(Response::Comment { issue: 1, id: 1 })
+    );
+    assert_eq!(t.lookup(&comment(1, "bye"), None), Lookup::NotFound);
+    assert_eq!(t.lookup(&comment(7, "hi"), None), Lookup::NotFound);
+}
+
+#[test]
+fn uncertain_lookup_cant_tell_by_arguments_but_trusts_keys() {
+    let t = Tracker::new(Mode::Keyed).with_uncertain_lookup();
+    t.file_issue("bug", "body", Some("k")).unwrap();
+    assert_eq!(
+        t.lookup(&issue("bug", "body"), Some("k")),
+        Lookup::Found(Response::Issue { number: 1 })
+    );
+    assert_eq!(t.lookup(&issue("bug", "body"), None), Lookup::CantTell);
+    assert_eq!(t.lookup(&issue("nope", "body"), None), Lookup::CantTell);
+
+    let keyless = Tracker::new(Mode::Keyless).with_uncertain_lookup();
+    keyless.file_issue("bug", "body", Some("k")).unwrap();
+    assert_eq!(
+        keyless.lookup(&issue("bug", "body"), Some("k")),
+        Lookup::CantTell
+    );
+}
+
+#[test]
+fn fault_records_then_drops_and_a_keyed_retry_gets_the_first_answer() {
+    let t = Tracker::new(Mode::Keyed).with_fault(Fault::FailAfterAccept { nth: 2 });
+    assert_eq!(t.file_issue("a", "x", Some("k1")).unwrap(), 1);
+    // A keyed repeat is not new: it does not count towards nth.
+    assert_eq!(t.file_issue("a", "x", Some("k1")).unwrap(), 1);
+    let life = crashpoint::record(|| t.file_issue("b", "y", Some("k2")));
+    assert!(matches!(
+        life.outcome,
+        crashpoint::Outcome::Finished(Err(TrackerError::Dropped))
+    ));
+    assert_eq!(accepted_hits(&life), 1, "the fault fires after the point");
+    assert_eq!(
+        t.count(&issue("b", "y")),
+        1,
+        "the dropped request was recorded"
+    );
+    assert_eq!(t.file_issue("b", "y", Some("k2")).unwrap(), 2);
+    // It fires once.
+    assert_eq!(t.file_issue("c", "z", Some("k3")).unwrap(), 3);
+    assert_eq!(t.issues().len(), 3);
+}
+
+#[test]
+fn fault_counts_over_clones_and_across_crashed_lives() {
+    let world = Tracker::new(Mode::Keyless).with_fault(Fault::FailAfterAccept { nth: 2 });
+    let life = world.clone();
+    let crashed = crashpoint::crash_at(Hit::new(ACCEPTED, 1), || life.file_issue("a", "x", None));
+    assert!(crashed.outcome.crashed().is_some());
+    let life = world.clone();
+    assert!(matches!(
+        life.comment(1, "c", None),
+        Err(TrackerError::Dropped)
+    ));
+    assert_eq!(world.comment(1, "c", None).unwrap(), 2);
+}
+
+#[test]
+fn the_point_comes_after_the_record_exists() {
+    let world = Tracker::new(Mode::Keyed);
+    let life = world.clone();
+    let crashed = crashpoint::crash_at(Hit::new(ACCEPTED, 1), || {
+        life.file_issue("bug", "body", Some("k")).unwrap();
+        unreachable!("the crash lands at the point");
+    });
+    assert_eq!(crashed.outcome.crashed(), Some(&Hit::new(ACCEPTED, 1)));
+    assert_eq!(world.count(&issue("bug", "body")), 1);
+    assert!(world.holds_key("k"));
+    // The world is usable after the crash (the lock was not poisoned).
+    assert_eq!(world.comment(1, "after", None).unwrap(), 1);
+}
+
+#[test]
+fn search_reads_only_and_passes_no_point() {
+    let t = Tracker::new(Mode::Keyless);
+    t.file_issue("Parser CRASH", "in lexer", None).unwrap();
+    t.file_issue("slow build", "nothing to see", None).unwrap();
+    t.file_issue("typo", "the parser says 'teh'", None).unwrap();
+    let life = crashpoint::record(|| t.search("parser"));
+    assert!(life.hits.is_empty());
+    assert_eq!(
+        life.outcome,
+        crashpoint::Outcome::Finished(vec![(1, "Parser CRASH".to_owned()), (3, "typo".to_owned())])
+    );
+    assert_eq!(t.search("CRASH in"), []);
+    assert_eq!(t.search("crash").len(), 1);
+    assert_eq!(t.search("").len(), 3);
+}
+
+#[test]
+fn clones_share_records_and_configuration() {
+    let a = Tracker::new(Mode::Keyed);
+    let b = a.clone().with_key_ttl(1);
+    a.file_issue("x", "y", Some("k")).unwrap();
+    assert_eq!(b.issues(), a.issues());
+    assert!(b.holds_key("k"));
+    b.advance(1);
+    assert!(!a.holds_key("k"));
+    let text = format!("{a:?}");
+    assert!(text.contains("issues: 1"), "{text}");
+}
+
+#[test]
+fn records_outlive_a_crashed_closure_on_another_thread() {
+    let world = Tracker::new(Mode::Keyed);
+    let life = world.clone();
+    let crashed = crashpoint::crash_at(Hit::new(ACCEPTED, 2), move || {
+        let t = life.clone();
+        crashpoint::join(crashpoint::spawn(move || {
+            t.file_issue("a", "x", Some("k1")).unwrap();
+            t.file_issue("b", "x", Some("k2")).unwrap();
+        }));
+    });
+    assert!(crashed.outcome.crashed().is_some());
+    assert_eq!(world.issues().len(), 2);
+    assert_eq!(world.file_issue("b", "x", Some("k2")).unwrap(), 2);
+}
+
+#[test]
+fn a_poisoned_lock_does_not_panic() {
+    let t = Tracker::new(Mode::Keyed);
+    t.file_issue("a", "x", None).unwrap();
+    let state = t.state.clone();
+    let _ = std::thread::spawn(move || {
+        let _guard = state.lock().unwrap_or_else(|e| e.into_inner());
+        panic!("poison the lock (expected in this test)");
+    })
+    .join();
+    assert!(t.state.is_poisoned());
+    assert_eq!(t.file_issue("b", "y", None).unwrap(), 2);
+    assert_eq!(t.issues().len(), 2);
+}
+
+#[derive(Clone, Debug)]
+struct Step {
+    key: u8,
+    comment: bool,
+}
+
+fn steps() -> impl Strategy<Value = Vec<Step>> {
+    prop::collection::vec(
+        (0u8..12, any::<bool>()).prop_map(|(key, comment)| Step { key, comment }),
+        0..60,
+    )
+}
+
+proptest! {
+    /// Keyed requests with repeats: one record per distinct key, and every
+    /// repeat gets the first answer back.
+    #[test]
+    fn records_equal_distinct_keys(steps in steps()) {
+        let t = Tracker::new(Mode::Keyed);
+        // Issue 1 exists up front without a key, so comments can land on it.
+        t.file_issue("root", "", None).unwrap();
+        let mut first: BTreeMap<u8, Response> = BTreeMap::new();
+        for step in &steps {
+            let key = format!("key-{}", step.key);
+            // The request a key stands for never changes (the key is derived
+            // from the call), whatever `step.comment` says on a repeat.
+            let is_comment = first.get(&step.key).map_or(step.comment, |r| matches!(r, Response::Comment { .. }));
+            let req = if is_comment {
+                comment(1, &format!("comment for {key}"))
+            } else {
+                issue(&format!("issue for {key}"), "body")
+            };
+            let response = t.apply(&req, Some(&key)).unwrap();
+            let expected = first.entry(step.key).or_insert_with(|| response.clone());
+            prop_assert_eq!(&response, expected);
+        }
+        let issues = t.issues();
+        let records = issues.len() + issues.iter().map(|i| i.comments.len()).sum::<usize>();
+        prop_assert_eq!(records, 1 + first.len());
+    }
+}
