@@ -1,0 +1,299 @@
+use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::runner::{over, Error};
+use crate::{Counter, Scenario, Verdict};
+
+/// One life of a traced scenario.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LifeTrace {
+    /// The hit this life was to crash at (`None` for the final life).
+    pub crash: Option<String>,
+    /// Every hit the life passed, in order.
+    pub hits: Vec<String>,
+    /// How the life ended.
+    pub end: String,
+}
+
+impl LifeTrace {
+    pub(crate) fn new(crash: Option<&crashpoint::Hit>, hits: &[crashpoint::Hit], end: String) -> Self {
+        LifeTrace {
+            crash: crash.map(ToString::to_string),
+            hits: hits.iter().map(ToString::to_string).collect(),
+            end,
+        }
+    }
+}
+
+/// The outcome of one scenario.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScenarioResult {
+    /// Which hits crashed, in order.
+    pub scenario: Scenario,
+    /// Where the scenario stands in the sweep's fixed order: the index of each
+    /// crash hit among the hits of the life it crashed.
+    pub order: Vec<u32>,
+    /// What the judge saw.
+    pub verdict: Verdict,
+    /// Why the scenario failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// Each life, when traced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lives: Vec<LifeTrace>,
+    /// The world at the end, when traced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world: Option<String>,
+}
+
+impl ScenarioResult {
+    /// The scenario's timeline: each life's hits and end, the judge's counts
+    /// and notes, and the world.
+    pub fn timeline(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let _ = writeln!(out, "scenario: {}", self.scenario);
+        for (i, life) in self.lives.iter().enumerate() {
+            let _ = writeln!(out, "life {}: {}", i + 1, life.end);
+            for h in &life.hits {
+                let _ = writeln!(out, "    {h}");
+            }
+            if let Some(c) = &life.crash {
+                if life.end.starts_with("crashed") {
+                    let _ = writeln!(out, "    {c}  ← crash");
+                }
+            }
+        }
+        let counts: Vec<String> = self
+            .verdict
+            .counts
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(out, "judge: {}", counts.join(" "));
+        for n in &self.verdict.notes {
+            let _ = writeln!(out, "    {n}");
+        }
+        if let Some(w) = &self.world {
+            let _ = writeln!(out, "world:");
+            for line in w.lines() {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+        match &self.failure {
+            Some(f) => {
+                let _ = writeln!(out, "FAILED: {f}");
+            }
+            None => {
+                let _ = writeln!(out, "ok");
+            }
+        }
+        out
+    }
+}
+
+/// Everything a sweep found: every scenario's outcome, in the sweep's fixed
+/// order, from which rows and tables are computed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The subject's name.
+    pub subject: String,
+    /// The counters the judge reports.
+    pub counters: Vec<Counter>,
+    /// How many lives in a row crashed at most.
+    pub depth: u32,
+    /// The shard this report covers (`None`: all of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<(u32, u32)>,
+    /// The clean run.
+    pub clean: ScenarioResult,
+    /// Every crash scenario (of the shard), ordered by depth, then by `order`.
+    pub scenarios: Vec<ScenarioResult>,
+}
+
+impl Report {
+    /// Scenarios that failed, the clean run first if it did.
+    pub fn failures(&self) -> impl Iterator<Item = &ScenarioResult> {
+        std::iter::once(&self.clean)
+            .chain(&self.scenarios)
+            .filter(|s| s.failure.is_some())
+    }
+
+    /// Counter `name` of one scenario beyond its baseline.
+    pub fn value(&self, s: &ScenarioResult, name: &str) -> u64 {
+        self.counters
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(0, |c| over(&s.verdict, Some(&self.clean.verdict), c))
+    }
+
+    /// The report's row of a table.
+    pub fn row(&self) -> Row {
+        let mut depth_counts = vec![0u64; self.depth as usize];
+        for s in &self.scenarios {
+            if let Some(d) = s.scenario.depth().checked_sub(1) {
+                if let Some(slot) = depth_counts.get_mut(d) {
+                    *slot += 1;
+                }
+            }
+        }
+        let mut cells = Vec::new();
+        for c in &self.counters {
+            let values = self
+                .scenarios
+                .iter()
+                .map(|s| over(&s.verdict, Some(&self.clean.verdict), c));
+            if let Some(t) = &c.scenarios_title {
+                cells.push((t.clone(), values.clone().filter(|v| *v > 0).count() as u64));
+            }
+            cells.push((c.title.clone(), values.sum()));
+        }
+        Row {
+            variant: self.subject.clone(),
+            depth_counts,
+            cells,
+            failed: self.failures().count() as u64,
+        }
+    }
+
+    /// Merge the partial reports of one sweep's shards into the report a
+    /// single unpartitioned run gives.
+    pub fn merge(parts: Vec<Report>) -> Result<Report, Error> {
+        let mut parts = parts.into_iter();
+        let Some(mut first) = parts.next() else {
+            return Err(Error::Merge("no reports given".into()));
+        };
+        let mut seen = vec![first.partition];
+        for p in parts {
+            if p.subject != first.subject || p.depth != first.depth || p.counters != first.counters {
+                return Err(Error::Merge(format!(
+                    "{:?} (depth {}) and {:?} (depth {}) are different sweeps",
+                    first.subject, first.depth, p.subject, p.depth
+                )));
+            }
+            if p.clean.verdict != first.clean.verdict {
+                return Err(Error::Merge(format!(
+                    "the clean runs of {:?} differ between shards",
+                    p.subject
+                )));
+            }
+            if seen.contains(&p.partition) {
+                return Err(Error::Merge(format!("shard {:?} given twice", p.partition)));
+            }
+            seen.push(p.partition);
+            first.scenarios.extend(p.scenarios);
+        }
+        let n = match seen.first().copied().flatten() {
+            Some((_, n)) => n as usize,
+            None => 1,
+        };
+        if seen.len() != n || seen.iter().any(|p| p.map_or(1, |(_, m)| m as usize) != n) {
+            return Err(Error::Merge(format!(
+                "expected all {n} shards of one partitioning, got {}",
+                seen.iter()
+                    .map(|p| p.map_or("all".into(), |(k, n)| format!("{k}/{n}")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        first
+            .scenarios
+            .sort_by(|a, b| (a.scenario.depth(), &a.order).cmp(&(b.scenario.depth(), &b.order)));
+        first.partition = None;
+        Ok(first)
+    }
+}
+
+/// One row of a sweep table: the scenario counts per depth, then each
+/// counter's columns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    /// The subject's name.
+    pub variant: String,
+    /// Scenarios with 1, 2, … crashes (`once`, `twice`, …).
+    pub depth_counts: Vec<u64>,
+    /// (column title, value), in table order.
+    pub cells: Vec<(String, u64)>,
+    /// Scenarios that failed (not shown in the table).
+    pub failed: u64,
+}
+
+/// The title of the column counting scenarios with `depth` crashes.
+pub fn depth_title(depth: usize) -> String {
+    match depth {
+        1 => "once".into(),
+        2 => "twice".into(),
+        3 => "thrice".into(),
+        k => format!("{k} times"),
+    }
+}
+
+fn json_key(title: &str) -> String {
+    title
+        .replace('+', "_plus")
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+}
+
+impl Row {
+    fn headers(&self) -> Vec<String> {
+        let mut h = vec!["variant".to_owned()];
+        h.extend((1..=self.depth_counts.len()).map(depth_title));
+        h.extend(self.cells.iter().map(|(t, _)| t.clone()));
+        h
+    }
+    fn values(&self) -> Vec<String> {
+        let mut v = vec![self.variant.clone()];
+        v.extend(self.depth_counts.iter().map(u64::to_string));
+        v.extend(self.cells.iter().map(|(_, n)| n.to_string()));
+        v
+    }
+}
+
+impl Serialize for Row {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("variant", &self.variant)?;
+        for (i, n) in self.depth_counts.iter().enumerate() {
+            m.serialize_entry(&depth_title(i + 1), n)?;
+        }
+        for (t, n) in &self.cells {
+            m.serialize_entry(&json_key(t), n)?;
+        }
+        m.end()
+    }
+}
+
+fn build(rows: &[Row], preset: &str) -> Table {
+    let mut t = Table::new();
+    t.load_preset(preset)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_width(200);
+    if let Some(first) = rows.first() {
+        t.set_header(first.headers());
+    }
+    for r in rows {
+        t.add_row(r.values());
+    }
+    let ncols = rows.first().map_or(0, |r| r.headers().len());
+    for i in 1..ncols {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+/// Rows as a plain-text table, independent of the terminal's width.
+pub fn table(rows: &[Row]) -> String {
+    let mut s = build(rows, presets::ASCII_BORDERS_ONLY_CONDENSED).to_string();
+    s.push('\n');
+    s
+}
+
+/// Rows as a Markdown table.
+pub fn markdown(rows: &[Row]) -> String {
+    let mut s = build(rows, presets::ASCII_MARKDOWN).to_string();
+    s.push('\n');
+    s
+}

@@ -1,0 +1,294 @@
+use crashpoint::{Hit, Outcome};
+use rayon::prelude::*;
+
+use crate::report::{LifeTrace, Report, ScenarioResult};
+use crate::{Baseline, Scenario, Subject, Verdict};
+
+/// How to sweep.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// How many lives in a row crash: 0 runs the clean run only, 1 adds one
+    /// scenario per hit, 2 (the default) also crashes each restart once at
+    /// every hit it reaches, and so on.
+    pub depth: u32,
+    /// Worker threads; `None` lets rayon choose (one per core).
+    pub threads: Option<usize>,
+    /// Run only shard `k` of `n` (1-based): scenarios are assigned by a stable
+    /// hash of their name, so a scenario keeps its shard when others are
+    /// added. Scenarios of other shards that are needed to find deeper ones
+    /// still run, but are not reported.
+    pub partition: Option<(u32, u32)>,
+    /// Keep each life's hits and the world's description in every result
+    /// (memory-hungry; for reruns of single scenarios).
+    pub trace: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            depth: 2,
+            threads: None,
+            partition: None,
+            trace: false,
+        }
+    }
+}
+
+/// Why a sweep could not run at all (a failing scenario is not an error: it
+/// is in the [`Report`]).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The program fails without any crash; nothing can be compared to it.
+    #[error("the clean run of {subject:?} fails, so there is nothing to sweep: {reason}")]
+    CleanRunFailed {
+        /// The subject's name.
+        subject: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The thread pool could not be built.
+    #[error("cannot start {threads} worker threads: {reason}")]
+    ThreadPool {
+        /// Threads asked for.
+        threads: usize,
+        /// rayon's reason.
+        reason: String,
+    },
+    /// A partition `k/n` with `k` outside `1..=n`.
+    #[error("partition {k}/{n} is invalid: expected k/n with 1 ≤ k ≤ n")]
+    BadPartition {
+        /// The shard asked for.
+        k: u32,
+        /// The number of shards.
+        n: u32,
+    },
+    /// Partial reports that do not belong to one sweep.
+    #[error("cannot merge these reports: {0}")]
+    Merge(String),
+}
+
+/// Progress of a running sweep, for a progress bar.
+#[derive(Clone, Copy, Debug)]
+pub enum Progress {
+    /// This many more scenarios are planned.
+    Planned(u64),
+    /// One more scenario has finished.
+    Finished,
+}
+
+/// Sweep `subject` as `config` says.
+pub fn run<S: Subject>(subject: &S, config: &Config) -> Result<Report, Error> {
+    run_with(subject, config, &|_| {})
+}
+
+struct Ran {
+    result: ScenarioResult,
+    last_hits: Vec<Hit>,
+}
+
+/// [`run`], telling `progress` about each scenario.
+pub fn run_with<S: Subject>(
+    subject: &S,
+    config: &Config,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Report, Error> {
+    if let Some((k, n)) = config.partition {
+        if k == 0 || k > n {
+            return Err(Error::BadPartition { k, n });
+        }
+    }
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Some(t) = config.threads {
+        builder = builder.num_threads(t);
+    }
+    let pool = builder.build().map_err(|e| Error::ThreadPool {
+        threads: config.threads.unwrap_or(0),
+        reason: e.to_string(),
+    })?;
+
+    let counters = subject.counters();
+    let clean = replay(subject, &Scenario::default(), Vec::new(), None, config.trace);
+    if let Some(reason) = &clean.result.failure {
+        return Err(Error::CleanRunFailed {
+            subject: subject.name(),
+            reason: reason.clone(),
+        });
+    }
+    let clean_verdict = clean.result.verdict.clone();
+
+    let mut scenarios = Vec::new();
+    let mut level: Vec<(Scenario, Vec<u32>)> = expand(&Scenario::default(), &[], &clean.last_hits);
+    for depth in 1..=config.depth {
+        progress(Progress::Planned(level.len() as u64));
+        let last = depth == config.depth;
+        let ran: Vec<Ran> = pool.install(|| {
+            level
+                .par_iter()
+                .map(|(sc, order)| {
+                    let mut r = replay(subject, sc, order.clone(), Some(&clean_verdict), config.trace);
+                    if last {
+                        r.last_hits = Vec::new();
+                    }
+                    progress(Progress::Finished);
+                    r
+                })
+                .collect()
+        });
+        let mut next = Vec::new();
+        for r in ran {
+            if !last {
+                next.extend(expand(&r.result.scenario, &r.result.order, &r.last_hits));
+            }
+            if in_partition(&r.result.scenario, config.partition) {
+                scenarios.push(r.result);
+            }
+        }
+        level = next;
+    }
+    Ok(Report {
+        subject: subject.name(),
+        counters,
+        depth: config.depth,
+        partition: config.partition,
+        clean: clean.result,
+        scenarios,
+    })
+}
+
+fn expand(parent: &Scenario, order: &[u32], hits: &[Hit]) -> Vec<(Scenario, Vec<u32>)> {
+    hits.iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let mut sc = parent.0.clone();
+            sc.push(h.clone());
+            let mut o = order.to_vec();
+            o.push(i as u32);
+            (Scenario(sc), o)
+        })
+        .collect()
+}
+
+/// FNV-1a over the scenario's name: stable across runs, machines and versions.
+pub(crate) fn shard_of(sc: &Scenario, n: u32) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in sc.to_string().bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % u64::from(n)) as u32 + 1
+}
+
+fn in_partition(sc: &Scenario, partition: Option<(u32, u32)>) -> bool {
+    partition.map_or(true, |(k, n)| shard_of(sc, n) == k)
+}
+
+/// Run one scenario by itself, with its timeline (each life's hits and how it
+/// ended) and the world's description. `clean` is the clean run's verdict,
+/// for counters measured over it; `None` runs the clean scenario first.
+pub fn run_one<S: Subject>(subject: &S, scenario: &Scenario) -> ScenarioResult {
+    let clean = replay(subject, &Scenario::default(), Vec::new(), None, false);
+    replay(subject, scenario, Vec::new(), Some(&clean.result.verdict), true).result
+}
+
+fn replay<S: Subject>(
+    subject: &S,
+    scenario: &Scenario,
+    order: Vec<u32>,
+    clean: Option<&Verdict>,
+    trace: bool,
+) -> Ran {
+    let mut world = subject.world();
+    let mut failure = None;
+    let mut lives = Vec::new();
+    for (n, target) in scenario.0.iter().enumerate() {
+        let life = crashpoint::crash_at(target.clone(), || subject.life(&mut world));
+        let end = match &life.outcome {
+            Outcome::Crashed(_) => format!("crashed at {target}"),
+            Outcome::Finished(Ok(())) => {
+                format!("finished before reaching {target}: the crash did not fire")
+            }
+            Outcome::Finished(Err(e)) => {
+                format!("stopped with an error before reaching {target}: {e}")
+            }
+            Outcome::Panicked(m) => format!("panicked: {m}"),
+        };
+        if life.outcome.crashed().is_none() {
+            failure = Some(format!("life {}: {end}", n + 1));
+        }
+        if trace {
+            lives.push(LifeTrace::new(Some(target), &life.hits, end));
+        }
+        if failure.is_some() {
+            break;
+        }
+    }
+    let mut last_hits = Vec::new();
+    if failure.is_none() {
+        let life = crashpoint::record(|| subject.life(&mut world));
+        let end = match &life.outcome {
+            Outcome::Finished(Ok(())) => "finished".to_owned(),
+            Outcome::Finished(Err(e)) => format!("stopped with an error: {e}"),
+            Outcome::Crashed(h) => format!("crashed at {h} with no crash injected"),
+            Outcome::Panicked(m) => format!("panicked: {m}"),
+        };
+        if !matches!(life.outcome, Outcome::Finished(Ok(()))) {
+            failure = Some(format!("final life {}: {end}", scenario.depth() + 1));
+        }
+        if trace {
+            lives.push(LifeTrace::new(None, &life.hits, end));
+        }
+        last_hits = life.hits;
+    }
+    let judged = crashpoint::record(|| subject.judge(&world));
+    let verdict = match judged.outcome {
+        Outcome::Finished(v) => v,
+        Outcome::Panicked(m) => {
+            failure.get_or_insert_with(|| format!("the judge panicked: {m}"));
+            Verdict::new()
+        }
+        Outcome::Crashed(h) => {
+            failure.get_or_insert_with(|| format!("the judge crashed at {h}"));
+            Verdict::new()
+        }
+    };
+    if failure.is_none() {
+        let broken: Vec<String> = subject
+            .counters()
+            .iter()
+            .filter(|c| c.required_zero)
+            .filter_map(|c| {
+                let v = over(&verdict, clean, c);
+                (v != 0).then(|| format!("{} = {v}", c.title))
+            })
+            .collect();
+        if !broken.is_empty() {
+            let mut msg = broken.join(", ");
+            for note in &verdict.notes {
+                msg.push_str("; ");
+                msg.push_str(note);
+            }
+            failure = Some(msg);
+        }
+    }
+    let world_text = trace.then(|| subject.describe(&world));
+    Ran {
+        result: ScenarioResult {
+            scenario: scenario.clone(),
+            order,
+            verdict,
+            failure,
+            lives,
+            world: world_text,
+        },
+        last_hits,
+    }
+}
+
+/// A counter's value in `verdict`, beyond its baseline.
+pub(crate) fn over(verdict: &Verdict, clean: Option<&Verdict>, c: &crate::Counter) -> u64 {
+    let v = verdict.get(&c.name);
+    match (c.baseline, clean) {
+        (Baseline::Clean, Some(cl)) => v.saturating_sub(cl.get(&c.name)),
+        _ => v,
+    }
+}
