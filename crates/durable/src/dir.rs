@@ -1,0 +1,508 @@
+//! The file-system seam: a small directory trait, a real directory, an
+//! in-memory one, and the crash-safe write built on top of them.
+//!
+//! The checkpoint store needs only a handful of operations on one directory.
+//! Putting them behind [`Dir`] lets the same store run against a real
+//! directory ([`DiskDir`]) in production and against an in-memory one
+//! ([`MemDir`]) in crash sweeps, where thousands of scenarios each make dozens
+//! of saves and a real disk would turn seconds into minutes.
+
+use std::any::Any;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A directory of plain files: the only file-system access the checkpoint
+/// store makes.
+///
+/// Names are plain file names inside the directory, never paths: an
+/// implementation rejects an empty name, `.`, `..`, and any name holding `/`
+/// or NUL with [`io::ErrorKind::InvalidInput`], so no caller can reach a file
+/// outside it.
+pub trait Dir: Send + Sync + fmt::Debug {
+    /// Create a new empty file `<prefix><unique>.tmp` with mode 0600, failing
+    /// rather than reusing an existing file, and return its name.
+    ///
+    /// `<unique>` is one or more ASCII letters or digits, so the store can
+    /// tell its own temp files from those of a run whose ID happens to extend
+    /// its own. Mode 0600 matters because a checkpoint holds every tool
+    /// result, and tool results hold whatever the agent read.
+    fn create_temp(&self, prefix: &str) -> io::Result<String>;
+
+    /// Replace the file's contents with `data`, creating it (mode 0600) if
+    /// missing. Not crash-safe on its own: use [`write_atomic`] for that.
+    fn write(&self, name: &str, data: &[u8]) -> io::Result<()>;
+
+    /// Make the file's current contents durable (fsync), so that a rename
+    /// that follows never points at data that did not reach the disk.
+    fn sync(&self, name: &str) -> io::Result<()>;
+
+    /// Atomically replace `to` with `from`: a reader sees the old file or the
+    /// new one, never a mix.
+    fn rename(&self, from: &str, to: &str) -> io::Result<()>;
+
+    /// Make the directory's entries durable (fsync the directory), so that a
+    /// rename does not vanish in a power cut.
+    fn sync_dir(&self) -> io::Result<()>;
+
+    /// The file's contents, or `Ok(None)` when the file does not exist.
+    fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>>;
+
+    /// Remove the file. Removing a missing file is `Ok`, so cleanup after a
+    /// crash can be repeated after another crash.
+    fn remove(&self, name: &str) -> io::Result<()>;
+
+    /// The names of the directory's entries, sorted.
+    fn list(&self) -> io::Result<Vec<String>>;
+
+    /// Take an exclusive, non-blocking lock on `name` (created if missing).
+    ///
+    /// Fails with [`io::ErrorKind::WouldBlock`] if the lock is held, by this
+    /// process or another. Dropping the guard releases it; for [`DiskDir`]
+    /// this is `flock(LOCK_EX|LOCK_NB)` on an open descriptor, so the kernel
+    /// also releases it when the process dies by any means, and a crash never
+    /// leaves a run locked by a process that no longer exists.
+    fn lock(&self, name: &str) -> io::Result<LockGuard>;
+
+    /// Where `name` lives, for error messages: a real path, or `mem:/name`.
+    fn path_of(&self, name: &str) -> PathBuf;
+}
+
+/// A held lock from [`Dir::lock`]; dropping it releases the lock.
+///
+/// It owns whatever keeps the lock held (an open file for [`DiskDir`]), so a
+/// [`Dir`] implemented outside this crate can put its own token inside with
+/// [`LockGuard::new`].
+#[must_use = "the lock is released as soon as the guard is dropped"]
+pub struct LockGuard(#[allow(dead_code)] Box<dyn Any + Send + Sync>);
+
+impl LockGuard {
+    /// A guard that keeps `held` alive until it is dropped; `held`'s own
+    /// `Drop` releases the lock.
+    pub fn new<T: Any + Send + Sync>(held: T) -> LockGuard {
+        LockGuard(Box::new(held))
+    }
+}
+
+impl fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LockGuard { .. }")
+    }
+}
+
+/// Reject names that are not a plain file name, so that no caller of a
+/// [`Dir`] can reach outside the directory whatever string it passes.
+fn check_name(name: &str) -> io::Result<()> {
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{name:?} is not a plain file name"),
+        ));
+    }
+    Ok(())
+}
+
+/// How many names [`Dir::create_temp`] tries before giving up; with 12
+/// random characters a second try is already astronomically rare.
+const TEMP_ATTEMPTS: u32 = 16;
+
+// ---------------------------------------------------------------------------
+// DiskDir
+
+/// A real directory on a local disk.
+///
+/// Every file it creates has mode 0600 and the directory itself 0700, because
+/// checkpoints hold every tool result the agent saw.
+#[derive(Clone, Debug)]
+pub struct DiskDir {
+    path: PathBuf,
+}
+
+impl DiskDir {
+    /// Use the directory at `path`, creating it (and its parents) with mode
+    /// 0700 if missing.
+    pub fn new(path: impl AsRef<Path>) -> io::Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&path)?;
+        if !fs::metadata(&path)?.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a directory", path.display()),
+            ));
+        }
+        Ok(DiskDir { path })
+    }
+
+    /// The directory's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn file(&self, name: &str) -> io::Result<PathBuf> {
+        check_name(name)?;
+        Ok(self.path.join(name))
+    }
+}
+
+fn random_alnum(len: usize) -> String {
+    use rand::Rng;
+    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut rng = rand::thread_rng();
+    (0..len)
+        .map(|_| char::from(CHARS[rng.gen_range(0..CHARS.len())]))
+        .collect()
+}
+
+impl Dir for DiskDir {
+    fn create_temp(&self, prefix: &str) -> io::Result<String> {
+        for _ in 0..TEMP_ATTEMPTS {
+            let name = format!("{prefix}{}.tmp", random_alnum(12));
+            let path = self.file(&name)?;
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+            {
+                Ok(_) => return Ok(name),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("no free temp name for prefix {prefix:?} after {TEMP_ATTEMPTS} tries"),
+        ))
+    }
+
+    fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(self.file(name)?)?;
+        f.write_all(data)
+    }
+
+    fn sync(&self, name: &str) -> io::Result<()> {
+        File::open(self.file(name)?)?.sync_all()
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        fs::rename(self.file(from)?, self.file(to)?)
+    }
+
+    fn sync_dir(&self) -> io::Result<()> {
+        File::open(&self.path)?.sync_all()
+    }
+
+    fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        match fs::read(self.file(name)?) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        match fs::remove_file(self.file(name)?) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            r => r,
+        }
+    }
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(&self.path)? {
+            // A name that is not UTF-8 was not written by this crate; skip it
+            // rather than mangle it into a name that means another file.
+            if let Ok(name) = entry?.file_name().into_string() {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn lock(&self, name: &str) -> io::Result<LockGuard> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(self.file(name)?)?;
+        loop {
+            // SAFETY: `file` owns a valid open descriptor for the whole call.
+            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            if rc == 0 {
+                return Ok(LockGuard::new(file));
+            }
+            let err = io::Error::last_os_error();
+            match err.kind() {
+                io::ErrorKind::Interrupted => continue,
+                // EWOULDBLOCK already maps to WouldBlock; say which file.
+                io::ErrorKind::WouldBlock => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WouldBlock,
+                        format!("{} is locked", self.path.join(name).display()),
+                    ))
+                }
+                _ => return Err(err),
+            }
+        }
+    }
+
+    fn path_of(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// MemDir
+
+#[derive(Default)]
+struct MemInner {
+    files: BTreeMap<String, Vec<u8>>,
+    locks: BTreeSet<String>,
+    next_temp: u64,
+}
+
+/// An in-memory directory: a *world* that outlives a crashed life.
+///
+/// Clones share the same files and locks, so a test keeps one clone, hands
+/// another to a life that crashes, and inspects or resumes from what the
+/// crash left. Temp names come from a counter, so the same scenario gives the
+/// same names every time. A lock is released when its guard drops, which
+/// happens while a crashed life unwinds, as the kernel would release a dead
+/// process's `flock`. `sync` and `sync_dir` do nothing: this directory models
+/// a process crash, not a power cut.
+#[derive(Clone, Default)]
+pub struct MemDir {
+    inner: Arc<Mutex<MemInner>>,
+}
+
+impl MemDir {
+    /// A new, empty directory.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn inner(&self) -> MutexGuard<'_, MemInner> {
+        // No code runs a crash point while holding this lock, so a poisoned
+        // mutex still holds consistent files.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl fmt::Debug for MemDir {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The file contents could be megabytes; names are enough to debug.
+        let inner = self.inner();
+        f.debug_struct("MemDir")
+            .field("files", &inner.files.keys().collect::<Vec<_>>())
+            .field("locks", &inner.locks)
+            .finish()
+    }
+}
+
+fn not_found(name: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("mem:/{name}: no such file"),
+    )
+}
+
+/// The token inside a [`MemDir`] lock's guard: releases the name on drop.
+struct MemLock {
+    inner: Arc<Mutex<MemInner>>,
+    name: String,
+}
+
+impl Drop for MemLock {
+    fn drop(&mut self) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.locks.remove(&self.name);
+    }
+}
+
+impl Dir for MemDir {
+    fn create_temp(&self, prefix: &str) -> io::Result<String> {
+        let mut inner = self.inner();
+        for _ in 0..TEMP_ATTEMPTS {
+            inner.next_temp += 1;
+            let name = format!("{prefix}{}.tmp", inner.next_temp);
+            check_name(&name)?;
+            if !inner.files.contains_key(&name) {
+                inner.files.insert(name.clone(), Vec::new());
+                return Ok(name);
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("no free temp name for prefix {prefix:?} after {TEMP_ATTEMPTS} tries"),
+        ))
+    }
+
+    fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
+        check_name(name)?;
+        let mut inner = self.inner();
+        match inner.files.get_mut(name) {
+            Some(f) => {
+                f.clear();
+                f.extend_from_slice(data);
+            }
+            None => {
+                inner.files.insert(name.to_owned(), data.to_vec());
+            }
+        }
+        Ok(())
+    }
+
+    fn sync(&self, name: &str) -> io::Result<()> {
+        check_name(name)?;
+        if self.inner().files.contains_key(name) {
+            Ok(())
+        } else {
+            Err(not_found(name))
+        }
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        check_name(from)?;
+        check_name(to)?;
+        let mut inner = self.inner();
+        let data = inner.files.remove(from).ok_or_else(|| not_found(from))?;
+        inner.files.insert(to.to_owned(), data);
+        Ok(())
+    }
+
+    fn sync_dir(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        check_name(name)?;
+        Ok(self.inner().files.get(name).cloned())
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        check_name(name)?;
+        self.inner().files.remove(name);
+        Ok(())
+    }
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        Ok(self.inner().files.keys().cloned().collect())
+    }
+
+    fn lock(&self, name: &str) -> io::Result<LockGuard> {
+        check_name(name)?;
+        let mut inner = self.inner();
+        if !inner.locks.insert(name.to_owned()) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("mem:/{name} is locked"),
+            ));
+        }
+        inner.files.entry(name.to_owned()).or_default();
+        Ok(LockGuard::new(MemLock {
+            inner: Arc::clone(&self.inner),
+            name: name.to_owned(),
+        }))
+    }
+
+    fn path_of(&self, name: &str) -> PathBuf {
+        PathBuf::from(format!("mem:/{name}"))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// write_atomic
+
+/// How [`write_atomic`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// fsync the temp file before the rename and the directory after it.
+    /// Turn off only where a power cut does not matter (crash sweeps, tests):
+    /// a process crash cannot tear the file either way.
+    pub sync: bool,
+    /// Pass the crash points `mid-save` (before the rename) and
+    /// `after rename`, so a sweep can crash a save on either side of the step
+    /// that swaps old for new.
+    pub points: bool,
+}
+
+impl Default for WriteOptions {
+    /// Synced, with crash points: the safe choice.
+    fn default() -> Self {
+        WriteOptions {
+            sync: true,
+            points: true,
+        }
+    }
+}
+
+/// Which step of [`write_atomic`] failed, for error messages.
+pub(crate) type StepError = (&'static str, io::Error);
+
+/// [`write_atomic`], naming the step that failed.
+pub(crate) fn write_atomic_step(
+    dir: &dyn Dir,
+    name: &str,
+    bytes: &[u8],
+    opts: WriteOptions,
+) -> Result<(), StepError> {
+    check_name(name).map_err(|e| ("write", e))?;
+    let tmp = dir
+        .create_temp(&format!(".{name}-"))
+        .map_err(|e| ("create temp file for", e))?;
+    let swapped = (|| {
+        dir.write(&tmp, bytes).map_err(|e| ("write temp file for", e))?;
+        if opts.sync {
+            dir.sync(&tmp).map_err(|e| ("sync temp file for", e))?;
+        }
+        if opts.points {
+            crashpoint::point!("mid-save");
+        }
+        dir.rename(&tmp, name).map_err(|e| ("rename temp file over", e))
+    })();
+    if let Err(e) = swapped {
+        // Best effort: the error that matters is the one above, and open
+        // removes leftovers anyway.
+        let _ = dir.remove(&tmp);
+        return Err(e);
+    }
+    if opts.points {
+        crashpoint::point!("after rename");
+    }
+    if opts.sync {
+        dir.sync_dir().map_err(|e| ("sync directory of", e))?;
+    }
+    Ok(())
+}
+
+/// Replace `name` with `bytes` so that, whenever a crash comes, the directory
+/// holds either the old file or the new one, never half of one.
+///
+/// Writing over a file in place can be torn by a crash. Instead this creates
+/// a temp file `.<name>-<unique>.tmp` in the same directory (a rename cannot
+/// cross file systems), writes it, syncs it (if `opts.sync`: so the new name
+/// never points at data that did not reach the disk), passes the point
+/// `mid-save`, renames it over `name` (the one step that swaps old for new),
+/// passes `after rename`, and syncs the directory (if `opts.sync`: so the
+/// rename survives a power cut). On an error the temp file is removed; after
+/// a crash it is left for the next [`Checkpoint::open`](crate::Checkpoint::open)
+/// to remove.
+pub fn write_atomic(dir: &dyn Dir, name: &str, bytes: &[u8], opts: WriteOptions) -> io::Result<()> {
+    write_atomic_step(dir, name, bytes, opts).map_err(|(_, e)| e)
+}
