@@ -46,7 +46,6 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 /// SHA-256 of `bytes` as 64 lowercase hex chars.
-#[allow(dead_code)] // used by the state module, next
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
