@@ -70,9 +70,10 @@
 mod report;
 mod runner;
 mod scenario;
+pub mod snapshot;
 
 pub use report::{markdown, table, Report, Row, ScenarioResult, LifeTrace};
-pub use runner::{run, run_one, run_with, Config, Error};
+pub use runner::{run, run_one, run_with, Config, Error, Progress};
 pub use scenario::Scenario;
 
 pub use crashpoint::Hit;

@@ -1,0 +1,97 @@
+//! Reviewed snapshots: a rendered table kept in a file and compared on every
+//! run, so a change in any count shows up as a readable diff.
+
+use std::path::Path;
+
+/// Whether this run may rewrite snapshots: `CRASHSWEEP_BLESS=1` is set and
+/// `CI` is not (under CI snapshots are never written).
+pub fn blessing() -> bool {
+    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+    let bless = std::env::var("CRASHSWEEP_BLESS").is_ok_and(|v| v == "1" || v == "true");
+    bless && !ci
+}
+
+/// Compare `actual` with the snapshot at `path`. When they differ (or the
+/// file is missing) the error is a line diff and the command that accepts the
+/// new output; with [`blessing`] on, the file is rewritten instead.
+pub fn check(path: &Path, actual: &str) -> Result<(), String> {
+    let expected = std::fs::read_to_string(path).ok();
+    if expected.as_deref() == Some(actual) {
+        return Ok(());
+    }
+    if blessing() {
+        return std::fs::write(path, actual)
+            .map_err(|e| format!("cannot write snapshot {}: {e}", path.display()));
+    }
+    let mut msg = match &expected {
+        None => format!("snapshot {} does not exist; new output:\n{actual}", path.display()),
+        Some(exp) => format!(
+            "snapshot {} differs (- reviewed, + this run):\n{}",
+            path.display(),
+            diff(exp, actual)
+        ),
+    };
+    msg.push_str(
+        "\nIf the new output is right, accept it with `cargo xtask sweep --bless` \
+         (or rerun the test with CRASHSWEEP_BLESS=1) and say in review why the numbers moved.",
+    );
+    Err(msg)
+}
+
+/// A minimal line diff (longest common subsequence), enough for tables.
+pub fn diff(old: &str, new: &str) -> String {
+    let a: Vec<&str> = old.lines().collect();
+    let b: Vec<&str> = new.lines().collect();
+    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, String::new());
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            out.push_str(&format!("  {}\n", a[i]));
+            i += 1;
+            j += 1;
+        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            out.push_str(&format!("+ {}\n", b[j]));
+            j += 1;
+        } else {
+            out.push_str(&format!("- {}\n", a[i]));
+            i += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_marks_changed_lines() {
+        let d = diff("a\nb\nc\n", "a\nx\nc\n");
+        assert_eq!(d, "  a\n+ x\n- b\n  c\n");
+    }
+
+    #[test]
+    fn check_reports_a_missing_and_a_different_snapshot() {
+        let dir = std::env::temp_dir().join(format!("sweep-snap-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let p = dir.join("t.txt");
+        let _ = std::fs::remove_file(&p);
+        if !blessing() {
+            assert!(check(&p, "x\n").unwrap_err().contains("does not exist"));
+            std::fs::write(&p, "x\n").unwrap();
+            assert!(check(&p, "x\n").is_ok());
+            let e = check(&p, "y\n").unwrap_err();
+            assert!(e.contains("- x") && e.contains("+ y") && e.contains("--bless"), "{e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
