@@ -54,6 +54,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 
+mod store;
+
 /// The point every accepted mutating request passes: after the record exists
 /// (and is on disk, for a file-backed tracker), before the caller hears back.
 pub const ACCEPTED: &str = "tracker accepted";
@@ -352,9 +354,16 @@ impl State {
         }
     }
 
-    fn persist(&self) -> Result<(), TrackerError> {
-        match &self.store {
-            Some(store) => store.save(self),
+    /// Write the state down (file-backed mode); in memory there is nothing
+    /// to do.
+    fn persist(&mut self) -> Result<(), TrackerError> {
+        match &mut self.store {
+            Some(store) => store.save(
+                self.clock_ticks,
+                &self.issues,
+                self.comments_total,
+                &self.keys,
+            ),
             None => Ok(()),
         }
     }
@@ -397,6 +406,28 @@ impl Tracker {
     /// An empty tracker kept in memory: its records live as long as any clone.
     pub fn new(mode: Mode) -> Tracker {
         Tracker::from_state(mode, State::default())
+    }
+
+    /// A tracker whose records live in `dir`'s `tracker.json`, so they
+    /// outlive the process as well as its crashes: the world of the triage
+    /// command, which dies on purpose and resumes in a new process.
+    ///
+    /// A missing file is a new, empty tracker. Anything else that is not a
+    /// consistent tracker (bad JSON, unknown format version, numbers out of
+    /// order, a key answering with a record it did not make) is
+    /// [`TrackerError::Corrupt`] and the file is left as it is: starting empty
+    /// over it would hide every record a judge should count. Temp files a
+    /// killed writer left behind are removed.
+    ///
+    /// The file is rewritten with [`durable::write_atomic`] (synced, no
+    /// points of its own) after every new record, before the tracker passes
+    /// [`ACCEPTED`] or answers. Configuration (`with_key_ttl`, faults,
+    /// uncertain lookups) is not stored: each opener sets its own. One
+    /// tracker at a time should own a directory; a write over a file that
+    /// another tracker changed since this one read it is refused with
+    /// [`TrackerError::Io`] rather than erase the other's records.
+    pub fn open_dir(dir: Arc<dyn durable::Dir>, mode: Mode) -> Result<Tracker, TrackerError> {
+        Ok(Tracker::from_state(mode, store::Store::open(dir)?))
     }
 
     fn from_state(mode: Mode, state: State) -> Tracker {
@@ -606,22 +637,6 @@ impl Tracker {
                     .count(),
                 None => 0,
             },
-        }
-    }
-}
-
-mod store {
-    use super::*;
-
-    /// Placeholder until the file-backed mode lands.
-    pub(crate) struct Store;
-
-    impl Store {
-        pub(crate) fn save(&self, _state: &State) -> Result<(), TrackerError> {
-            Ok(())
-        }
-        pub(crate) fn path(&self) -> PathBuf {
-            PathBuf::new()
         }
     }
 }

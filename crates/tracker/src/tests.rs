@@ -1,6 +1,7 @@
 use super::*;
 use crashpoint::Hit;
 use proptest::prelude::*;
+use std::io;
 
 fn issue(title: &str, body: &str) -> Request {
     Request::FileIssue {
@@ -327,5 +328,257 @@ proptest! {
         let issues = t.issues();
         let records = issues.len() + issues.iter().map(|i| i.comments.len()).sum::<usize>();
         prop_assert_eq!(records, 1 + first.len());
+    }
+}
+
+mod file {
+    use super::*;
+    use durable::{Dir, DiskDir, LockGuard, MemDir};
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    fn mem() -> (MemDir, Arc<dyn Dir>) {
+        let dir = MemDir::new();
+        (dir.clone(), Arc::new(dir))
+    }
+
+    fn read(dir: &dyn Dir) -> Vec<u8> {
+        dir.read(store::FILE).unwrap().expect("tracker.json exists")
+    }
+
+    #[test]
+    fn reopened_from_disk_keeps_records_keys_and_clock() {
+        let tmp = tempfile::tempdir().unwrap();
+        let open = || {
+            let dir: Arc<dyn Dir> = Arc::new(DiskDir::new(tmp.path()).unwrap());
+            Tracker::open_dir(dir, Mode::Keyed)
+                .unwrap()
+                .with_key_ttl(10)
+        };
+        {
+            let t = open();
+            assert!(t.issues().is_empty(), "a missing file is a new tracker");
+            assert_eq!(t.file_issue("bug", "body", Some("k1")).unwrap(), 1);
+            assert_eq!(t.comment(1, "hi", Some("k2")).unwrap(), 1);
+            t.advance(4);
+        }
+        assert!(tmp.path().join("tracker.json").is_file());
+        let t = open();
+        assert_eq!(t.issues().len(), 1);
+        assert_eq!(t.issues()[0].comments.len(), 1);
+        assert!(t.holds_key("k1") && t.holds_key("k2"));
+        assert_eq!(t.file_issue("bug", "body", Some("k1")).unwrap(), 1);
+        assert_eq!(t.comment(1, "hi", Some("k2")).unwrap(), 1);
+        assert!(matches!(
+            t.file_issue("other", "body", Some("k1")),
+            Err(TrackerError::KeyReused { .. })
+        ));
+        // Numbering goes on where it stopped.
+        assert_eq!(t.file_issue("next", "body", Some("k3")).unwrap(), 2);
+        assert_eq!(t.comment(2, "x", None).unwrap(), 2);
+        // The clock was kept: 4 + 6 = 10 ticks expire k1.
+        t.advance(6);
+        drop(t);
+        let t = open();
+        assert!(!t.holds_key("k1"));
+        assert!(t.holds_key("k3"));
+    }
+
+    #[test]
+    fn the_file_is_written_before_the_point() {
+        let (world, dir) = mem();
+        let t = Tracker::open_dir(dir, Mode::Keyed).unwrap();
+        let life = crashpoint::crash_at(Hit::new(ACCEPTED, 1), || {
+            t.file_issue("bug", "body", Some("k")).unwrap();
+        });
+        assert!(life.outcome.crashed().is_some());
+        assert!(life.hits.is_empty(), "the save passes no points of its own");
+        let reopened = Tracker::open_dir(Arc::new(world), Mode::Keyed).unwrap();
+        assert_eq!(reopened.count(&issue("bug", "body")), 1);
+        assert!(reopened.holds_key("k"));
+    }
+
+    #[test]
+    fn corrupt_file_is_refused_and_left_unchanged() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("tracker.json");
+        std::fs::write(&path, b"{\"version\": 1, \"issues\": [").unwrap();
+        let dir: Arc<dyn Dir> = Arc::new(DiskDir::new(tmp.path()).unwrap());
+        match Tracker::open_dir(dir, Mode::Keyed) {
+            Err(TrackerError::Corrupt { path: p, reason }) => {
+                assert_eq!(p, path);
+                assert!(!reason.is_empty());
+            }
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"{\"version\": 1, \"issues\": ["
+        );
+    }
+
+    /// A valid file, edited by `edit`, must be refused.
+    fn refused_after(edit: impl FnOnce(&mut serde_json::Value)) -> String {
+        let (world, dir) = mem();
+        let t = Tracker::open_dir(dir, Mode::Keyed).unwrap();
+        t.file_issue("a", "x", Some("k1")).unwrap();
+        t.file_issue("b", "y", Some("k2")).unwrap();
+        t.comment(1, "c", Some("k3")).unwrap();
+        let mut json: serde_json::Value = serde_json::from_slice(&read(&world)).unwrap();
+        edit(&mut json);
+        let bytes = serde_json::to_vec(&json).unwrap();
+        world.write(store::FILE, &bytes).unwrap();
+        match Tracker::open_dir(Arc::new(world.clone()), Mode::Keyed) {
+            Err(TrackerError::Corrupt { reason, .. }) => {
+                assert_eq!(read(&world), bytes, "left unchanged");
+                reason
+            }
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn inconsistent_files_are_corrupt() {
+        let reasons = [
+            refused_after(|j| j["version"] = 2.into()),
+            refused_after(|j| j["issues"][1]["number"] = 7.into()),
+            refused_after(|j| j["next_issue"] = 9.into()),
+            refused_after(|j| j["next_comment"] = 0.into()),
+            refused_after(|j| j["next_comment"] = 5.into()),
+            refused_after(|j| j["issues"][0]["comments"][0]["id"] = 3.into()),
+            refused_after(|j| j["keys"]["k1"]["response"]["Issue"]["number"] = 2.into()),
+            refused_after(|j| j["keys"]["k2"]["response"]["Issue"]["number"] = 3.into()),
+            refused_after(|j| j["keys"]["k3"]["request"]["Comment"]["issue"] = 2.into()),
+            refused_after(|j| j["keys"]["k1"]["at_tick"] = 1.into()),
+            refused_after(|j| j["extra"] = true.into()),
+        ];
+        for reason in reasons {
+            assert!(!reason.is_empty());
+        }
+        // And the unedited file opens.
+        let (world, dir) = mem();
+        Tracker::open_dir(dir, Mode::Keyed)
+            .unwrap()
+            .file_issue("a", "x", None)
+            .unwrap();
+        Tracker::open_dir(Arc::new(world), Mode::Keyed).unwrap();
+    }
+
+    #[test]
+    fn leftover_temp_files_are_removed_on_open() {
+        let (world, dir) = mem();
+        Tracker::open_dir(dir, Mode::Keyless)
+            .unwrap()
+            .file_issue("a", "x", None)
+            .unwrap();
+        world.write(".tracker.json-99.tmp", b"half").unwrap();
+        world.write("unrelated.tmp", b"keep").unwrap();
+        let t = Tracker::open_dir(Arc::new(world.clone()), Mode::Keyless).unwrap();
+        assert_eq!(t.issues().len(), 1);
+        assert_eq!(world.list().unwrap(), ["tracker.json", "unrelated.tmp"]);
+    }
+
+    #[test]
+    fn a_stale_tracker_does_not_erase_another_ones_records() {
+        let (world, dir) = mem();
+        let a = Tracker::open_dir(dir.clone(), Mode::Keyed).unwrap();
+        let b = Tracker::open_dir(dir, Mode::Keyed).unwrap();
+        a.file_issue("from a", "x", Some("ka")).unwrap();
+        assert!(matches!(
+            b.file_issue("from b", "x", Some("kb")),
+            Err(TrackerError::Io { .. })
+        ));
+        assert!(b.issues().is_empty(), "b rolled back its record");
+        assert!(!b.holds_key("kb"));
+        let fresh = Tracker::open_dir(Arc::new(world), Mode::Keyed).unwrap();
+        assert_eq!(fresh.search("from"), [(1, "from a".to_owned())]);
+    }
+
+    /// A [`MemDir`] whose renames fail on demand, like a full disk.
+    #[derive(Debug, Clone, Default)]
+    struct FlakyDir {
+        inner: MemDir,
+        fail: Arc<AtomicBool>,
+    }
+
+    impl Dir for FlakyDir {
+        fn create_temp(&self, prefix: &str) -> io::Result<String> {
+            self.inner.create_temp(prefix)
+        }
+        fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
+            self.inner.write(name, data)
+        }
+        fn sync(&self, name: &str) -> io::Result<()> {
+            self.inner.sync(name)
+        }
+        fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(io::Error::other("disk full"));
+            }
+            self.inner.rename(from, to)
+        }
+        fn sync_dir(&self) -> io::Result<()> {
+            self.inner.sync_dir()
+        }
+        fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+            self.inner.read(name)
+        }
+        fn remove(&self, name: &str) -> io::Result<()> {
+            self.inner.remove(name)
+        }
+        fn list(&self) -> io::Result<Vec<String>> {
+            self.inner.list()
+        }
+        fn lock(&self, name: &str) -> io::Result<LockGuard> {
+            self.inner.lock(name)
+        }
+        fn path_of(&self, name: &str) -> PathBuf {
+            self.inner.path_of(name)
+        }
+    }
+
+    #[test]
+    fn a_failed_write_records_nothing() {
+        let flaky = FlakyDir::default();
+        let t = Tracker::open_dir(Arc::new(flaky.clone()), Mode::Keyed)
+            .unwrap()
+            .with_fault(Fault::FailAfterAccept { nth: 3 });
+        assert_eq!(t.file_issue("a", "x", Some("k1")).unwrap(), 1);
+        let on_disk = read(&flaky);
+
+        flaky.fail.store(true, Ordering::SeqCst);
+        let life = crashpoint::record(|| t.comment(1, "c", Some("k2")));
+        match life.outcome {
+            crashpoint::Outcome::Finished(Err(TrackerError::Io { path, .. })) => {
+                assert_eq!(path, PathBuf::from("mem:/tracker.json"))
+            }
+            other => panic!("expected Io, got {other:?}"),
+        }
+        assert!(life.hits.is_empty(), "nothing was accepted");
+        assert!(matches!(
+            t.file_issue("b", "y", Some("k1")),
+            Err(TrackerError::KeyReused { .. })
+        ));
+        assert!(matches!(
+            t.file_issue("b", "y", Some("k3")),
+            Err(TrackerError::Io { .. })
+        ));
+        assert!(!t.holds_key("k2") && !t.holds_key("k3"));
+        assert_eq!(t.issues().len(), 1);
+        assert!(t.issues()[0].comments.is_empty());
+        assert_eq!(read(&flaky), on_disk);
+        assert!(flaky.list().unwrap().iter().all(|n| !n.ends_with(".tmp")));
+
+        // Healed: numbering and the fault's count carry on as if the failed
+        // requests never came.
+        flaky.fail.store(false, Ordering::SeqCst);
+        assert_eq!(t.comment(1, "c", Some("k2")).unwrap(), 1);
+        assert!(matches!(
+            t.file_issue("b", "y", Some("k3")),
+            Err(TrackerError::Dropped)
+        ));
+        assert_eq!(t.file_issue("b", "y", Some("k3")).unwrap(), 2);
+        let reopened = Tracker::open_dir(Arc::new(flaky), Mode::Keyed).unwrap();
+        assert_eq!(reopened.issues(), t.issues());
     }
 }
