@@ -186,9 +186,10 @@ pub enum TrackerError {
         /// What is wrong with it.
         reason: String,
     },
-    /// Reading or writing the tracker's file failed. A failed write records
-    /// nothing: the request is rolled back, as a service whose database write
-    /// failed would not have acted.
+    /// Reading or writing the tracker's file failed, or another tracker
+    /// changed the file since this one read it (see [`Tracker::open_dir`]).
+    /// A failed write records nothing: the request is rolled back, as a
+    /// service whose database write failed would not have acted.
     #[error("tracker file {}: {source}", path.display())]
     Io {
         /// The file.
