@@ -1,0 +1,227 @@
+//! The scripted triage job: the replies a scripted model gives, as data.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// What one tool call does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `issue_file {title, body}`: files an issue; changes the tracker.
+    FileIssue {
+        /// The issue's title.
+        title: String,
+        /// The issue's body.
+        body: String,
+    },
+    /// `issue_comment {issue, body}`: comments on the issue an earlier call
+    /// (named by its call ID) filed; changes the tracker.
+    Comment {
+        /// The ID of the `issue_file` call whose issue this comments on.
+        issue_call: String,
+        /// The comment's text.
+        body: String,
+    },
+    /// `search {query}`: reads only.
+    Search {
+        /// The search text.
+        query: String,
+    },
+}
+
+impl Op {
+    /// The tool's name.
+    pub fn tool(&self) -> &'static str {
+        match self {
+            Op::FileIssue { .. } => "issue_file",
+            Op::Comment { .. } => "issue_comment",
+            Op::Search { .. } => "search",
+        }
+    }
+    /// Whether the call can change the outside world.
+    pub fn mutates(&self) -> bool {
+        !matches!(self, Op::Search { .. })
+    }
+}
+
+/// One tool call of a scripted reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// The call's ID, fixed by the model's reply.
+    pub id: String,
+    /// What it does.
+    pub op: Op,
+    /// The arguments as the model wrote them (JSON text).
+    pub args: String,
+}
+
+/// A scripted job: the model's replies in order, each a list of tool calls;
+/// the last reply has no calls (the final answer). Asking the model again for
+/// a turn gives the same reply with the same call IDs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Script {
+    /// The job's name.
+    pub name: String,
+    /// The replies, the last one empty.
+    pub replies: Vec<Vec<Call>>,
+}
+
+/// Why a job file cannot be used; every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// The file cannot be read.
+    #[error("{path}: cannot read the job: {source}")]
+    Read {
+        /// The job file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not a job of the expected shape.
+    #[error("{path}: not a scripted job ({reason}); expected {{\"name\": …, \"replies\": [[{{\"id\": …, \"tool\": …, \"args\": {{…}}}}, …], …, []]}}")]
+    Shape {
+        /// The job file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The job's content is inconsistent.
+    #[error("{path}: {reason}")]
+    Invalid {
+        /// The job file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawJob {
+    name: String,
+    replies: Vec<Vec<RawCall>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCall {
+    id: String,
+    tool: String,
+    args: serde_json::Value,
+}
+
+fn arg(call: &RawCall, name: &str) -> Result<String, String> {
+    match call.args.get(name) {
+        Some(serde_json::Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err(format!("call {:?}: argument {name:?} must be a string", call.id)),
+        None => Err(format!(
+            "call {:?} ({}): missing argument {name:?}",
+            call.id, call.tool
+        )),
+    }
+}
+
+impl Script {
+    /// Load and check a job file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Script, ScriptError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Script::parse(&text, path)
+    }
+
+    /// Parse and check a job; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Script, ScriptError> {
+        let raw: RawJob = serde_json::from_str(text).map_err(|e| ScriptError::Shape {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let invalid = |reason: String| ScriptError::Invalid {
+            path: path.to_owned(),
+            reason,
+        };
+        match raw.replies.last() {
+            None => return Err(invalid("the job has no replies".into())),
+            Some(last) if !last.is_empty() => {
+                return Err(invalid(
+                    "the job has no final reply: the last reply must be empty (the answer)".into(),
+                ))
+            }
+            Some(_) => {}
+        }
+        let mut ids = BTreeSet::new();
+        let mut filed = BTreeSet::new();
+        let mut replies = Vec::new();
+        for (n, reply) in raw.replies.iter().enumerate() {
+            if reply.is_empty() && n + 1 < raw.replies.len() {
+                return Err(invalid(format!(
+                    "reply {} is empty but is not the last: an empty reply is the final answer",
+                    n + 1
+                )));
+            }
+            let mut calls = Vec::new();
+            for c in reply {
+                if c.id.is_empty() {
+                    return Err(invalid(format!("reply {}: a call has an empty ID", n + 1)));
+                }
+                if !ids.insert(c.id.clone()) {
+                    return Err(invalid(format!("duplicate call ID {:?}", c.id)));
+                }
+                let op = match c.tool.as_str() {
+                    "issue_file" => Op::FileIssue {
+                        title: arg(c, "title").map_err(&invalid)?,
+                        body: arg(c, "body").map_err(&invalid)?,
+                    },
+                    "issue_comment" => {
+                        let issue_call = arg(c, "issue").map_err(&invalid)?;
+                        if !filed.contains(&issue_call) {
+                            return Err(invalid(format!(
+                                "call {:?} comments on {issue_call:?}, which no earlier issue_file call filed",
+                                c.id
+                            )));
+                        }
+                        Op::Comment {
+                            issue_call,
+                            body: arg(c, "body").map_err(&invalid)?,
+                        }
+                    }
+                    "search" => Op::Search {
+                        query: arg(c, "query").map_err(&invalid)?,
+                    },
+                    other => {
+                        return Err(invalid(format!(
+                            "call {:?}: unknown tool {other:?} (known: issue_file, issue_comment, search)",
+                            c.id
+                        )))
+                    }
+                };
+                if let Op::FileIssue { .. } = op {
+                    filed.insert(c.id.clone());
+                }
+                calls.push(Call {
+                    id: c.id.clone(),
+                    op,
+                    args: c.args.to_string(),
+                });
+            }
+            replies.push(calls);
+        }
+        Ok(Script {
+            name: raw.name,
+            replies,
+        })
+    }
+
+    /// The call with this ID.
+    pub fn call(&self, id: &str) -> Option<&Call> {
+        self.replies.iter().flatten().find(|c| c.id == id)
+    }
+
+    /// Every call that changes the tracker, in order.
+    pub fn effects(&self) -> impl Iterator<Item = &Call> {
+        self.replies.iter().flatten().filter(|c| c.op.mutates())
+    }
+}
