@@ -329,7 +329,7 @@ impl Subject for DesignSubject {
                                     id.clone(),
                                     Attempt {
                                         key: self.key(call),
-                                        approved: false,
+                                        ..Attempt::default()
                                     },
                                 );
                                 save(&mut cp, &st)?;

@@ -304,6 +304,11 @@ pub struct Attempt {
     /// yes, so a crash during the decision leaves nothing to resolve).
     #[serde(default, skip_serializing_if = "is_false")]
     pub approved: bool,
+    /// When the call went out, on the run's clock (Unix seconds for real
+    /// runs, logical ticks in sweeps), so a restart can tell whether the
+    /// service still holds the key: keys expire.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub at: u64,
 }
 
 /// What the run has spent, across all its lives.
