@@ -467,14 +467,16 @@ pub(crate) fn write_atomic_step(
         .create_temp(&format!(".{name}-"))
         .map_err(|e| ("create temp file for", e))?;
     let swapped = (|| {
-        dir.write(&tmp, bytes).map_err(|e| ("write temp file for", e))?;
+        dir.write(&tmp, bytes)
+            .map_err(|e| ("write temp file for", e))?;
         if opts.sync {
             dir.sync(&tmp).map_err(|e| ("sync temp file for", e))?;
         }
         if opts.points {
             crashpoint::point!("mid-save");
         }
-        dir.rename(&tmp, name).map_err(|e| ("rename temp file over", e))
+        dir.rename(&tmp, name)
+            .map_err(|e| ("rename temp file over", e))
     })();
     if let Err(e) = swapped {
         // Best effort: the error that matters is the one above, and open

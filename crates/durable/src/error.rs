@@ -72,7 +72,9 @@ pub enum Error {
 
     /// The checkpoint's phase is not one this version knows; resuming would
     /// have to guess the loop's next move.
-    #[error("checkpoint {path} has unknown phase {phase:?} (expected model, tools, paused or done)")]
+    #[error(
+        "checkpoint {path} has unknown phase {phase:?} (expected model, tools, paused or done)"
+    )]
     UnknownPhase {
         /// The checkpoint file.
         path: PathBuf,
@@ -82,7 +84,10 @@ pub enum Error {
 
     /// The checkpoint was written by a version of the state this code does
     /// not read.
-    #[error("checkpoint {path} has state version {version}, this build reads version {}", crate::STATE_VERSION)]
+    #[error(
+        "checkpoint {path} has state version {version}, this build reads version {}",
+        crate::STATE_VERSION
+    )]
     UnsupportedVersion {
         /// The checkpoint file.
         path: PathBuf,

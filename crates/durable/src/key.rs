@@ -80,7 +80,9 @@ mod tests {
         let k = key("r", "c");
         assert_eq!(k, key("r", "c"));
         assert_eq!(k.len(), 32);
-        assert!(k.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        assert!(k
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
     }
 
     #[test]

@@ -188,7 +188,9 @@ mod tests {
             let id = RunId::generate(task, t);
             assert!(RunId::parse(id.as_str()).is_ok(), "{task:?} -> {id}");
         }
-        assert!(RunId::generate("", t).as_str().starts_with("run-1700000000-"));
+        assert!(RunId::generate("", t)
+            .as_str()
+            .starts_with("run-1700000000-"));
         assert!(RunId::generate("x", UNIX_EPOCH - Duration::from_secs(5))
             .as_str()
             .starts_with("x-0-"));

@@ -1,0 +1,138 @@
+//! One process per run: the lock against another real process.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use durable::{Checkpoint, Error, MemDir, Options};
+
+use crate::{fast, open, run_id};
+
+/// Tells [`child_holds_the_lock`] which directory to lock; without it the
+/// helper does nothing, so running ignored tests by hand is harmless.
+const CHILD_DIR: &str = "DURABLE_TEST_LOCK_CHILD_DIR";
+const READY: &str = "durable-lock-child: locked";
+/// The helper test's name as the test harness knows it.
+const CHILD_TEST: &str = "lock::child_holds_the_lock";
+/// How long the child holds the lock if nobody kills it.
+const CHILD_HOLD: Duration = Duration::from_secs(30);
+
+/// Not a test of its own: the child process of
+/// [`a_second_process_is_locked_out_until_the_first_dies`]. It opens the run,
+/// says so on stdout, and holds the lock until it is killed.
+#[test]
+#[ignore = "helper: run by a_second_process_is_locked_out_until_the_first_dies"]
+fn child_holds_the_lock() {
+    let Some(dir) = std::env::var_os(CHILD_DIR) else {
+        return;
+    };
+    let _opened =
+        Checkpoint::open_path(&dir, &run_id("shared"), Options::default()).expect("child: open");
+    println!("{READY}");
+    std::thread::sleep(CHILD_HOLD);
+}
+
+/// Kills the child when the test ends, whatever happens.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_child(dir: &Path) -> KillOnDrop {
+    // Re-run this very test binary, asking it for the helper test only. This
+    // works under `cargo test` and `cargo nextest run` alike: both run test
+    // binaries that take libtest's arguments.
+    let exe = std::env::current_exe().unwrap();
+    let child = Command::new(exe)
+        .args([
+            "--exact",
+            CHILD_TEST,
+            "--nocapture",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env(CHILD_DIR, dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    KillOnDrop(child)
+}
+
+#[test]
+fn a_second_process_is_locked_out_until_the_first_dies() {
+    let t = tempfile::tempdir().unwrap();
+    let run = run_id("shared");
+    let mut child = spawn_child(t.path());
+
+    // Wait for the child to hold the lock.
+    let stdout = child.0.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    // libtest may print `test <name> ... ` on the same line first.
+    let ready = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|l| l.ends_with(READY));
+    assert!(ready, "the child process never took the lock");
+
+    match Checkpoint::open_path(t.path(), &run, Options::default()) {
+        Err(Error::Locked { path }) => assert_eq!(path, t.path().join("shared.lock")),
+        other => panic!("expected Locked while the child holds the run, got {other:?}"),
+    }
+
+    // SIGKILL: no destructor runs in the child; the kernel drops the lock.
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    let opened = Checkpoint::open_path(t.path(), &run, Options::default()).unwrap();
+    assert!(opened.resumed);
+    assert_eq!(opened.state.resumes, 1);
+}
+
+#[test]
+fn a_second_open_in_the_same_process_is_locked_out() {
+    let world = MemDir::new();
+    let run = run_id("r");
+    let first = open(&world, &run, fast()).unwrap();
+    let before = crate::snapshot(&world);
+    let e = open(&world, &run, fast()).unwrap_err();
+    assert!(
+        matches!(&e, Error::Locked { path } if path.to_str() == Some("mem:/r.lock")),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("mem:/r.lock"), "{e}");
+    // The loser read and wrote nothing.
+    assert_eq!(crate::snapshot(&world), before);
+    drop(first);
+    assert_eq!(open(&world, &run, fast()).unwrap().state.resumes, 1);
+}
+
+#[test]
+fn the_lock_is_taken_before_anything_is_read() {
+    // A corrupt checkpoint of a locked run reports Locked, not Corrupt: the
+    // loser never looked at the file.
+    let world = MemDir::new();
+    let run = run_id("r");
+    let _held = durable::Dir::lock(&world, "r.lock").unwrap();
+    durable::Dir::write(&world, "r.json", b"garbage").unwrap();
+    assert!(matches!(
+        open(&world, &run, fast()),
+        Err(Error::Locked { .. })
+    ));
+}
+
+#[test]
+fn disk_open_in_the_same_process_is_locked_out() {
+    let t = tempfile::tempdir().unwrap();
+    let run = run_id("r");
+    let _first = Checkpoint::open_path(t.path(), &run, fast()).unwrap();
+    assert!(matches!(
+        Checkpoint::open_path(t.path(), &run, fast()),
+        Err(Error::Locked { .. })
+    ));
+}

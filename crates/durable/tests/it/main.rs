@@ -1,0 +1,125 @@
+//! Integration tests of the durable crate, in one binary so they link once.
+
+mod bad_input;
+mod crash;
+mod dir_conformance;
+mod lock;
+mod props;
+mod serde_format;
+mod workspace;
+
+use std::sync::Arc;
+
+use durable::{Checkpoint, Dir, MemDir, Opened, Options, RunId, State};
+
+/// Options for tests: no fsync (a process crash cannot tear a file anyway),
+/// the default restart limit.
+pub fn fast() -> Options {
+    Options {
+        sync: false,
+        ..Options::default()
+    }
+}
+
+pub fn run_id(s: &str) -> RunId {
+    RunId::parse(s).unwrap()
+}
+
+/// Open `run` in a clone of `world`, as a new process would.
+pub fn open(world: &MemDir, run: &RunId, opts: Options) -> durable::Result<Opened> {
+    Checkpoint::open(Arc::new(world.clone()), run, opts)
+}
+
+/// Every file in `dir` with its contents, to check that nothing changed.
+pub fn snapshot(dir: &dyn Dir) -> Vec<(String, Vec<u8>)> {
+    dir.list()
+        .unwrap()
+        .into_iter()
+        .map(|n| {
+            let data = dir.read(&n).unwrap().unwrap_or_default();
+            (n, data)
+        })
+        .collect()
+}
+
+/// Names of the leftover temp files in `dir`.
+pub fn temp_files(dir: &dyn Dir) -> Vec<String> {
+    dir.list()
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".tmp"))
+        .collect()
+}
+
+/// A realistic state: a few messages, calls, results and markers.
+pub fn populated(run: &RunId) -> State {
+    use durable::{Attempt, Message, Phase, Role, ToolCall, ToolResult, Usage};
+    let mut s = State::new(run);
+    s.phase = Phase::Tools;
+    s.turns = 3;
+    s.resumes = 2;
+    s.summary = Some("earlier: read the crash log".into());
+    s.usage = Usage {
+        input_tokens: 12_345,
+        output_tokens: 678,
+        dollars: 0.1 + 0.2,
+    };
+    let calls = vec![
+        ToolCall {
+            id: "call_1".into(),
+            tool: "issue_file".into(),
+            args: r#"{"title":"crash in parser"}"#.into(),
+        },
+        ToolCall {
+            id: "call_2".into(),
+            tool: "code_patch".into(),
+            args: r#"{"path": "src/lib.rs", "diff": "#.into(), // invalid JSON
+        },
+    ];
+    s.messages = vec![
+        Message {
+            role: Role::User,
+            text: "triage the crashes ✓".into(),
+            ..Default::default()
+        },
+        Message {
+            role: Role::Assistant,
+            text: String::new(),
+            calls: calls.clone(),
+            call_id: None,
+        },
+        Message {
+            role: Role::Tool,
+            text: "filed #12".into(),
+            calls: vec![],
+            call_id: Some("call_1".into()),
+        },
+    ];
+    s.calls = calls;
+    s.results.insert(
+        "call_1".into(),
+        ToolResult {
+            output: "filed #12".into(),
+            is_error: false,
+        },
+    );
+    s.attempts.insert(
+        "call_1".into(),
+        Attempt {
+            key: Some(durable::key(run.as_str(), "call_1")),
+            approved: true,
+            at: 1_700_000_000,
+        },
+    );
+    s.attempts.insert(
+        "call_2".into(),
+        Attempt {
+            key: None,
+            approved: false,
+            at: 0,
+        },
+    );
+    s.waiting = vec!["call_3".into()];
+    s.record_file("src/lib.rs", b"fn main() {}\n");
+    s
+}

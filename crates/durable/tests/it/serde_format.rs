@@ -1,0 +1,151 @@
+//! The checkpoint's JSON: unset fields omitted, everything round-trips.
+
+use serde_json::json;
+
+use durable::{
+    Attempt, Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult, Usage, STATE_VERSION,
+};
+
+use crate::{fast, open, populated, run_id};
+
+#[test]
+fn an_empty_state_is_just_version_run_and_phase() {
+    let s = State::new(&run_id("r"));
+    assert_eq!(
+        serde_json::to_value(&s).unwrap(),
+        json!({"version": STATE_VERSION, "run": "r", "phase": "model"})
+    );
+    assert_eq!(
+        serde_json::to_value(State::default()).unwrap(),
+        json!({"version": 1, "run": "", "phase": "model"})
+    );
+}
+
+#[test]
+fn empty_parts_are_omitted_everywhere() {
+    let cases = [
+        (
+            serde_json::to_value(Message::default()).unwrap(),
+            json!({"role": "user"}),
+        ),
+        (
+            serde_json::to_value(ToolCall::default()).unwrap(),
+            json!({}),
+        ),
+        (
+            serde_json::to_value(ToolResult::default()).unwrap(),
+            json!({}),
+        ),
+        (serde_json::to_value(Attempt::default()).unwrap(), json!({})),
+        (serde_json::to_value(Usage::default()).unwrap(), json!({})),
+    ];
+    for (got, want) in cases {
+        assert_eq!(got, want);
+    }
+    // ... and load back as unset.
+    let m: Message = serde_json::from_value(json!({"role": "tool"})).unwrap();
+    assert_eq!(
+        m,
+        Message {
+            role: Role::Tool,
+            ..Default::default()
+        }
+    );
+}
+
+#[test]
+fn a_populated_state_round_trips_through_json() {
+    let s = populated(&run_id("r"));
+    let text = serde_json::to_string(&s).unwrap();
+    let back: State = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, s);
+    // Dollars come back bit for bit (0.1 + 0.2 is not 0.3).
+    assert_eq!(back.usage.dollars.to_bits(), (0.1f64 + 0.2).to_bits());
+}
+
+#[test]
+fn a_populated_state_round_trips_through_a_checkpoint() {
+    let world = durable::MemDir::new();
+    let run = run_id("r");
+    let mut opened = open(&world, &run, fast()).unwrap();
+    let mut s = populated(&run);
+    s.resumes = opened.state.resumes;
+    opened.checkpoint.save(&s).unwrap();
+    assert_eq!(Checkpoint::load(&world, &run).unwrap(), Some(s.clone()));
+    drop(opened);
+    let again = open(&world, &run, fast()).unwrap();
+    s.resumes += 1;
+    assert_eq!(again.state, s);
+}
+
+#[test]
+fn invalid_json_in_tool_call_args_saves_and_loads() {
+    let world = durable::MemDir::new();
+    let run = run_id("r");
+    let mut opened = open(&world, &run, fast()).unwrap();
+    let broken = r#"{"path": "a.rs", "diff": "unterminated"#;
+    opened.state.calls = vec![ToolCall {
+        id: "c1".into(),
+        tool: "code_patch".into(),
+        args: broken.into(),
+    }];
+    opened.state.phase = Phase::Tools;
+    opened.checkpoint.save(&opened.state).unwrap();
+    let loaded = Checkpoint::load(&world, &run).unwrap().unwrap();
+    assert_eq!(loaded.calls[0].args, broken);
+}
+
+#[test]
+fn the_file_is_readable_json_with_lowercase_names() {
+    let world = durable::MemDir::new();
+    let run = run_id("r");
+    let mut opened = open(&world, &run, fast()).unwrap();
+    opened.state = populated(&run);
+    opened.checkpoint.save(&opened.state).unwrap();
+    let bytes = durable::Dir::read(&world, "r.json").unwrap().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["phase"], "tools");
+    assert_eq!(v["messages"][1]["role"], "assistant");
+    assert_eq!(v["calls"][1]["args"], r#"{"path": "src/lib.rs", "diff": "#);
+    assert_eq!(v["attempts"]["call_1"]["approved"], true);
+    assert!(v["attempts"]["call_2"].as_object().unwrap().is_empty());
+    // Pretty-printed, one field per line, ending in a newline: a person can
+    // open it after a crash.
+    assert!(bytes.ends_with(b"}\n"));
+    assert!(bytes.starts_with(b"{\n  \"version\": 1,\n  \"run\": \"r\",\n  \"phase\": \"tools\""));
+}
+
+#[test]
+fn unknown_fields_are_ignored() {
+    // A checkpoint with a field this build does not know (same version)
+    // still loads: adding an optional field does not need a version bump.
+    let world = durable::MemDir::new();
+    durable::Dir::write(
+        &world,
+        "r.json",
+        br#"{"version":1,"run":"r","phase":"paused","waiting":["c1"],"later":{"x":1}}"#,
+    )
+    .unwrap();
+    let s = Checkpoint::load(&world, &run_id("r")).unwrap().unwrap();
+    assert_eq!(
+        (s.phase, s.waiting),
+        (Phase::Paused, vec!["c1".to_string()])
+    );
+}
+
+#[test]
+fn phase_names() {
+    for (p, name) in [
+        (Phase::Model, "model"),
+        (Phase::Tools, "tools"),
+        (Phase::Paused, "paused"),
+        (Phase::Done, "done"),
+    ] {
+        assert_eq!(p.to_string(), name);
+        assert_eq!(name.parse::<Phase>().unwrap(), p);
+        assert_eq!(serde_json::to_value(p).unwrap(), json!(name));
+    }
+    assert_eq!(Phase::default(), Phase::Model);
+    let e = "Done".parse::<Phase>().unwrap_err();
+    assert!(e.to_string().contains("\"Done\""), "{e}");
+}
