@@ -30,7 +30,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crashpoint::point;
-use durable::{Attempt, Checkpoint, Dir, MemDir, Options, Phase, RunId, State, ToolCall, ToolResult};
+use durable::{
+    Attempt, Checkpoint, Dir, MemDir, Options, Phase, RunId, State, ToolCall, ToolResult,
+};
 use sweep::{Counter, Subject, Verdict};
 use tracker::{Lookup, Mode, Request, Tracker};
 
@@ -155,7 +157,9 @@ impl DesignSubject {
     }
 
     fn key(&self, call: &Call) -> Option<String> {
-        self.design.sends_keys().then(|| durable::key(RUN, &call.id))
+        self.design
+            .sends_keys()
+            .then(|| durable::key(RUN, &call.id))
     }
 
     /// The tracker request a mutating call makes, given the results so far.
@@ -170,7 +174,9 @@ impl DesignSubject {
                     .results
                     .get(issue_call)
                     .and_then(|r| r.output.parse::<u64>().ok())
-                    .ok_or_else(|| format!("call {}: no issue number from {issue_call}", call.id))?;
+                    .ok_or_else(|| {
+                        format!("call {}: no issue number from {issue_call}", call.id)
+                    })?;
                 Some(Request::Comment {
                     issue,
                     body: body.clone(),
@@ -206,7 +212,8 @@ impl DesignSubject {
     /// reads only, or it carries a key the tracker honours), else ask the
     /// person, who always answers right.
     fn resolve(&self, w: &mut World, st: &State, call: &Call) -> Result<ToolResult, String> {
-        let harmless = !call.op.mutates() || (self.design.sends_keys() && w.tracker.mode() == Mode::Keyed);
+        let harmless =
+            !call.op.mutates() || (self.design.sends_keys() && w.tracker.mode() == Mode::Keyed);
         if harmless {
             return self.run_tool(w, st, call);
         }

@@ -114,7 +114,10 @@ struct RawCall {
 fn arg(call: &RawCall, name: &str) -> Result<String, String> {
     match call.args.get(name) {
         Some(serde_json::Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err(format!("call {:?}: argument {name:?} must be a string", call.id)),
+        Some(_) => Err(format!(
+            "call {:?}: argument {name:?} must be a string",
+            call.id
+        )),
         None => Err(format!(
             "call {:?} ({}): missing argument {name:?}",
             call.id, call.tool

@@ -81,12 +81,19 @@ fn duplicates_land_at_the_seeds_crash_points() {
             .iter()
             .filter(|s| r.value(s, "dups") > 0)
             .count();
-        assert_eq!((dup_points, r.scenarios.len()), (with_dups, points), "{design:?}");
+        assert_eq!(
+            (dup_points, r.scenarios.len()),
+            (with_dups, points),
+            "{design:?}"
+        );
         // Each is a crash after the tracker took a request and before the
         // save that records it (a half-done save included).
         for s in r.scenarios.iter().filter(|s| r.value(s, "dups") > 0) {
             assert!(
-                matches!(&*s.scenario.0[0].point, "tracker accepted" | "tool returned" | "mid-save"),
+                matches!(
+                    &*s.scenario.0[0].point,
+                    "tracker accepted" | "tool returned" | "mid-save"
+                ),
                 "{}",
                 s.scenario
             );
@@ -105,7 +112,10 @@ fn one_thread_or_sixteen_give_the_same_table() {
 fn every_scenario_crashed_where_it_says_and_finished() {
     for design in Design::ALL {
         let r = sweep(design, None);
-        let failed: Vec<String> = r.failures().map(|s| format!("{}: {:?}", s.scenario, s.failure)).collect();
+        let failed: Vec<String> = r
+            .failures()
+            .map(|s| format!("{}: {:?}", s.scenario, s.failure))
+            .collect();
         assert!(failed.is_empty(), "{design:?}: {failed:?}");
     }
 }

@@ -72,7 +72,7 @@ mod runner;
 mod scenario;
 pub mod snapshot;
 
-pub use report::{markdown, table, Report, Row, ScenarioResult, LifeTrace};
+pub use report::{depth_title, markdown, table, LifeTrace, Report, Row, ScenarioResult};
 pub use runner::{run, run_one, run_with, Config, Error, Progress};
 pub use scenario::Scenario;
 
@@ -203,5 +203,33 @@ impl Verdict {
             .iter()
             .find(|(k, _)| k == name)
             .map_or(0, |(_, v)| *v)
+    }
+}
+
+/// An object-safe view of any [`Subject`], so a program can keep subjects of
+/// different world types in one list (a command line choosing a variant).
+pub trait DynSubject: Sync {
+    /// The subject's name.
+    fn name(&self) -> String;
+    /// [`run_with`] on this subject.
+    fn sweep(&self, config: &Config, progress: &(dyn Fn(Progress) + Sync))
+        -> Result<Report, Error>;
+    /// [`run_one`] on this subject.
+    fn scenario(&self, scenario: &Scenario) -> ScenarioResult;
+}
+
+impl<S: Subject> DynSubject for S {
+    fn name(&self) -> String {
+        Subject::name(self)
+    }
+    fn sweep(
+        &self,
+        config: &Config,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<Report, Error> {
+        run_with(self, config, progress)
+    }
+    fn scenario(&self, scenario: &Scenario) -> ScenarioResult {
+        run_one(self, scenario)
     }
 }

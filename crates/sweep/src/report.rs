@@ -17,7 +17,11 @@ pub struct LifeTrace {
 }
 
 impl LifeTrace {
-    pub(crate) fn new(crash: Option<&crashpoint::Hit>, hits: &[crashpoint::Hit], end: String) -> Self {
+    pub(crate) fn new(
+        crash: Option<&crashpoint::Hit>,
+        hits: &[crashpoint::Hit],
+        end: String,
+    ) -> Self {
         LifeTrace {
             crash: crash.map(ToString::to_string),
             hits: hits.iter().map(ToString::to_string).collect(),
@@ -166,7 +170,8 @@ impl Report {
         };
         let mut seen = vec![first.partition];
         for p in parts {
-            if p.subject != first.subject || p.depth != first.depth || p.counters != first.counters {
+            if p.subject != first.subject || p.depth != first.depth || p.counters != first.counters
+            {
                 return Err(Error::Merge(format!(
                     "{:?} (depth {}) and {:?} (depth {}) are different sweeps",
                     first.subject, first.depth, p.subject, p.depth

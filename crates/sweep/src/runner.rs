@@ -107,7 +107,13 @@ pub fn run_with<S: Subject>(
     })?;
 
     let counters = subject.counters();
-    let clean = replay(subject, &Scenario::default(), Vec::new(), None, config.trace);
+    let clean = replay(
+        subject,
+        &Scenario::default(),
+        Vec::new(),
+        None,
+        config.trace,
+    );
     if let Some(reason) = &clean.result.failure {
         return Err(Error::CleanRunFailed {
             subject: subject.name(),
@@ -125,7 +131,13 @@ pub fn run_with<S: Subject>(
             level
                 .par_iter()
                 .map(|(sc, order)| {
-                    let mut r = replay(subject, sc, order.clone(), Some(&clean_verdict), config.trace);
+                    let mut r = replay(
+                        subject,
+                        sc,
+                        order.clone(),
+                        Some(&clean_verdict),
+                        config.trace,
+                    );
                     if last {
                         r.last_hits = Vec::new();
                     }
@@ -187,7 +199,14 @@ fn in_partition(sc: &Scenario, partition: Option<(u32, u32)>) -> bool {
 /// for counters measured over it; `None` runs the clean scenario first.
 pub fn run_one<S: Subject>(subject: &S, scenario: &Scenario) -> ScenarioResult {
     let clean = replay(subject, &Scenario::default(), Vec::new(), None, false);
-    replay(subject, scenario, Vec::new(), Some(&clean.result.verdict), true).result
+    replay(
+        subject,
+        scenario,
+        Vec::new(),
+        Some(&clean.result.verdict),
+        true,
+    )
+    .result
 }
 
 fn replay<S: Subject>(

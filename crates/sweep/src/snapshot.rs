@@ -24,7 +24,10 @@ pub fn check(path: &Path, actual: &str) -> Result<(), String> {
             .map_err(|e| format!("cannot write snapshot {}: {e}", path.display()));
     }
     let mut msg = match &expected {
-        None => format!("snapshot {} does not exist; new output:\n{actual}", path.display()),
+        None => format!(
+            "snapshot {} does not exist; new output:\n{actual}",
+            path.display()
+        ),
         Some(exp) => format!(
             "snapshot {} differs (- reviewed, + this run):\n{}",
             path.display(),
@@ -90,7 +93,10 @@ mod tests {
             std::fs::write(&p, "x\n").unwrap();
             assert!(check(&p, "x\n").is_ok());
             let e = check(&p, "y\n").unwrap_err();
-            assert!(e.contains("- x") && e.contains("+ y") && e.contains("--bless"), "{e}");
+            assert!(
+                e.contains("- x") && e.contains("+ y") && e.contains("--bless"),
+                "{e}"
+            );
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

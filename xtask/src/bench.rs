@@ -1,0 +1,130 @@
+//! `cargo xtask bench`: medians of repeated timings, and ratios measured in
+//! the same run. Never a timed test: numbers are reported, not asserted.
+
+use std::hint::black_box;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use designs::{Design, Script, Storage};
+use sweep::Config;
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Fewer samples (for a quick look).
+    #[arg(long)]
+    quick: bool,
+    /// Skip the checkpoint writer's benchmark (`cargo bench -p durable`).
+    #[arg(long)]
+    no_durable: bool,
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn sample(n: usize, mut f: impl FnMut()) -> Duration {
+    let t = Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    t.elapsed()
+}
+
+pub fn run(args: &BenchArgs) -> Result<(), String> {
+    let samples = if args.quick { 5 } else { 11 };
+
+    println!("== crash points ({samples} samples, median)");
+    let n = 20_000_000;
+    let outside = median(
+        (0..samples)
+            .map(|_| sample(n, || crashpoint::point!(black_box("bench"))))
+            .collect(),
+    );
+    let per_outside = outside.as_secs_f64() * 1e9 / n as f64;
+    println!("point outside any scope          {per_outside:>8.2} ns/point");
+    let m = 1_000_000;
+    let inside = median(
+        (0..samples)
+            .map(|_| {
+                let t = Instant::now();
+                let life = crashpoint::record(|| {
+                    for _ in 0..m {
+                        crashpoint::point!(black_box("bench"));
+                    }
+                });
+                black_box(life.hits.len());
+                t.elapsed()
+            })
+            .collect(),
+    );
+    let per_inside = inside.as_secs_f64() * 1e9 / m as f64;
+    println!("point inside a recording scope   {per_inside:>8.2} ns/point");
+    println!(
+        "ratio inside/outside             {:>8.1}x",
+        per_inside / per_outside
+    );
+
+    println!(
+        "\n== the full five-design sweep (3,715 scenarios), median of {} runs",
+        samples.min(5)
+    );
+    let script = Script::load(designs::default_script_path()).map_err(|e| e.to_string())?;
+    let mut results = Vec::new();
+    for storage in [Storage::Memory, Storage::Disk] {
+        for threads in [1usize, 2] {
+            let config = Config {
+                threads: Some(threads),
+                ..Config::default()
+            };
+            let mut times = Vec::new();
+            for _ in 0..samples.min(5) {
+                let t = Instant::now();
+                let mut scenarios = 0;
+                for d in Design::ALL {
+                    let r = sweep::run(&d.subject(&script, storage), &config)
+                        .map_err(|e| e.to_string())?;
+                    scenarios += r.scenarios.len();
+                }
+                times.push(t.elapsed());
+                black_box(scenarios);
+            }
+            let med = median(times);
+            println!(
+                "{storage:?} storage, {threads} thread(s)      {:>8.3} s",
+                med.as_secs_f64()
+            );
+            results.push(((storage, threads), med));
+        }
+    }
+    let get = |s: Storage, t: usize| {
+        results
+            .iter()
+            .find(|((ss, tt), _)| *ss == s && *tt == t)
+            .map_or(f64::NAN, |(_, d)| d.as_secs_f64())
+    };
+    println!(
+        "speed-up 2 threads vs 1          memory {:.2}x, disk {:.2}x",
+        get(Storage::Memory, 1) / get(Storage::Memory, 2),
+        get(Storage::Disk, 1) / get(Storage::Disk, 2)
+    );
+    println!(
+        "disk / memory (2 threads)        {:.2}x",
+        get(Storage::Disk, 2) / get(Storage::Memory, 2)
+    );
+
+    if !args.no_durable {
+        println!("\n== checkpoint save (cargo bench -p durable --bench save)");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["bench", "-q", "-p", "durable", "--bench", "save"])
+            .current_dir(crate::root())
+            .status()
+            .map_err(|e| format!("cannot run cargo bench: {e}"))?;
+        if !status.success() {
+            return Err(format!("cargo bench -p durable failed: {status}"));
+        }
+    }
+    Ok(())
+}
