@@ -1,0 +1,388 @@
+//! The generic runner on small subjects whose every count is known by hand.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sweep::{Config, Counter, Report, Scenario, Subject, Verdict};
+
+/// Counts to `n`, saving after each step; a crash between the step and its
+/// save repeats the step (an "extra" effect).
+struct Counting {
+    n: u32,
+    save_first: bool,
+}
+
+#[derive(Default)]
+struct CWorld {
+    saved: u32,
+    effects: u32,
+    starts: u32,
+}
+
+impl Subject for Counting {
+    type World = CWorld;
+    fn name(&self) -> String {
+        format!("count to {}", self.n)
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![
+            Counter::new("extra")
+                .with_scenarios("with extra")
+                .required(),
+            Counter::new("starts").titled("starts+").over_clean(),
+        ]
+    }
+    fn world(&self) -> CWorld {
+        CWorld::default()
+    }
+    fn life(&self, w: &mut CWorld) -> Result<(), String> {
+        w.starts += 1;
+        while w.saved < self.n {
+            if self.save_first {
+                w.saved += 1;
+                crashpoint::point!("saved");
+                w.effects += 1;
+                crashpoint::point!("acted");
+            } else {
+                w.effects += 1;
+                crashpoint::point!("acted");
+                w.saved += 1;
+                crashpoint::point!("saved");
+            }
+        }
+        Ok(())
+    }
+    fn judge(&self, w: &CWorld) -> Verdict {
+        let mut v = Verdict::new()
+            .count("extra", u64::from(w.effects.saturating_sub(self.n)))
+            .count("starts", u64::from(w.starts));
+        if w.effects > self.n {
+            v = v.note(format!("acted {} times for {} steps", w.effects, self.n));
+        }
+        v
+    }
+}
+
+fn run(s: &impl Subject, depth: u32) -> Report {
+    sweep::run(
+        s,
+        &Config {
+            depth,
+            ..Config::default()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn scenario_counts_follow_the_hits_of_each_restart() {
+    let s = Counting {
+        n: 2,
+        save_first: false,
+    };
+    // Clean run: acted#1 saved#1 acted#2 saved#2 — 4 hits.
+    // Restarts reach: after acted#1: 4; after saved#1: 2; after acted#2: 2; after saved#2: 0.
+    let r = run(&s, 2);
+    assert_eq!(r.row().depth_counts, vec![4, 8]);
+    // Depth 3 adds, for each double scenario, the hits of its last life.
+    let r3 = run(&s, 3);
+    assert_eq!(r3.row().depth_counts[..2], [4, 8]);
+    assert_eq!(
+        r3.scenarios.len() as u64,
+        r3.row().depth_counts.iter().sum::<u64>()
+    );
+    // Depth 0 is the clean run alone.
+    assert!(run(&s, 0).scenarios.is_empty());
+}
+
+#[test]
+fn a_required_counter_fails_the_scenario_with_its_name_and_the_judges_words() {
+    let s = Counting {
+        n: 2,
+        save_first: false,
+    };
+    let r = run(&s, 1);
+    let failed: Vec<(String, String)> = r
+        .failures()
+        .map(|f| {
+            (
+                f.scenario.to_string(),
+                f.failure.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            (
+                "acted#1".to_string(),
+                "extra = 1; acted 3 times for 2 steps".to_string()
+            ),
+            (
+                "acted#2".to_string(),
+                "extra = 1; acted 3 times for 2 steps".to_string()
+            ),
+        ]
+    );
+    let row = r.row();
+    assert_eq!(row.cells[0], ("with extra".to_string(), 2));
+    assert_eq!(row.cells[1], ("extra".to_string(), 2));
+    // Every crash scenario starts once more than the clean run.
+    assert_eq!(row.cells[2], ("starts+".to_string(), 4));
+    // Saving first moves the window: no extra effect anywhere.
+    let ok = run(
+        &Counting {
+            n: 2,
+            save_first: true,
+        },
+        2,
+    );
+    assert_eq!(ok.failures().count(), 0);
+}
+
+#[test]
+fn one_thread_or_sixteen_give_the_same_report() {
+    let s = Counting {
+        n: 5,
+        save_first: false,
+    };
+    let a = sweep::run(
+        &s,
+        &Config {
+            threads: Some(1),
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    let b = sweep::run(
+        &s,
+        &Config {
+            threads: Some(16),
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(a, b);
+    assert_eq!(sweep::table(&[a.row()]), sweep::table(&[b.row()]));
+}
+
+#[test]
+fn merging_every_partition_gives_the_unpartitioned_report() {
+    let s = Counting {
+        n: 4,
+        save_first: false,
+    };
+    let whole = run(&s, 2);
+    for n in [1u32, 2, 3, 7] {
+        let parts: Vec<Report> = (1..=n)
+            .map(|k| {
+                let r = sweep::run(
+                    &s,
+                    &Config {
+                        partition: Some((k, n)),
+                        ..Config::default()
+                    },
+                )
+                .unwrap();
+                // Through JSON, as partial reports travel between CI machines.
+                serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap()
+            })
+            .collect();
+        let total: usize = parts.iter().map(|p| p.scenarios.len()).sum();
+        assert_eq!(total, whole.scenarios.len(), "n = {n}");
+        let merged = Report::merge(parts).unwrap();
+        assert_eq!(merged, whole, "n = {n}");
+        assert_eq!(sweep::table(&[merged.row()]), sweep::table(&[whole.row()]));
+    }
+}
+
+#[test]
+fn merge_refuses_missing_or_repeated_shards() {
+    let s = Counting {
+        n: 2,
+        save_first: false,
+    };
+    let part = |k| {
+        sweep::run(
+            &s,
+            &Config {
+                partition: Some((k, 3)),
+                ..Config::default()
+            },
+        )
+        .unwrap()
+    };
+    assert!(Report::merge(vec![part(1), part(2)]).is_err());
+    assert!(Report::merge(vec![part(1), part(1), part(2)]).is_err());
+    assert!(Report::merge(vec![]).is_err());
+    assert!(sweep::run(
+        &s,
+        &Config {
+            partition: Some((4, 3)),
+            ..Config::default()
+        }
+    )
+    .is_err());
+}
+
+#[test]
+fn a_scenario_stays_on_its_shard_when_others_are_added() {
+    // Growing the program adds scenarios; existing ones keep their shard.
+    let shard_of = |n_steps: u32| -> Vec<(String, u32)> {
+        let s = Counting {
+            n: n_steps,
+            save_first: false,
+        };
+        (1..=3)
+            .flat_map(|k| {
+                let r = sweep::run(
+                    &s,
+                    &Config {
+                        depth: 1,
+                        partition: Some((k, 3)),
+                        ..Config::default()
+                    },
+                )
+                .unwrap();
+                r.scenarios
+                    .into_iter()
+                    .map(move |sc| (sc.scenario.to_string(), k))
+            })
+            .collect()
+    };
+    let small = shard_of(2);
+    let big = shard_of(4);
+    for entry in &small {
+        assert!(big.contains(entry), "{entry:?} moved");
+    }
+}
+
+/// A program whose crash point is only reached on the first life.
+struct Flaky {
+    real_panic: bool,
+}
+
+impl Subject for Flaky {
+    type World = bool;
+    fn name(&self) -> String {
+        "flaky".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![]
+    }
+    fn world(&self) -> bool {
+        false
+    }
+    fn life(&self, started: &mut bool) -> Result<(), String> {
+        let first = !*started;
+        *started = true;
+        crashpoint::point!("p");
+        if self.real_panic && !first {
+            panic!("bug on restart");
+        }
+        Ok(())
+    }
+    fn judge(&self, _: &bool) -> Verdict {
+        Verdict::new()
+    }
+}
+
+#[test]
+fn a_real_panic_fails_its_scenario_by_name() {
+    let r = run(&Flaky { real_panic: true }, 1);
+    let f: Vec<_> = r.failures().collect();
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].scenario.to_string(), "p#1");
+    let msg = f[0].failure.as_deref().unwrap_or("");
+    assert!(msg.contains("panicked: bug on restart"), "{msg}");
+}
+
+#[test]
+fn a_crash_that_does_not_fire_fails_the_scenario() {
+    struct Once(AtomicBool);
+    impl Subject for Once {
+        type World = ();
+        fn name(&self) -> String {
+            "once".into()
+        }
+        fn counters(&self) -> Vec<Counter> {
+            vec![]
+        }
+        fn world(&self) {}
+        fn life(&self, _: &mut ()) -> Result<(), String> {
+            // Only the very first life in the process passes the point: a
+            // hidden global, exactly what a world must not be.
+            if !self.0.swap(true, Ordering::SeqCst) {
+                crashpoint::point!("p");
+            }
+            Ok(())
+        }
+        fn judge(&self, _: &()) -> Verdict {
+            Verdict::new()
+        }
+    }
+    let r = run(&Once(AtomicBool::new(false)), 1);
+    let f: Vec<_> = r.failures().collect();
+    assert_eq!(f.len(), 1);
+    assert!(
+        f[0].failure
+            .as_deref()
+            .unwrap_or("")
+            .contains("did not fire"),
+        "{:?}",
+        f[0].failure
+    );
+}
+
+#[test]
+fn the_clean_run_must_finish() {
+    struct Broken;
+    impl Subject for Broken {
+        type World = ();
+        fn name(&self) -> String {
+            "broken".into()
+        }
+        fn counters(&self) -> Vec<Counter> {
+            vec![]
+        }
+        fn world(&self) {}
+        fn life(&self, _: &mut ()) -> Result<(), String> {
+            Err("no config".into())
+        }
+        fn judge(&self, _: &()) -> Verdict {
+            Verdict::new()
+        }
+    }
+    let e = sweep::run(&Broken, &Config::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no config") && e.contains("broken"), "{e}");
+}
+
+#[test]
+fn scenarios_print_and_parse_back() {
+    for text in [
+        "clean",
+        "a#1",
+        "tracker accepted#2 → mid-save#1",
+        "x#3 → y#1 → z#9",
+    ] {
+        let sc: Scenario = text.parse().unwrap();
+        assert_eq!(sc.to_string(), text);
+    }
+    let ascii: Scenario = "a#1 -> b#2".parse().unwrap();
+    assert_eq!(ascii.to_string(), "a#1 → b#2");
+    assert!("a → b#1".parse::<Scenario>().is_err());
+}
+
+#[test]
+fn a_traced_scenario_shows_each_life() {
+    let s = Counting {
+        n: 1,
+        save_first: false,
+    };
+    let r = sweep::run_one(&s, &"acted#1".parse().unwrap());
+    let t = r.timeline();
+    assert!(t.contains("life 1: crashed at acted#1"), "{t}");
+    assert!(t.contains("life 2: finished"), "{t}");
+    assert!(t.contains("FAILED: extra = 1"), "{t}");
+}
