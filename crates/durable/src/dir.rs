@@ -8,7 +8,7 @@
 //! of saves and a real disk would turn seconds into minutes.
 
 use std::any::Any;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -270,11 +270,60 @@ impl Dir for DiskDir {
 // ---------------------------------------------------------------------------
 // MemDir
 
+/// One file's contents: what a reader sees now, and what a power cut keeps.
+struct Node {
+    data: Arc<[u8]>,
+    /// The contents as of the last `sync`; `None` if never synced, in which
+    /// case a power cut leaves the file empty.
+    synced: Option<Arc<[u8]>>,
+}
+
 #[derive(Default)]
 struct MemInner {
-    files: BTreeMap<String, Vec<u8>>,
-    locks: BTreeSet<String>,
+    /// Names as a reader sees them now → node.
+    names: BTreeMap<String, u64>,
+    /// Names as of the last `sync_dir`: what a power cut keeps.
+    durable: BTreeMap<String, u64>,
+    nodes: HashMap<u64, Node>,
+    next_node: u64,
+    /// Held locks, with the token of the guard that holds each.
+    locks: BTreeMap<String, u64>,
+    next_lock: u64,
     next_temp: u64,
+}
+
+impl MemInner {
+    fn new_node(&mut self, data: Arc<[u8]>) -> u64 {
+        self.next_node += 1;
+        self.nodes
+            .insert(self.next_node, Node { data, synced: None });
+        self.next_node
+    }
+
+    fn node(&self, name: &str) -> io::Result<&Node> {
+        self.names
+            .get(name)
+            .and_then(|n| self.nodes.get(n))
+            .ok_or_else(|| not_found(name))
+    }
+
+    /// Drop `node` if no name, current or durable, refers to it any more.
+    fn release(&mut self, node: u64) {
+        let named = |m: &BTreeMap<String, u64>| m.values().any(|&n| n == node);
+        if !named(&self.names) && !named(&self.durable) {
+            self.nodes.remove(&node);
+        }
+    }
+
+    fn collect_garbage(&mut self) {
+        let live: BTreeSet<u64> = self
+            .names
+            .values()
+            .chain(self.durable.values())
+            .copied()
+            .collect();
+        self.nodes.retain(|n, _| live.contains(n));
+    }
 }
 
 /// An in-memory directory: a *world* that outlives a crashed life.
@@ -284,8 +333,12 @@ struct MemInner {
 /// crash left. Temp names come from a counter, so the same scenario gives the
 /// same names every time. A lock is released when its guard drops, which
 /// happens while a crashed life unwinds, as the kernel would release a dead
-/// process's `flock`. `sync` and `sync_dir` do nothing: this directory models
-/// a process crash, not a power cut.
+/// process's `flock`.
+///
+/// A panic models a process crash, which keeps every write. To model a power
+/// cut as well, `sync` and `sync_dir` record what the disk would keep, and
+/// [`MemDir::power_cut`] forgets the rest, so a sweep can show why
+/// [`write_atomic`] syncs the file before the rename and the directory after.
 #[derive(Clone, Default)]
 pub struct MemDir {
     inner: Arc<Mutex<MemInner>>,
@@ -295,6 +348,23 @@ impl MemDir {
     /// A new, empty directory.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Cut the power: forget everything that was not made durable.
+    ///
+    /// Names revert to the last [`Dir::sync_dir`] (files created or renamed
+    /// since are gone, files removed since are back), every file's contents
+    /// revert to its last [`Dir::sync`] (empty if never synced), and every
+    /// lock is released, since no process survives. This is the pessimistic
+    /// reading of POSIX: real file systems often keep more, never less.
+    pub fn power_cut(&self) {
+        let mut inner = self.inner();
+        inner.names = inner.durable.clone();
+        for node in inner.nodes.values_mut() {
+            node.data = node.synced.clone().unwrap_or_else(|| Arc::from(&[][..]));
+        }
+        inner.collect_garbage();
+        inner.locks.clear();
     }
 
     fn inner(&self) -> MutexGuard<'_, MemInner> {
@@ -309,8 +379,8 @@ impl fmt::Debug for MemDir {
         // The file contents could be megabytes; names are enough to debug.
         let inner = self.inner();
         f.debug_struct("MemDir")
-            .field("files", &inner.files.keys().collect::<Vec<_>>())
-            .field("locks", &inner.locks)
+            .field("files", &inner.names.keys().collect::<Vec<_>>())
+            .field("locks", &inner.locks.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -322,16 +392,20 @@ fn not_found(name: &str) -> io::Error {
     )
 }
 
-/// The token inside a [`MemDir`] lock's guard: releases the name on drop.
+/// The token inside a [`MemDir`] lock's guard: releases the name on drop,
+/// unless a power cut already did and someone else took it since.
 struct MemLock {
     inner: Arc<Mutex<MemInner>>,
     name: String,
+    token: u64,
 }
 
 impl Drop for MemLock {
     fn drop(&mut self) {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        inner.locks.remove(&self.name);
+        if inner.locks.get(&self.name) == Some(&self.token) {
+            inner.locks.remove(&self.name);
+        }
     }
 }
 
@@ -342,8 +416,9 @@ impl Dir for MemDir {
             inner.next_temp += 1;
             let name = format!("{prefix}{}.tmp", inner.next_temp);
             check_name(&name)?;
-            if !inner.files.contains_key(&name) {
-                inner.files.insert(name.clone(), Vec::new());
+            if !inner.names.contains_key(&name) {
+                let node = inner.new_node(Arc::from(&[][..]));
+                inner.names.insert(name.clone(), node);
                 return Ok(name);
             }
         }
@@ -356,13 +431,16 @@ impl Dir for MemDir {
     fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
         check_name(name)?;
         let mut inner = self.inner();
-        match inner.files.get_mut(name) {
-            Some(f) => {
-                f.clear();
-                f.extend_from_slice(data);
+        let data: Arc<[u8]> = Arc::from(data);
+        match inner.names.get(name).copied() {
+            Some(n) => {
+                if let Some(node) = inner.nodes.get_mut(&n) {
+                    node.data = data;
+                }
             }
             None => {
-                inner.files.insert(name.to_owned(), data.to_vec());
+                let node = inner.new_node(data);
+                inner.names.insert(name.to_owned(), node);
             }
         }
         Ok(())
@@ -370,54 +448,76 @@ impl Dir for MemDir {
 
     fn sync(&self, name: &str) -> io::Result<()> {
         check_name(name)?;
-        if self.inner().files.contains_key(name) {
-            Ok(())
-        } else {
-            Err(not_found(name))
+        let mut inner = self.inner();
+        let n = *inner.names.get(name).ok_or_else(|| not_found(name))?;
+        if let Some(node) = inner.nodes.get_mut(&n) {
+            node.synced = Some(Arc::clone(&node.data));
         }
+        Ok(())
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
         check_name(from)?;
         check_name(to)?;
         let mut inner = self.inner();
-        let data = inner.files.remove(from).ok_or_else(|| not_found(from))?;
-        inner.files.insert(to.to_owned(), data);
+        let node = inner.names.remove(from).ok_or_else(|| not_found(from))?;
+        if let Some(old) = inner.names.insert(to.to_owned(), node) {
+            if old != node {
+                inner.release(old);
+            }
+        }
         Ok(())
     }
 
     fn sync_dir(&self) -> io::Result<()> {
+        let mut inner = self.inner();
+        inner.durable = inner.names.clone();
+        inner.collect_garbage();
         Ok(())
     }
 
     fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
         check_name(name)?;
-        Ok(self.inner().files.get(name).cloned())
+        let inner = self.inner();
+        match inner.node(name) {
+            Ok(node) => Ok(Some(node.data.to_vec())),
+            Err(_) => Ok(None),
+        }
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {
         check_name(name)?;
-        self.inner().files.remove(name);
+        let mut inner = self.inner();
+        if let Some(node) = inner.names.remove(name) {
+            inner.release(node);
+        }
         Ok(())
     }
 
     fn list(&self) -> io::Result<Vec<String>> {
-        Ok(self.inner().files.keys().cloned().collect())
+        Ok(self.inner().names.keys().cloned().collect())
     }
 
     fn lock(&self, name: &str) -> io::Result<LockGuard> {
         check_name(name)?;
         let mut inner = self.inner();
-        if !inner.locks.insert(name.to_owned()) {
+        if inner.locks.contains_key(name) {
             return Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
                 format!("mem:/{name} is locked"),
             ));
         }
-        inner.files.entry(name.to_owned()).or_default();
+        inner.next_lock += 1;
+        let token = inner.next_lock;
+        inner.locks.insert(name.to_owned(), token);
+        if !inner.names.contains_key(name) {
+            let node = inner.new_node(Arc::from(&[][..]));
+            inner.names.insert(name.to_owned(), node);
+        }
         Ok(LockGuard::new(MemLock {
             inner: Arc::clone(&self.inner),
             name: name.to_owned(),
+            token,
         }))
     }
 

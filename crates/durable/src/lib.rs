@@ -64,12 +64,12 @@
 
 #![deny(missing_docs)]
 
-pub mod checkpoint;
-pub mod dir;
-pub mod error;
-pub mod key;
-pub mod run_id;
-pub mod state;
+mod checkpoint;
+mod dir;
+mod error;
+mod key;
+mod run_id;
+mod state;
 
 pub use checkpoint::{Checkpoint, Opened, Options};
 pub use dir::{write_atomic, Dir, DiskDir, LockGuard, MemDir, WriteOptions};

@@ -336,4 +336,117 @@ mod mem_only {
         assert!(s.contains("big") && !s.contains("zzzz"), "{s}");
         assert_eq!(d.path_of("x").to_str(), Some("mem:/x"));
     }
+
+    mod power_cut {
+        use crashpoint::{crash_at, Hit};
+        use durable::{write_atomic, Checkpoint, Dir, MemDir, Options, RunId, WriteOptions};
+
+        const SYNC: WriteOptions = WriteOptions {
+            sync: true,
+            points: true,
+        };
+        const NO_SYNC: WriteOptions = WriteOptions {
+            sync: false,
+            points: true,
+        };
+
+        #[test]
+        fn synced_atomic_writes_survive() {
+            let d = MemDir::new();
+            write_atomic(&d, "f", b"one", SYNC).unwrap();
+            write_atomic(&d, "f", b"two", SYNC).unwrap();
+            d.power_cut();
+            assert_eq!(d.read("f").unwrap().unwrap(), b"two");
+            assert_eq!(d.list().unwrap(), ["f"]);
+        }
+
+        #[test]
+        fn unsynced_atomic_writes_are_lost() {
+            let d = MemDir::new();
+            write_atomic(&d, "f", b"one", SYNC).unwrap();
+            write_atomic(&d, "f", b"two", NO_SYNC).unwrap();
+            d.power_cut();
+            assert_eq!(d.read("f").unwrap().unwrap(), b"one");
+            write_atomic(&d, "g", b"new", NO_SYNC).unwrap();
+            d.power_cut();
+            assert_eq!(d.read("g").unwrap(), None);
+        }
+
+        #[test]
+        fn a_rename_is_not_durable_until_the_directory_is_synced() {
+            // Crash between the rename and the directory sync, then lose
+            // power: the old file is back, whole.
+            let d = MemDir::new();
+            write_atomic(&d, "f", b"old", SYNC).unwrap();
+            let life = crash_at(Hit::new("after rename", 1), || {
+                write_atomic(&d, "f", b"new", SYNC).unwrap()
+            });
+            assert!(life.outcome.crashed().is_some());
+            assert_eq!(d.read("f").unwrap().unwrap(), b"new");
+            d.power_cut();
+            assert_eq!(d.read("f").unwrap().unwrap(), b"old");
+            assert_eq!(d.list().unwrap(), ["f"]);
+        }
+
+        #[test]
+        fn file_contents_revert_to_the_last_sync() {
+            let d = MemDir::new();
+            d.write("f", b"synced").unwrap();
+            d.sync("f").unwrap();
+            d.sync_dir().unwrap();
+            d.write("f", b"not synced").unwrap();
+            d.write("never", b"x").unwrap();
+            d.sync_dir().unwrap(); // the name is durable, its data is not
+            d.power_cut();
+            assert_eq!(d.read("f").unwrap().unwrap(), b"synced");
+            assert_eq!(d.read("never").unwrap().unwrap(), b"");
+        }
+
+        #[test]
+        fn removals_since_the_directory_sync_are_undone() {
+            let d = MemDir::new();
+            write_atomic(&d, "f", b"keep", SYNC).unwrap();
+            d.remove("f").unwrap();
+            assert_eq!(d.read("f").unwrap(), None);
+            d.power_cut();
+            assert_eq!(d.read("f").unwrap().unwrap(), b"keep");
+        }
+
+        #[test]
+        fn locks_die_with_the_power() {
+            let d = MemDir::new();
+            let stale = d.lock("l").unwrap();
+            d.power_cut();
+            let fresh = d.lock("l").unwrap();
+            // The dead holder's guard must not release the new holder's lock.
+            drop(stale);
+            assert!(d.lock("l").is_err());
+            drop(fresh);
+            assert!(d.lock("l").is_ok());
+        }
+
+        #[test]
+        fn synced_checkpoints_survive_and_unsynced_ones_may_not() {
+            let run = RunId::parse("r").unwrap();
+            for sync in [true, false] {
+                let d = MemDir::new();
+                let opts = Options {
+                    sync,
+                    ..Options::default()
+                };
+                let mut opened =
+                    Checkpoint::open(std::sync::Arc::new(d.clone()), &run, opts).unwrap();
+                opened.state.turns = 4;
+                opened.checkpoint.save(&opened.state).unwrap();
+                drop(opened);
+                d.power_cut();
+                let after = Checkpoint::load(&d, &run).unwrap();
+                if sync {
+                    assert_eq!(after.map(|s| s.turns), Some(4));
+                } else {
+                    assert_eq!(after, None, "nothing was ever synced");
+                }
+            }
+        }
+    }
 }
