@@ -23,11 +23,7 @@ fn snapshot() -> PathBuf {
 }
 
 fn cell(row: &sweep::Row, title: &str) -> u64 {
-    row.cells
-        .iter()
-        .find(|(t, _)| t == title)
-        .map(|(_, n)| *n)
-        .unwrap_or_else(|| panic!("no column {title}"))
+    row.cell(title).unwrap_or_else(|| panic!("no column {title}"))
 }
 
 #[test]

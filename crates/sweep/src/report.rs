@@ -241,6 +241,12 @@ fn json_key(title: &str) -> String {
 }
 
 impl Row {
+    /// The value of the column titled `title` (a counter's total or its
+    /// "scenarios with" column).
+    pub fn cell(&self, title: &str) -> Option<u64> {
+        self.cells.iter().find(|(t, _)| t == title).map(|(_, n)| *n)
+    }
+
     fn headers(&self) -> Vec<String> {
         let mut h = vec!["variant".to_owned()];
         h.extend((1..=self.depth_counts.len()).map(depth_title));

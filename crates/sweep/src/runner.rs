@@ -195,8 +195,8 @@ fn in_partition(sc: &Scenario, partition: Option<(u32, u32)>) -> bool {
 }
 
 /// Run one scenario by itself, with its timeline (each life's hits and how it
-/// ended) and the world's description. `clean` is the clean run's verdict,
-/// for counters measured over it; `None` runs the clean scenario first.
+/// ended) and the world's description. The clean run is replayed first, for
+/// counters measured over it.
 pub fn run_one<S: Subject>(subject: &S, scenario: &Scenario) -> ScenarioResult {
     let clean = replay(subject, &Scenario::default(), Vec::new(), None, false);
     replay(
