@@ -126,12 +126,29 @@ pub struct DiskDir {
 impl DiskDir {
     /// Use the directory at `path`, creating it (and its parents) with mode
     /// 0700 if missing.
+    ///
+    /// Directories it creates are made durable (their parents are synced), so
+    /// a power cut cannot take away the directory under a synced checkpoint.
     pub fn new(path: impl AsRef<Path>) -> io::Result<Self> {
         let path = path.as_ref().to_path_buf();
+        // The directories about to be created, deepest first (bounded by the
+        // path's depth).
+        let created: Vec<PathBuf> = path
+            .ancestors()
+            .take_while(|p| !p.as_os_str().is_empty() && fs::symlink_metadata(p).is_err())
+            .map(Path::to_path_buf)
+            .collect();
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&path)?;
+        for dir in &created {
+            let parent = match dir.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            File::open(parent)?.sync_all()?;
+        }
         if !fs::metadata(&path)?.is_dir() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,

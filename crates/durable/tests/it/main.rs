@@ -12,6 +12,19 @@ use std::sync::Arc;
 
 use durable::{Checkpoint, Dir, MemDir, Opened, Options, RunId, State};
 
+#[test]
+fn public_types_can_cross_threads() {
+    fn send_sync<T: Send + Sync + 'static>() {}
+    send_sync::<durable::Checkpoint>();
+    send_sync::<durable::Opened>();
+    send_sync::<durable::LockGuard>();
+    send_sync::<durable::DiskDir>();
+    send_sync::<durable::MemDir>();
+    send_sync::<durable::State>();
+    send_sync::<durable::Error>();
+    send_sync::<durable::RunId>();
+}
+
 /// Options for tests: no fsync (a process crash cannot tear a file anyway),
 /// the default restart limit.
 pub fn fast() -> Options {
