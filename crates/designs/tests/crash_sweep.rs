@@ -128,3 +128,15 @@ fn a_real_directory_gives_the_same_counts_as_memory() {
         assert_eq!(mem.row(), disk.row());
     }
 }
+
+/// The timeline `cargo xtask sweep --scenario` prints, reviewed with insta
+/// (`cargo insta review`): the crash after the tracker took issue A and
+/// before the turn's save files A twice.
+#[test]
+fn the_timeline_of_a_duplicating_scenario() {
+    let subject = Design::SaveOncePerTurn.subject(&script(), Storage::Memory);
+    let result = sweep::run_one(&subject, &"tracker accepted#1".parse().unwrap());
+    assert!(result.failure.is_none());
+    assert_eq!(result.verdict.get("dups"), 1);
+    insta::assert_snapshot!(result.timeline());
+}
