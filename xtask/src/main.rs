@@ -321,3 +321,90 @@ fn merge(files: &[PathBuf], format: Format) -> Result<ExitCode, String> {
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_parse_and_bad_ones_are_refused() {
+        assert_eq!(parse_partition("2/3"), Ok((2, 3)));
+        assert_eq!(parse_partition(" 1 / 1 "), Ok((1, 1)));
+        for bad in ["0/3", "4/3", "3", "a/b", "1/0", ""] {
+            let e = parse_partition(bad).unwrap_err();
+            assert!(e.contains("K/N"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn json_rows_carry_the_documented_keys_in_table_order() {
+        let script = designs::Script::load(designs::default_script_path()).unwrap();
+        let subject = designs::Design::KeysMarkers.subject(&script, designs::Storage::Memory);
+        let config = Config {
+            depth: 1,
+            ..Config::default()
+        };
+        let report = sweep::run(&subject, &config).unwrap();
+        let json = render(&[report], Format::Json, false);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let row = v["rows"][0].as_object().unwrap();
+        let keys: Vec<&str> = row.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "variant",
+                "once",
+                "with_dups",
+                "dups",
+                "missing",
+                "asks",
+                "calls_plus"
+            ]
+        );
+        assert_eq!(row["once"], 43);
+        assert!(v.get("reports").is_none());
+    }
+
+    #[test]
+    fn the_default_definition_names_known_variants_and_its_snapshot() {
+        let d = defs::Definition::load(&defs::default_path()).unwrap();
+        for v in &d.variants {
+            assert!(
+                variants::subject(v, None, designs::Storage::Memory).is_ok(),
+                "{v}"
+            );
+        }
+        assert!(d.snapshot.is_some_and(|s| s.exists()));
+        assert!(variants::subject("nope", None, designs::Storage::Memory).is_err());
+    }
+
+    #[test]
+    fn bad_definitions_name_their_file() {
+        let dir = std::env::temp_dir().join(format!("xtask-defs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, text, needle) in [
+            ("a.sweep.json", "{", "not a sweep definition"),
+            (
+                "b.sweep.json",
+                r#"{"description": "x", "variants": []}"#,
+                "empty",
+            ),
+            (
+                "c.sweep.json",
+                r#"{"description": "x", "variants": ["keys"], "storage": "tape"}"#,
+                "tape",
+            ),
+            (
+                "d.sweep.json",
+                r#"{"description": "x", "variants": ["keys"], "extra": 1}"#,
+                "unknown field",
+            ),
+        ] {
+            let p = dir.join(name);
+            std::fs::write(&p, text).unwrap();
+            let e = defs::Definition::load(&p).err().unwrap();
+            assert!(e.contains(name) && e.contains(needle), "{e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
