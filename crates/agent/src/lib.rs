@@ -1,1 +1,123 @@
-//! placeholder
+//! The durable agent loop: a run that survives crashes without paying twice
+//! for a model call or doing anything twice.
+//!
+//! An [`Agent`] runs a [`Model`] and its [`Tools`] against a
+//! [`durable::Checkpoint`]. [`Agent::run`] is one *life* of the run: it
+//! starts the run or resumes it from its saved phase, and every later call
+//! (in this process or a new one) carries on where the last stopped.
+//!
+//! * **Five save moments**, each a crash-safe write: at start (the restart
+//!   count, before anything else), after each model reply (before any of its
+//!   calls runs, so a restart runs exactly those calls and never pays for the
+//!   reply again), an attempt marker before each call that can change
+//!   something (after the yes, for a gated call), after each result, and when
+//!   the run pauses or finishes.
+//! * **Idempotency keys** (`durable::key(run, call)`) travel beside the
+//!   arguments in [`CallContext::key`], never inside what the model writes.
+//! * **The resolution ladder** settles a marked call without a result (or a
+//!   call whose transport failed after sending): rerun it if a repeat is
+//!   harmless (the tool reads only, is idempotent, or sent a key its service
+//!   still holds), else ask the service through the tool's
+//!   [`lookup`](Tool::lookup), else ask the person ([`Approver::resolve`]).
+//! * **Limits** on turns, tokens and dollars live in the state, so they cover
+//!   the run's whole life; restarts are limited by
+//!   [`durable::Options::max_resumes`]. Every stop is a typed [`Error`].
+//! * **Approvals**: a tool that [needs approval](Tool::needs_approval) waits
+//!   for the [`Approver`]'s yes; "later" pauses the run.
+//! * **Events**: an [`Observer`] sees one [`Event`] per step.
+//!
+//! [`sweep`] crashes this loop at every point it has, and counts.
+//!
+//! A scripted job on an in-memory world, crashed once in the window no
+//! checkpoint can close (after the tracker filed the issue, before the
+//! result was saved), then resumed:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use agent::{Agent, Transcript};
+//! use durable::{MemDir, Options, RunId};
+//! use tracker::{Mode, Tracker};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let transcript = Transcript::parse(r#"{
+//!   "name": "doc", "task": "File the parser crash and patch it.",
+//!   "replies": [
+//!     {"text": "Filing.", "calls": [{"id": "c1", "tool": "issue_file",
+//!        "args": {"title": "panic in parser", "body": "12 reports on empty input"}}]},
+//!     {"text": "Patching.", "calls": [{"id": "c2", "tool": "code_patch",
+//!        "args": {"path": "parser.rs", "old": "", "new": "fn parse() {}"}}]},
+//!     {"text": "Filed #1 and patched parser.rs."}]}"#, "doc.json")?;
+//!
+//! // The world: what a crash does not erase (clones share their contents).
+//! let checkpoints = MemDir::new();
+//! let workspace = MemDir::new();
+//! let tracker = Tracker::new(Mode::Keyed);
+//! let life = || -> Result<Agent, Box<dyn std::error::Error>> {
+//!     let tools = agent::tools::triage(&tracker, Arc::new(workspace.clone()));
+//!     let run = RunId::parse("doc-run")?;
+//!     Ok(Agent::scripted(run, Arc::new(checkpoints.clone()), transcript.clone(), tools)?
+//!         .with_options(Options { sync: false, ..Options::default() })
+//!         .with_workspace(Arc::new(workspace.clone())))
+//! };
+//!
+//! // First life: dies right after issue_file returns.
+//! let first = life()?;
+//! let crashed = crashpoint::crash_at(crashpoint::Hit::new("tool returned", 1), || first.run());
+//! assert!(crashed.outcome.crashed().is_some());
+//! assert_eq!(tracker.issues().len(), 1);
+//!
+//! // Second life: the marked call climbs the ladder; the tracker holds its
+//! // key, so it is rerun and answers as the first time. No duplicate.
+//! let result = life()?.run()?;
+//! assert_eq!(result.answer, "Filed #1 and patched parser.rs.");
+//! assert_eq!(result.resumes, 1);
+//! assert_eq!(tracker.issues().len(), 1);
+//! assert!(result.files.contains_key("parser.rs"));
+//!
+//! // A finished run returns its answer and calls nothing.
+//! assert_eq!(life()?.run()?, result);
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
+
+mod agent;
+mod approver;
+mod clock;
+mod error;
+mod limits;
+mod model;
+mod observer;
+mod result;
+pub mod sweep;
+mod tool;
+pub mod tools;
+mod transcript;
+
+pub use crate::agent::{Agent, UNKNOWN_TRIES};
+pub use approver::{
+    Approval, ApproveAll, Approver, Asked, Decision, Question, Resolution, ScriptedApprover,
+    TerminalApprover, Unattended,
+};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::Error;
+pub use limits::Limits;
+pub use model::{Model, ModelError, Reply, ScriptedModel};
+pub use observer::{Event, Observer, Quiet, Returned, Rung};
+pub use result::RunResult;
+pub use tool::{CallContext, Effect, Gated, Keys, Lookup, Tool, ToolError, ToolOutput, Tools};
+pub use transcript::{Transcript, TranscriptError};
+
+/// SHA-256 of `bytes` as 64 lowercase hex characters: the form
+/// [`durable::State::files`] records.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write;
+    let digest = Sha256::digest(bytes);
+    let mut s = String::with_capacity(64);
+    for b in digest {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}

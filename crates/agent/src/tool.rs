@@ -1,0 +1,291 @@
+//! The tool seam: what a tool declares about itself, so the loop knows which
+//! calls need a marker, which carry a key, and how a call with an unknown
+//! outcome can be settled after a crash.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use durable::{Message, RunId};
+use serde_json::Value;
+
+/// What running a tool does to the world. The loop writes an attempt marker
+/// before every call that is not [`Effect::ReadsOnly`], and the ladder's first
+/// rung reruns a marked call without asking only if a repeat is harmless.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Effect {
+    /// Looks only: running it twice changes nothing.
+    ReadsOnly,
+    /// Changes something, but a repeat with the same arguments leaves the
+    /// world as one call would (setting a value, not adding one).
+    Idempotent,
+    /// Changes something, and a repeat may change it again (files an issue,
+    /// sends a mail, applies a patch).
+    Changes,
+}
+
+/// Whether a tool sends the call's idempotency key to its service, and how
+/// long that service keeps keys.
+///
+/// A key only makes a repeat harmless while the service still remembers it
+/// (Stripe's v1 API may drop one after 24 hours); an expired key counts as no
+/// key, and the ladder moves on to the lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Keys {
+    /// The tool sends no key, or its service ignores keys.
+    #[default]
+    None,
+    /// The tool sends the key and the service honours it: a repeat with a
+    /// held key gets the first answer and changes nothing.
+    Honoured {
+        /// How long the service keeps a key, in the units of the agent's
+        /// [`Clock`](crate::Clock) (seconds for [`SystemClock`](crate::SystemClock));
+        /// `None`: for ever.
+        keep_for: Option<u64>,
+    },
+}
+
+impl Keys {
+    /// Whether a call made with this policy carries a key.
+    pub fn sends(self) -> bool {
+        matches!(self, Keys::Honoured { .. })
+    }
+
+    /// Whether the service still holds a key sent at `sent_at`, at `now`.
+    pub fn held(self, sent_at: u64, now: u64) -> bool {
+        match self {
+            Keys::None => false,
+            Keys::Honoured { keep_for: None } => true,
+            Keys::Honoured {
+                keep_for: Some(ttl),
+            } => now.saturating_sub(sent_at) < ttl,
+        }
+    }
+}
+
+/// What a tool receives beside its arguments: the harness's channel.
+///
+/// The idempotency key travels here, like an `Idempotency-Key` header or MCP
+/// `_meta`, never inside the arguments the model writes: a model could drop,
+/// change or invent a key, and the key's whole value is that every retry of
+/// one call carries the same one.
+#[derive(Clone, Copy, Debug)]
+pub struct CallContext<'a> {
+    /// The run making the call.
+    pub run: &'a RunId,
+    /// The model's ID for the call.
+    pub call_id: &'a str,
+    /// `durable::key(run, call_id)` if the tool sends keys ([`Keys::sends`]),
+    /// the same on every retry in every process.
+    pub key: Option<&'a str>,
+    /// The conversation so far, including the results of this reply's
+    /// earlier calls: what the run already did (the refile guard reads it).
+    pub messages: &'a [Message],
+}
+
+/// What a call produced: the text the model sees, and the workspace files
+/// it wrote, whose SHA-256 the loop records in the state so a resume can
+/// tell whether someone else changed them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The result text, as the model will see it.
+    pub output: String,
+    /// Whether the output reports a failure the model should see.
+    pub is_error: bool,
+    /// Workspace-relative path → SHA-256 (lowercase hex) of what the call
+    /// left there.
+    pub files: BTreeMap<String, String>,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(output: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            output: output.into(),
+            ..ToolOutput::default()
+        }
+    }
+
+    /// A failure the model sees, as `{"error": message}`: tool results are
+    /// JSON, so an error stays recognisable in the conversation (which keeps
+    /// only the text).
+    pub fn error(message: impl fmt::Display) -> ToolOutput {
+        ToolOutput {
+            output: serde_json::json!({ "error": message.to_string() }).to_string(),
+            is_error: true,
+            files: BTreeMap::new(),
+        }
+    }
+
+    /// Record that the call left `bytes` at `path` in the workspace.
+    pub fn with_file(mut self, path: &str, bytes: &[u8]) -> ToolOutput {
+        self.files.insert(path.to_owned(), crate::sha256_hex(bytes));
+        self
+    }
+}
+
+/// Why a call did not produce an output.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The call failed and certainly changed nothing (bad arguments, a
+    /// refusal). The model sees the message as an error result.
+    #[error("{0}")]
+    Failed(String),
+    /// The outcome is unknown: the request may have acted (the connection
+    /// dropped after it was sent). The loop treats it like a marker without a
+    /// result and sends the call up the resolution ladder.
+    #[error("outcome unknown: {0}")]
+    Unknown(String),
+}
+
+/// The answer to "did this call happen?", the ladder's second rung.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// It happened; this is its result (as the call would have returned it).
+    Found(ToolOutput),
+    /// It certainly did not happen, so running it now makes no duplicate.
+    /// Only a lookup that is sure may say this.
+    NotFound,
+    /// The service cannot tell (a search index that lags behind writes, no
+    /// lookup at all): the question goes up to a person. Says why.
+    CantTell(String),
+}
+
+/// A tool the model can call.
+///
+/// Besides running, a tool declares what the loop needs to run it safely
+/// across crashes: its [`Effect`], its [`Keys`], whether it needs a person's
+/// approval, which workspace files it may write, and optionally a
+/// [`lookup`](Tool::lookup) that can tell whether a call already happened.
+pub trait Tool: Send {
+    /// The name the model calls it by.
+    fn name(&self) -> &str;
+
+    /// What a call does to the world; decides markers and the ladder's first
+    /// rung.
+    fn effect(&self) -> Effect;
+
+    /// Whether calls carry an idempotency key the service honours, and for
+    /// how long. Default: no key.
+    fn keys(&self) -> Keys {
+        Keys::None
+    }
+
+    /// Whether a person must approve each call before it runs. The marker of
+    /// an approved call is written after the yes, so a crash while the person
+    /// decides leaves nothing to resolve, and a saved yes is never asked for
+    /// again. Default: no.
+    fn needs_approval(&self) -> bool {
+        false
+    }
+
+    /// Workspace files a call with `args` may write. A resume skips these in
+    /// its workspace check while the call is marked and unanswered: the
+    /// call's own write is the ladder's to settle, not a change by someone
+    /// else. Default: none.
+    fn touches(&self, _args: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Run the call. `args` is the model's arguments, already parsed as
+    /// JSON; the key is in `ctx`, never in `args`.
+    fn call(&self, ctx: &CallContext<'_>, args: &Value) -> Result<ToolOutput, ToolError>;
+
+    /// Did the call with this context and these arguments already happen?
+    /// Answer [`Lookup::NotFound`] only when certain. Default: no lookup.
+    fn lookup(&self, _ctx: &CallContext<'_>, _args: &Value) -> Lookup {
+        Lookup::CantTell(format!("{} has no lookup", self.name()))
+    }
+}
+
+impl<T: Tool + ?Sized> Tool for Box<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn effect(&self) -> Effect {
+        (**self).effect()
+    }
+    fn keys(&self) -> Keys {
+        (**self).keys()
+    }
+    fn needs_approval(&self) -> bool {
+        (**self).needs_approval()
+    }
+    fn touches(&self, args: &Value) -> Vec<String> {
+        (**self).touches(args)
+    }
+    fn call(&self, ctx: &CallContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
+        (**self).call(ctx, args)
+    }
+    fn lookup(&self, ctx: &CallContext<'_>, args: &Value) -> Lookup {
+        (**self).lookup(ctx, args)
+    }
+}
+
+/// A tool behind an approval gate: the same tool, but every call waits for a
+/// person's yes. Lets one tool be gated in one run and not in another.
+#[derive(Debug)]
+pub struct Gated<T>(pub T);
+
+impl<T: Tool> Tool for Gated<T> {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn effect(&self) -> Effect {
+        self.0.effect()
+    }
+    fn keys(&self) -> Keys {
+        self.0.keys()
+    }
+    fn needs_approval(&self) -> bool {
+        true
+    }
+    fn touches(&self, args: &Value) -> Vec<String> {
+        self.0.touches(args)
+    }
+    fn call(&self, ctx: &CallContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
+        self.0.call(ctx, args)
+    }
+    fn lookup(&self, ctx: &CallContext<'_>, args: &Value) -> Lookup {
+        self.0.lookup(ctx, args)
+    }
+}
+
+/// The tools of one agent, by name.
+#[derive(Default)]
+pub struct Tools {
+    by_name: BTreeMap<String, Box<dyn Tool>>,
+}
+
+impl fmt::Debug for Tools {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.by_name.keys()).finish()
+    }
+}
+
+impl Tools {
+    /// No tools.
+    pub fn new() -> Tools {
+        Tools::default()
+    }
+
+    /// Add `tool`, replacing any tool of the same name.
+    pub fn with(mut self, tool: impl Tool + 'static) -> Tools {
+        self.insert(tool);
+        self
+    }
+
+    /// Add `tool`, replacing (and returning) any tool of the same name.
+    pub fn insert(&mut self, tool: impl Tool + 'static) -> Option<Box<dyn Tool>> {
+        self.by_name.insert(tool.name().to_owned(), Box::new(tool))
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
+        self.by_name.get(name).map(|t| &**t as &dyn Tool)
+    }
+
+    /// Every tool's name, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.by_name.keys().map(String::as_str)
+    }
+}

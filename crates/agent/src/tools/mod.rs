@@ -1,0 +1,56 @@
+//! The triage job's tools: `issue_file`, `issue_comment` and `search`
+//! against a [`tracker::Tracker`], and `code_patch` writing into the run's
+//! workspace.
+//!
+//! For a command with everything on disk:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let state = std::path::Path::new("/tmp/triage-state");
+//! let tracker = tracker::Tracker::open_dir(
+//!     Arc::new(durable::DiskDir::new(state.join("tracker"))?),
+//!     tracker::Mode::Keyed,
+//! )?;
+//! let workspace: Arc<dyn durable::Dir> = Arc::new(durable::DiskDir::new(state.join("workspace"))?);
+//! let tools = agent::tools::triage(&tracker, Arc::clone(&workspace));
+//! # let _ = tools;
+//! # Ok(())
+//! # }
+//! ```
+
+mod patch;
+mod tracker_tools;
+
+use std::sync::Arc;
+
+use durable::Dir;
+use serde_json::Value;
+
+pub use patch::CodePatch;
+pub use tracker_tools::{comment_output, issue_output, IssueComment, IssueFile, Search};
+
+use crate::tool::{ToolError, Tools};
+
+/// The four tools of the triage job: tracker tools on `tracker` (keyed if
+/// it honours keys) and `code_patch` on `workspace` (synced writes).
+pub fn triage(tracker: &tracker::Tracker, workspace: Arc<dyn Dir>) -> Tools {
+    Tools::new()
+        .with(IssueFile::new(tracker.clone()))
+        .with(IssueComment::new(tracker.clone()))
+        .with(Search::new(tracker.clone()))
+        .with(CodePatch::new(workspace))
+}
+
+/// The string argument `name` of a `tool` call.
+pub(crate) fn str_arg<'v>(tool: &str, args: &'v Value, name: &str) -> Result<&'v str, ToolError> {
+    match args.get(name) {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(ToolError::Failed(format!(
+            "{tool}: argument {name:?} must be a string, not {other}"
+        ))),
+        None => Err(ToolError::Failed(format!(
+            "{tool}: missing argument {name:?} (arguments: {args})"
+        ))),
+    }
+}

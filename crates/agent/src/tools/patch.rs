@@ -1,0 +1,279 @@
+//! `code_patch`: replace text in a workspace file (or create the file).
+
+use std::io;
+use std::sync::Arc;
+
+use durable::{Dir, WriteOptions};
+use serde_json::{json, Value};
+
+use super::str_arg;
+use crate::tool::{CallContext, Effect, Lookup, Tool, ToolError, ToolOutput};
+
+/// `code_patch {path, old, new}`: replace the one occurrence of `old` in the
+/// workspace file `path` by `new`; with `old` empty, create `path` holding
+/// `new` (refused if the file exists).
+///
+/// Applying a patch twice fails (`old` is gone, or the file exists), so the
+/// tool is not idempotent: a marked call with no result goes to its
+/// [`lookup`](Tool::lookup), which reads the workspace. Every write is
+/// crash-safe ([`durable::write_atomic`]) and its SHA-256 goes into the
+/// state, so a resume notices a file someone else changed.
+///
+/// `path` is a file name inside the workspace directory: the [`Dir`] seam
+/// admits no subdirectories, `..` or absolute paths, so no patch can reach
+/// outside the workspace.
+#[derive(Clone, Debug)]
+pub struct CodePatch {
+    workspace: Arc<dyn Dir>,
+    sync: bool,
+}
+
+/// The arguments of one patch.
+struct Patch<'a> {
+    path: &'a str,
+    old: &'a str,
+    new: &'a str,
+}
+
+impl<'a> Patch<'a> {
+    fn parse(args: &'a Value) -> Result<Patch<'a>, ToolError> {
+        Ok(Patch {
+            path: str_arg("code_patch", args, "path")?,
+            old: str_arg("code_patch", args, "old")?,
+            new: str_arg("code_patch", args, "new")?,
+        })
+    }
+}
+
+impl CodePatch {
+    /// `code_patch` writing into `workspace`, with synced writes.
+    pub fn new(workspace: Arc<dyn Dir>) -> CodePatch {
+        CodePatch {
+            workspace,
+            sync: true,
+        }
+    }
+
+    /// Whether writes are fsynced (turn off only in sweeps and tests).
+    pub fn sync(mut self, sync: bool) -> CodePatch {
+        self.sync = sync;
+        self
+    }
+
+    fn read(&self, path: &str) -> Result<Option<String>, ToolError> {
+        match self.workspace.read(path) {
+            Ok(None) => Ok(None),
+            Ok(Some(bytes)) => String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| ToolError::Failed(format!("code_patch: {path} is not UTF-8 text"))),
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput => Err(ToolError::Failed(format!(
+                "code_patch: {path:?} is not a file name inside the workspace ({e})"
+            ))),
+            Err(e) => Err(ToolError::Failed(format!(
+                "code_patch: cannot read {path}: {e}"
+            ))),
+        }
+    }
+
+    fn done(path: &str, content: &str) -> ToolOutput {
+        let out = ToolOutput::default().with_file(path, content.as_bytes());
+        let sha = out.files.get(path).cloned().unwrap_or_default();
+        ToolOutput {
+            output: json!({ "patched": path, "sha256": sha }).to_string(),
+            ..out
+        }
+    }
+
+    /// Did this patch happen? `Found` if the file holds `new` and not
+    /// `old`; certainly not if it holds `old` and not `new` (applied, it
+    /// would hold `new`), or if the file a creation makes is missing; else
+    /// it cannot tell (both texts, as when `new` contains `old`; neither, as
+    /// when someone else changed the file).
+    fn inspect(&self, p: &Patch<'_>) -> Lookup {
+        let content = match self.read(p.path) {
+            Ok(c) => c,
+            Err(e) => return Lookup::CantTell(e.to_string()),
+        };
+        match (p.old.is_empty(), content) {
+            (true, None) => Lookup::NotFound,
+            (true, Some(c)) if c.contains(p.new) => Lookup::Found(CodePatch::done(p.path, &c)),
+            (false, None) => Lookup::CantTell(format!(
+                "{} is missing, so neither the old nor the new text is there",
+                p.path
+            )),
+            (false, Some(c)) => {
+                let has_old = c.contains(p.old);
+                let has_new = c.contains(p.new);
+                if has_new && !has_old {
+                    Lookup::Found(CodePatch::done(p.path, &c))
+                } else if has_old && (!has_new || p.new.is_empty()) {
+                    // Applied, the file would hold `new`.
+                    Lookup::NotFound
+                } else {
+                    Lookup::CantTell(format!(
+                        "{} holds {} of the patch's texts",
+                        p.path,
+                        if has_old { "both" } else { "neither" }
+                    ))
+                }
+            }
+            (true, Some(_)) => Lookup::CantTell(format!(
+                "{} exists but does not hold the text the patch creates",
+                p.path
+            )),
+        }
+    }
+}
+
+impl Tool for CodePatch {
+    fn name(&self) -> &str {
+        "code_patch"
+    }
+    fn effect(&self) -> Effect {
+        Effect::Changes
+    }
+    fn touches(&self, args: &Value) -> Vec<String> {
+        Patch::parse(args).map_or_else(|_| Vec::new(), |p| vec![p.path.to_owned()])
+    }
+    fn call(&self, _ctx: &CallContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
+        let p = Patch::parse(args)?;
+        let content = self.read(p.path)?;
+        let patched = match (p.old.is_empty(), content) {
+            (true, None) => p.new.to_owned(),
+            (true, Some(_)) => {
+                return Err(ToolError::Failed(format!(
+                    "code_patch: {} already exists; give the text to replace in \"old\"",
+                    p.path
+                )))
+            }
+            (false, None) => {
+                return Err(ToolError::Failed(format!(
+                    "code_patch: no file {} in the workspace",
+                    p.path
+                )))
+            }
+            (false, Some(c)) => match c.matches(p.old).count() {
+                1 => c.replacen(p.old, p.new, 1),
+                0 => {
+                    return Err(ToolError::Failed(format!(
+                        "code_patch: the old text is not in {}",
+                        p.path
+                    )))
+                }
+                n => {
+                    return Err(ToolError::Failed(format!(
+                        "code_patch: the old text occurs {n} times in {}; give enough of it to occur once",
+                        p.path
+                    )))
+                }
+            },
+        };
+        let opts = WriteOptions {
+            sync: self.sync,
+            points: false,
+        };
+        // A failed write may or may not have replaced the file (the rename
+        // is done before the directory sync): the outcome is unknown, and
+        // the lookup will read the workspace to settle it.
+        durable::write_atomic(self.workspace.as_ref(), p.path, patched.as_bytes(), opts)
+            .map_err(|e| ToolError::Unknown(format!("code_patch: writing {}: {e}", p.path)))?;
+        Ok(CodePatch::done(p.path, &patched))
+    }
+    fn lookup(&self, _ctx: &CallContext<'_>, args: &Value) -> Lookup {
+        match Patch::parse(args) {
+            Ok(p) => self.inspect(&p),
+            Err(e) => Lookup::CantTell(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use durable::{MemDir, RunId};
+
+    fn patch(
+        ws: &MemDir,
+        path: &str,
+        old: &str,
+        new: &str,
+    ) -> (Result<ToolOutput, ToolError>, Lookup) {
+        let tool = CodePatch::new(Arc::new(ws.clone())).sync(false);
+        let run = RunId::parse("r").unwrap();
+        let ctx = CallContext {
+            run: &run,
+            call_id: "c1",
+            key: None,
+            messages: &[],
+        };
+        let args = json!({ "path": path, "old": old, "new": new });
+        let before = tool.lookup(&ctx, &args);
+        (tool.call(&ctx, &args), before)
+    }
+
+    fn read(ws: &MemDir, path: &str) -> String {
+        String::from_utf8(ws.read(path).unwrap().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn creates_replaces_and_refuses_a_second_application() {
+        let ws = MemDir::new();
+        let (r, before) = patch(&ws, "a.rs", "", "fn a() { x.unwrap() }");
+        assert_eq!(before, Lookup::NotFound);
+        let out = r.unwrap();
+        assert_eq!(read(&ws, "a.rs"), "fn a() { x.unwrap() }");
+        assert_eq!(out.files.len(), 1);
+        assert!(
+            out.output.contains("\"patched\":\"a.rs\""),
+            "{}",
+            out.output
+        );
+
+        // Creating again fails; the lookup finds the creation.
+        let (r, before) = patch(&ws, "a.rs", "", "fn a() { x.unwrap() }");
+        assert!(matches!(r, Err(ToolError::Failed(m)) if m.contains("already exists")));
+        assert_eq!(before, Lookup::Found(out));
+
+        let (r, before) = patch(&ws, "a.rs", "unwrap()", "unwrap_or_default()");
+        assert_eq!(before, Lookup::NotFound);
+        let out = r.unwrap();
+        assert_eq!(read(&ws, "a.rs"), "fn a() { x.unwrap_or_default() }");
+        let (r, before) = patch(&ws, "a.rs", "unwrap()", "unwrap_or_default()");
+        assert!(matches!(r, Err(ToolError::Failed(m)) if m.contains("not in a.rs")));
+        assert_eq!(before, Lookup::Found(out));
+    }
+
+    #[test]
+    fn lookup_cannot_tell_when_the_texts_do_not_decide() {
+        let ws = MemDir::new();
+        // `new` contains `old`: once applied, both are there.
+        patch(&ws, "b.rs", "", "let x = 1;").0.unwrap();
+        let (r, before) = patch(&ws, "b.rs", "x = 1", "x = 1 + 1");
+        assert_eq!(before, Lookup::NotFound);
+        r.unwrap();
+        let (_, after) = patch(&ws, "b.rs", "x = 1", "x = 1 + 1");
+        assert!(matches!(after, Lookup::CantTell(_)), "{after:?}");
+        // Neither text: someone else changed the file.
+        let (_, before) = patch(&ws, "b.rs", "y = 2", "y = 3");
+        assert!(matches!(before, Lookup::CantTell(_)), "{before:?}");
+        // A missing file that the patch would change.
+        let (r, before) = patch(&ws, "c.rs", "a", "b");
+        assert!(matches!(before, Lookup::CantTell(_)));
+        assert!(matches!(r, Err(ToolError::Failed(_))));
+    }
+
+    #[test]
+    fn refuses_paths_outside_the_workspace_and_ambiguous_patches() {
+        let ws = MemDir::new();
+        for path in ["../x", "a/b", "", ".."] {
+            let (r, _) = patch(&ws, path, "", "x");
+            assert!(
+                matches!(&r, Err(ToolError::Failed(m)) if m.contains("not a file name")),
+                "{path}: {r:?}"
+            );
+        }
+        patch(&ws, "d.rs", "", "aa").0.unwrap();
+        let (r, _) = patch(&ws, "d.rs", "a", "b");
+        assert!(matches!(r, Err(ToolError::Failed(m)) if m.contains("occurs 2 times")));
+    }
+}
