@@ -32,7 +32,7 @@
 //! assert_eq!(report.failures().count(), 0);
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -259,10 +259,12 @@ impl Expected {
                         (false, Some(c)) if c.matches(old.as_str()).count() == 1 => {
                             c.replacen(old.as_str(), &new, 1)
                         }
-                        _ => return Err(job(format!(
+                        _ => {
+                            return Err(job(format!(
                             "call {:?}: the patch does not apply to {path} as the job leaves it",
                             call.id
-                        ))),
+                        )))
+                        }
                     };
                     files.insert(path, next);
                 }
@@ -288,10 +290,19 @@ struct Tally {
     model_calls: AtomicU64,
     asks: AtomicU64,
     gate: AtomicU64,
+    /// Calls the person said yes to, in any life.
+    yes: Mutex<BTreeSet<String>>,
     notes: Mutex<Vec<String>>,
 }
 
 impl Tally {
+    fn said_yes(&self, call: &str) -> bool {
+        self.yes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(call)
+    }
+
     fn note(&self, note: String) {
         self.notes
             .lock()
@@ -336,8 +347,10 @@ impl Model for Counted {
     }
 }
 
-/// The gated `issue_file`, watched: a call that runs without a saved yes
-/// counts against the gate.
+/// The gated `issue_file`, watched: a call that runs unless the person said
+/// yes to it *and* the yes is saved counts against the gate. (The saved
+/// marker alone would not do: a loop that wrote it before asking would
+/// vouch for itself.)
 struct Witnessed {
     inner: Gated<IssueFile>,
     checkpoints: MemDir,
@@ -358,11 +371,13 @@ impl Tool for Witnessed {
         self.inner.needs_approval()
     }
     fn call(&self, ctx: &CallContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
-        if !saved_yes(&self.checkpoints, ctx.call_id) {
+        let said = self.tally.said_yes(ctx.call_id);
+        if !(said && saved_yes(&self.checkpoints, ctx.call_id)) {
             self.tally.gate.fetch_add(1, Ordering::SeqCst);
             self.tally.note(format!(
-                "gated call {} ran without a saved yes",
-                ctx.call_id
+                "gated call {} ran without {}",
+                ctx.call_id,
+                if said { "a saved yes" } else { "a yes" }
             ));
         }
         self.inner.call(ctx, args)
@@ -477,6 +492,11 @@ impl LoopSubject {
                         a.call.id
                     ));
                 }
+                gate_tally
+                    .yes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(a.call.id.clone());
                 Decision::Approve
             })
             .on_question(move |q| {
