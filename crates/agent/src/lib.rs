@@ -28,6 +28,16 @@
 //!
 //! [`sweep`] crashes this loop at every point it has, and counts.
 //!
+//! A command wires the same pieces to disk: checkpoints in a
+//! [`durable::DiskDir`], a file-backed [`tracker::Tracker::open_dir`], the
+//! workspace in another `DiskDir` ([`tools::triage`] builds the four tools
+//! on them), a [`TerminalApprover`] (or [`ApproveAll`]), an [`Observer`]
+//! that prints each [`Event`] (and may kill the process on
+//! [`Event::ToolReturned`], before the result is saved), and a cancel flag
+//! set by its signal handler. Each stop is an [`Error`] variant to map to
+//! an exit code: `Checkpoint(durable::Error::Locked)`, `Paused`,
+//! `Cancelled`, the limits, `Checkpoint(durable::Error::WorkspaceChanged)`.
+//!
 //! A scripted job on an in-memory world, crashed once in the window no
 //! checkpoint can close (after the tracker filed the issue, before the
 //! result was saved), then resumed:

@@ -1,4 +1,4 @@
-//! The loop's own crash sweep: the real [`Agent`](crate::Agent), resuming
+//! The loop's own crash sweep: the real [`Agent`], resuming
 //! from a real checkpoint, crashed at every point it has.
 //!
 //! Six variants, one table row each: the triage job against a tracker that

@@ -1153,3 +1153,10 @@ fn a_run_on_disk_resumes_after_a_crash() {
         .check_workspace(&tmp.path().join("workspace"))
         .unwrap();
 }
+
+#[test]
+fn an_agent_can_move_to_another_thread() {
+    fn is_send<T: Send>() {}
+    is_send::<Agent>();
+    is_send::<agent::TerminalApprover<std::io::BufReader<std::io::Stdin>, std::io::Stderr>>();
+}
