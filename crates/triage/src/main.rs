@@ -1,1 +1,137 @@
-fn main() {}
+//! `triage`: run a recorded triage job as a durable agent run, kill it on
+//! purpose, and resume it.
+//!
+//! ```text
+//! cargo run -p triage -- --task m1-done-after-delete --state /tmp/triage-state --die-after code_patch
+//! cargo run -p triage -- --task m1-done-after-delete --state /tmp/triage-state --approve off
+//! ```
+//!
+//! The first command replays the task's recorded model replies against real
+//! parts under `--state`: the checkpoint store of the `durable` crate, a
+//! file-backed tracker and a workspace directory. It sends itself SIGKILL
+//! right after the first `code_patch` returns, before the result is saved.
+//! The second finds the run, resumes it, settles the patch on the resolution
+//! ladder (the lookup finds it in the workspace), finishes the replay and
+//! prints which of the task's checks passed. See `crates/triage/README.md`.
+
+mod checks;
+mod exit;
+mod output;
+mod run;
+mod task;
+mod world;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use clap::{Parser, ValueEnum};
+
+use crate::exit::EXIT_CODES_HELP;
+use crate::output::Printer;
+
+/// Whether gated calls wait for a person.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Approve {
+    /// Ask at the terminal before gated calls and on the ladder's last step;
+    /// without a terminal, a gated call pauses the run (exit 4).
+    On,
+    /// Approve gated calls without asking; never block. A ladder question
+    /// still pauses the run rather than guess.
+    Off,
+}
+
+/// Run a recorded triage job as a durable agent run; kill it on purpose;
+/// resume it.
+///
+/// Replays a recorded task's model replies against real parts under --state
+/// DIR: the run's checkpoint DIR/<run>.json (0600) and its lock, and the
+/// run's world DIR/<run>.world/ (a file-backed tracker that honours
+/// idempotency keys, and the workspace code_patch writes in). Without --run,
+/// resumes the task's one unfinished run in DIR, or starts a new one.
+#[derive(Debug, Parser)]
+#[command(name = "triage", version, after_help = EXIT_CODES_HELP)]
+pub struct Cli {
+    /// The recorded task to run (see --list-tasks).
+    #[arg(long, value_name = "NAME", required_unless_present_any = ["list_tasks", "run"])]
+    pub task: Option<String>,
+
+    /// The state directory (created if missing): checkpoints, locks, and
+    /// each run's tracker and workspace.
+    #[arg(long, value_name = "DIR", required_unless_present = "list_tasks")]
+    pub state: Option<PathBuf>,
+
+    /// Send this process SIGKILL right after a call of TOOL returns, before
+    /// its result is saved (the first such call of this life).
+    #[arg(long, value_name = "TOOL")]
+    pub die_after: Option<String>,
+
+    /// Whether gated calls (filing an issue) wait for a person's yes.
+    #[arg(long, value_enum, value_name = "on|off", default_value = "on")]
+    pub approve: Approve,
+
+    /// Resume (or report, if done) this run instead of the task's one
+    /// unfinished run.
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+
+    /// Print one JSON object per line instead of readable lines.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Print the recorded tasks, one a line, name first, and exit.
+    #[arg(long, conflicts_with_all = ["task", "state", "die_after", "run"])]
+    pub list_tasks: bool,
+
+    /// Read task files from DIR/*.json instead of the built-in tasks.
+    #[arg(long, value_name = "DIR")]
+    pub tasks: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let printer = Arc::new(Mutex::new(Printer::new(cli.json)));
+    match run::execute(&cli, &printer) {
+        Ok(exit) => exit.into(),
+        Err(failure) => {
+            output::lock(&printer).failure(&failure);
+            failure.exit.into()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed_and_help_lists_exit_codes() {
+        Cli::command().debug_assert();
+        let help = Cli::command().render_long_help().to_string();
+        assert!(help.contains("Exit codes:"), "{help}");
+        assert!(
+            help.contains("3    the run is locked by another process"),
+            "{help}"
+        );
+    }
+
+    #[test]
+    fn task_and_state_are_required_unless_listing() {
+        assert!(Cli::try_parse_from(["triage", "--list-tasks"]).is_ok());
+        assert!(Cli::try_parse_from(["triage", "--task", "x"]).is_err());
+        assert!(Cli::try_parse_from(["triage", "--state", "d"]).is_err());
+        assert!(Cli::try_parse_from(["triage", "--state", "d", "--run", "r"]).is_ok());
+        assert!(Cli::try_parse_from([
+            "triage",
+            "--task",
+            "x",
+            "--state",
+            "d",
+            "--approve",
+            "maybe"
+        ])
+        .is_err());
+        assert!(Cli::try_parse_from(["triage", "--list-tasks", "--task", "x"]).is_err());
+    }
+}
