@@ -1,0 +1,213 @@
+//! Die after each tool of each task (a real SIGKILL, in the window between
+//! the tool returning and its result being saved), look at the checkpoint
+//! on disk, resume, and count the world's effects.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+
+use common::*;
+use durable::Phase;
+
+/// One scenario: die right after the first call of `tool` returns, then
+/// resume with a fresh process.
+fn die_and_resume(task: &TaskFile, tool: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let s = arg(&state);
+    let name = task.name.as_str();
+    let at = format!("{name} --die-after {tool}");
+
+    let died = triage(&[
+        "--task",
+        name,
+        "--state",
+        s,
+        "--die-after",
+        tool,
+        "--approve",
+        "off",
+    ]);
+    died.expect_killed()
+        .expect_stdout(&format!("kill      --die-after {tool}: "));
+
+    // The checkpoint: mid-turn, the call unanswered, and marked if it can
+    // change something.
+    let run = only_run(&state);
+    let call = task.first_call_of(tool);
+    let st = checkpoint(&state, &run);
+    assert_eq!(st.phase, Phase::Tools, "{at}");
+    assert_eq!(st.turns, call.turn, "{at}: turns");
+    assert!(
+        st.calls.iter().any(|c| c.id == call.id),
+        "{at}: the reply's calls are saved"
+    );
+    assert!(
+        !st.results.contains_key(&call.id),
+        "{at}: the result was not saved"
+    );
+    let mode = std::fs::metadata(state.join(format!("{run}.json")))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "{at}: checkpoint mode");
+    match tool {
+        "search" => assert!(
+            !st.attempts.contains_key(&call.id),
+            "{at}: a read needs no marker"
+        ),
+        "issue_file" | "issue_comment" => {
+            let marker = &st.attempts[&call.id];
+            assert_eq!(
+                marker.key.as_deref(),
+                Some(durable::key(&run, &call.id).as_str()),
+                "{at}"
+            );
+            assert_eq!(
+                marker.approved,
+                task.approval().iter().any(|t| t == tool),
+                "{at}"
+            );
+        }
+        _ => {
+            let marker = &st.attempts[&call.id];
+            assert_eq!(marker.key, None, "{at}: the workspace takes no key");
+        }
+    }
+
+    let resumed = triage(&["--task", name, "--state", s, "--approve", "off"]);
+    resumed
+        .expect_code(0)
+        .expect_stdout(&format!(
+            "resumed   run {run} in phase tools after {} turns (restart 1, saved)",
+            call.turn
+        ))
+        .expect_stdout(&all_passed(task));
+    let settled = match tool {
+        "search" => format!("call      search {} key -", call.id),
+        "code_patch" => format!("ladder    code_patch {}: rung 2 (ask the service): settled: the lookup found it", call.id),
+        t => format!("ladder    {t} {}: rung 1 (rerun if harmless): settled: rerun: the service still holds the call's key", call.id),
+    };
+    resumed.expect_stdout(&settled);
+
+    let st = checkpoint(&state, &run);
+    assert_eq!(st.phase, Phase::Done, "{at}");
+    assert_eq!(st.resumes, 1, "{at}");
+    assert_each_effect_once(task, &tracker(&state, &run));
+}
+
+#[test]
+fn die_after_each_tool_of_each_task_then_resume() {
+    let scenarios: Vec<(TaskFile, String)> = tasks()
+        .into_iter()
+        .flat_map(|t| t.tools().into_iter().map(move |tool| (t.clone(), tool)))
+        .collect();
+    assert!(scenarios.len() >= 5, "{scenarios:?}");
+    let tools: std::collections::BTreeSet<&str> =
+        scenarios.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(
+        tools.into_iter().collect::<Vec<_>>(),
+        ["code_patch", "issue_comment", "issue_file", "search"],
+        "the tasks between them call every tool"
+    );
+    std::thread::scope(|scope| {
+        for (task, tool) in &scenarios {
+            scope.spawn(move || die_and_resume(task, tool));
+        }
+    });
+}
+
+/// The README's two commands, as written: the first with the default
+/// `--approve on` (no terminal here; the gated call comes after the kill).
+#[test]
+fn try_it_commands_from_the_readme() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("triage-state");
+    let s = arg(&state);
+    let task = task("m1-done-after-delete");
+
+    triage(&[
+        "--task",
+        "m1-done-after-delete",
+        "--state",
+        s,
+        "--die-after",
+        "code_patch",
+    ])
+    .expect_killed();
+    let run = only_run(&state);
+    let st = checkpoint(&state, &run);
+    assert_eq!((st.phase, st.turns), (Phase::Tools, 3));
+    assert_eq!(st.attempts.keys().collect::<Vec<_>>(), ["call_04"]);
+    // The patch is in the workspace although the checkpoint has no result.
+    assert!(world(&state, &run)
+        .join("workspace/todo_tests.rs")
+        .is_file());
+
+    triage(&[
+        "--task",
+        "m1-done-after-delete",
+        "--state",
+        s,
+        "--approve",
+        "off",
+    ])
+    .expect_code(0)
+    .expect_stdout(
+        "ladder    code_patch call_04: rung 2 (ask the service): settled: the lookup found it",
+    )
+    .expect_stdout("decided   issue_file call_06: approved")
+    .expect_stdout("checks    16 of 16 passed");
+    assert_each_effect_once(&task, &tracker(&state, &run));
+}
+
+/// A second crash in the restart: die after the patch, then after filing
+/// the issue, then finish. Still every effect once.
+#[test]
+fn two_crashes_in_two_lives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let s = arg(&state);
+    let task = task("m1-done-after-delete");
+    let m1 = task.name.as_str();
+
+    triage(&[
+        "--task",
+        m1,
+        "--state",
+        s,
+        "--die-after",
+        "code_patch",
+        "--approve",
+        "off",
+    ])
+    .expect_killed();
+    triage(&[
+        "--task",
+        m1,
+        "--state",
+        s,
+        "--die-after",
+        "issue_file",
+        "--approve",
+        "off",
+    ])
+    .expect_killed()
+    .expect_stdout("returned  issue_file call_06: {\"issue\":3}");
+    let run = only_run(&state);
+    let st = checkpoint(&state, &run);
+    assert_eq!((st.phase, st.turns, st.resumes), (Phase::Tools, 4, 1));
+    assert!(
+        st.attempts["call_06"].approved,
+        "the yes is saved with the marker"
+    );
+
+    triage(&["--task", m1, "--state", s, "--approve", "off"])
+        .expect_code(0)
+        .expect_stdout("ladder    issue_file call_06: rung 1 (rerun if harmless): settled")
+        .expect_stdout("call      issue_file call_06 (rerun) key ")
+        .expect_stdout("returned  issue_file call_06: {\"issue\":3}")
+        .expect_stdout(&all_passed(&task));
+    assert_eq!(checkpoint(&state, &run).resumes, 2);
+    assert_each_effect_once(&task, &tracker(&state, &run));
+}
