@@ -63,7 +63,9 @@ struct SweepArgs {
     /// Worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
-    /// Run the designs on another scripted job (a JSON file like sweeps/triage.json).
+    /// Run the variants on another job file: a scripted job like
+    /// sweeps/triage.json for the designs, a transcript like
+    /// sweeps/loop-triage.json for the loop.
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
     /// Where worlds keep checkpoints.
@@ -208,7 +210,7 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
     bar.finish_and_clear();
 
     let command = |r: &Report, sc: &Scenario| {
-        let slug = variants::slug_of(&r.subject).unwrap_or("?");
+        let slug = variants::slug_of(&r.subject).unwrap_or_else(|| "?".into());
         let script = args
             .script
             .as_ref()
@@ -317,7 +319,7 @@ fn merge(files: &[PathBuf], format: Format) -> Result<ExitCode, String> {
     report_failures(&merged, &|r, sc| {
         format!(
             "cargo xtask sweep --variant {} --scenario \"{sc}\"",
-            variants::slug_of(&r.subject).unwrap_or("?")
+            variants::slug_of(&r.subject).unwrap_or_else(|| "?".into())
         )
     })
 }

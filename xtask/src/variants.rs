@@ -1,37 +1,77 @@
-//! Every sweepable variant by its command-line name.
+//! Every sweepable variant by its command-line name: the five designs, the
+//! real loop's six rows, and the bank-transfer example.
 
 use std::path::Path;
 
 use designs::{Design, Script, Storage};
 use sweep::DynSubject;
 
-/// (slug, row title) of every variant.
-pub fn all() -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = Design::ALL
-        .iter()
-        .map(|d| (d.slug().to_owned(), d.title().to_owned()))
-        .collect();
-    v.extend(extra());
+type Build = Box<dyn Fn(Option<&Path>, Storage) -> Result<Box<dyn DynSubject>, String>>;
+
+/// One variant: its `--variant` name, its row title, and how to build it
+/// (given an optional job file and the storage for its worlds).
+pub struct Variant {
+    pub slug: String,
+    pub title: String,
+    pub build: Build,
+}
+
+/// Every variant, in listing order.
+pub fn all() -> Vec<Variant> {
+    let mut v = Vec::new();
+    for d in Design::ALL {
+        v.push(Variant {
+            slug: d.slug().to_owned(),
+            title: d.title().to_owned(),
+            build: Box::new(move |job, storage| {
+                let path = job.map_or_else(designs::default_script_path, Path::to_path_buf);
+                let script = Script::load(&path).map_err(|e| e.to_string())?;
+                Ok(Box::new(d.subject(&script, storage)) as Box<dyn DynSubject>)
+            }),
+        });
+    }
+    for l in agent::sweep::variants() {
+        let slug = l.slug;
+        v.push(Variant {
+            slug: slug.to_owned(),
+            title: l.title.to_owned(),
+            build: Box::new(move |job, _storage| {
+                agent::sweep::subject(slug, job)
+                    .map(|s| Box::new(s) as Box<dyn DynSubject>)
+                    .map_err(|e| e.to_string())
+            }),
+        });
+    }
+    for (slug, variant) in [
+        ("bank", bank::Variant::SaveRunFirst),
+        ("bank-buggy", bank::Variant::FirstSaveAfterPayment),
+    ] {
+        let subject = bank::Payday(variant);
+        v.push(Variant {
+            slug: slug.to_owned(),
+            title: sweep::Subject::name(&subject),
+            build: Box::new(move |job, _| match job {
+                Some(p) => Err(format!(
+                    "variant {slug} takes no job file (got {})",
+                    p.display()
+                )),
+                None => Ok(Box::new(subject) as Box<dyn DynSubject>),
+            }),
+        });
+    }
     v
 }
 
-fn extra() -> Vec<(String, String)> {
-    Vec::new()
-}
-
 /// The slug of the variant whose row title is `title`.
-pub fn slug_of(title: &str) -> Option<&'static str> {
-    Design::ALL
-        .iter()
-        .find(|d| d.title() == title)
-        .map(|d| d.slug())
+pub fn slug_of(title: &str) -> Option<String> {
+    all().into_iter().find(|v| v.title == title).map(|v| v.slug)
 }
 
 /// The listing printed by `--list`.
 pub fn listing() -> String {
     let mut s = String::from("variants (--variant NAME):\n");
-    for (slug, title) in all() {
-        s.push_str(&format!("  {slug:<34} {title}\n"));
+    for v in all() {
+        s.push_str(&format!("  {:<34} {}\n", v.slug, v.title));
     }
     s
 }
@@ -39,17 +79,18 @@ pub fn listing() -> String {
 /// Build the subject for `slug`.
 pub fn subject(
     slug: &str,
-    script: Option<&Path>,
+    job: Option<&Path>,
     storage: Storage,
 ) -> Result<Box<dyn DynSubject>, String> {
-    if let Some(d) = Design::from_slug(slug) {
-        let path = script.map_or_else(designs::default_script_path, Path::to_path_buf);
-        let script = Script::load(&path).map_err(|e| e.to_string())?;
-        return Ok(Box::new(d.subject(&script, storage)));
+    let all = all();
+    match all.iter().find(|v| v.slug == slug) {
+        Some(v) => (v.build)(job, storage),
+        None => Err(format!(
+            "unknown variant {slug:?}; known: {}",
+            all.iter()
+                .map(|v| v.slug.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
     }
-    let known: Vec<String> = all().into_iter().map(|(s, _)| s).collect();
-    Err(format!(
-        "unknown variant {slug:?}; known: {}",
-        known.join(", ")
-    ))
 }
