@@ -71,6 +71,20 @@ pub fn short(s: &str, max: usize) -> String {
     }
 }
 
+/// A call's arguments for a human line: a JSON object's fields shortest
+/// first, so the path or title shows before a long patch text is cut.
+pub fn args_summary(args: &str, max: usize) -> String {
+    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(args) else {
+        return short(args, max);
+    };
+    let mut parts: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("{}:{v}", Value::String(k.clone())))
+        .collect();
+    parts.sort_by_key(|p| p.len());
+    short(&format!("{{{}}}", parts.join(",")), max)
+}
+
 fn rung_name(rung: Rung) -> &'static str {
     match rung {
         Rung::Rerun => "1 (rerun if harmless)",
@@ -225,7 +239,7 @@ impl Printer {
                     "{tool} {call}{} key {} {}",
                     if *rerun { " (rerun)" } else { "" },
                     key.as_deref().unwrap_or("-"),
-                    short(args, SHOWN_CHARS)
+                    args_summary(args, SHOWN_CHARS)
                 ),
                 json!({"event": "tool_call", "call": call, "tool": tool, "key": key,
                        "args": args, "rerun": rerun}),
@@ -354,6 +368,15 @@ impl Printer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn args_put_short_fields_first() {
+        assert_eq!(
+            args_summary(r#"{"new":"a long text","old":"","path":"a.rs"}"#, 100),
+            r#"{"old":"","path":"a.rs","new":"a long text"}"#
+        );
+        assert_eq!(args_summary("{not json", 100), "{not json");
+    }
 
     #[test]
     fn short_keeps_one_line_and_cuts() {

@@ -223,7 +223,7 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
             ));
             Ok(exit)
         }
-        Err(e) => Err(loop_failure(e, &run, cli, &world, printer)),
+        Err(e) => Err(loop_failure(e, &run, cli, printer)),
     }
 }
 
@@ -316,19 +316,13 @@ fn die_now(p: &Printer, tool: &str, call: &str) -> ! {
 }
 
 /// Map the loop's error to the command's failure.
-fn loop_failure(
-    e: agent::Error,
-    run: &RunId,
-    cli: &Cli,
-    world: &World,
-    printer: &Shared,
-) -> Failure {
+fn loop_failure(e: agent::Error, run: &RunId, cli: &Cli, printer: &Shared) -> Failure {
     use agent::Error as E;
     match e {
         E::Checkpoint(e) => Failure::from(e),
         E::Paused { waiting } => {
             let cause = output::lock(printer).pause.clone();
-            let rerun = rerun_command(cli, run, world, None);
+            let rerun = rerun_command(cli, run, None);
             let (why, hint) = match cause {
                 Some(PauseCause::Approval { tool, call }) => {
                     if cli.approve == Approve::On && !io::stdin().is_terminal() {
@@ -336,7 +330,7 @@ fn loop_failure(
                             format!("{tool} call {call} needs a person's approval, and stdin is not a terminal to ask at"),
                             format!(
                                 "rerun at a terminal to be asked, or approve gated calls with --approve off: {}",
-                                rerun_command(cli, run, world, Some("off"))
+                                rerun_command(cli, run, Some("off"))
                             ),
                         )
                     } else {
@@ -350,7 +344,7 @@ fn loop_failure(
                     format!("{tool} call {call} may have acted before the run stopped, and {why}; only a person can say"),
                     format!(
                         "rerun at a terminal with --approve on to answer: {}",
-                        rerun_command(cli, run, world, Some("on"))
+                        rerun_command(cli, run, Some("on"))
                     ),
                 ),
                 None => (
@@ -377,13 +371,12 @@ fn loop_failure(
 }
 
 /// The command that continues this run, for hints.
-fn rerun_command(cli: &Cli, run: &RunId, world: &World, approve: Option<&str>) -> String {
+fn rerun_command(cli: &Cli, run: &RunId, approve: Option<&str>) -> String {
     let state = cli.state.as_ref().map_or_else(PathBuf::new, PathBuf::clone);
     let approve = approve.unwrap_or(match cli.approve {
         Approve::On => "on",
         Approve::Off => "off",
     });
-    let _ = world;
     format!(
         "triage --state {} --run {run} --approve {approve}",
         state.display()

@@ -23,6 +23,7 @@
 
 use std::fs::{self, File};
 use std::io;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -276,7 +277,18 @@ impl StateDir {
         };
         let mut unfinished = Vec::new();
         for f in self.found()? {
-            if f.meta.as_ref().map(|m| m.task.as_str()) != Some(task) {
+            // A run whose metadata is missing or unreadable still counts as
+            // the task's if its ID says so: better a clear error about its
+            // world than a silent fresh start beside it.
+            let ours = match &f.meta {
+                Some(meta) => meta.task == task,
+                None => f
+                    .run
+                    .as_str()
+                    .strip_prefix(task)
+                    .is_some_and(|rest| rest.starts_with('-')),
+            };
+            if !ours {
                 continue;
             }
             match f.state {
@@ -326,7 +338,12 @@ impl StateDir {
         }
         let tmp = self.path.join(format!(".{run}{WORLD_SUFFIX}.tmp"));
         let built = (|| {
-            fs::create_dir(&tmp).map_err(|e| io_failure("create", &tmp, &e))?;
+            // 0700 like the state directory: the world holds what the run
+            // read and wrote.
+            fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&tmp)
+                .map_err(|e| io_failure("create", &tmp, &e))?;
             let meta = Meta {
                 task: task.name.clone(),
                 source: task.source.display().to_string(),
