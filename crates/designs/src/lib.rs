@@ -23,6 +23,8 @@
 //! assert!(zero("dups") && zero("missing") && zero("asks"), "{row:?}");
 //! ```
 
+pub mod beyond;
+mod modes;
 mod script;
 
 use std::collections::BTreeMap;
@@ -31,11 +33,12 @@ use std::sync::Arc;
 
 use crashpoint::point;
 use durable::{
-    Attempt, Checkpoint, Dir, MemDir, Options, Phase, RunId, State, ToolCall, ToolResult,
+    Attempt, Checkpoint, Dir, MemDir, Options, Phase, PowerDir, RunId, State, ToolCall, ToolResult,
 };
 use sweep::{Counter, Subject, Verdict};
 use tracker::{Lookup, Mode, Request, Tracker};
 
+pub use modes::{Modes, Power, Writer, MID_OVERWRITE};
 pub use script::{Call, Op, Script, ScriptError};
 
 /// The scripted job the seed's table was measured with.
@@ -111,6 +114,7 @@ impl Design {
             design: self,
             script: script.clone(),
             storage,
+            modes: Modes::default(),
         }
     }
 }
@@ -130,6 +134,7 @@ pub struct DesignSubject {
     design: Design,
     script: Script,
     storage: Storage,
+    modes: Modes,
 }
 
 /// What a crash does not erase: the checkpoint directory, the tracker's
@@ -141,15 +146,99 @@ pub struct World {
     tracker: Tracker,
     model_calls: u64,
     asks: u64,
+    /// The checkpoint directory when crashes are power cuts.
+    power: Option<PowerDir>,
+    /// A life is running: set when it starts, cleared when it returns. A life
+    /// that finds it set knows the one before it crashed.
+    alive: bool,
+    /// Why the last life stopped with an error of the loop's own.
+    stopped: Option<String>,
+    /// The last state whose save returned (restart count left out).
+    saved: Option<State>,
+    /// The state being saved, until its save returns.
+    saving: Option<State>,
+    /// Lives that resumed from something other than the last save that
+    /// returned or the one under way: a save the loop relied on was lost.
+    lost_saves: u64,
+}
+
+/// A state as the loop's progress, without the restart count that
+/// `Checkpoint::open` bumps by itself.
+fn progress(st: &State) -> State {
+    let mut p = st.clone();
+    p.resumes = 0;
+    p
+}
+
+impl World {
+    /// A process starts. Returns whether the previous one crashed; in a
+    /// power-loss world the crash was a power cut, applied now.
+    fn boot(&mut self) -> bool {
+        let crashed = std::mem::replace(&mut self.alive, true);
+        if let Some(p) = &self.power {
+            let cut = p.boot();
+            debug_assert_eq!(cut, crashed, "the directory and the world agree on crashes");
+        }
+        crashed
+    }
+
+    /// Save through `cp`, remembering what is under way and what returned.
+    fn save(&mut self, cp: &mut Checkpoint, st: &State) -> Result<(), String> {
+        self.saving = Some(progress(st));
+        cp.save(st).map_err(|e| e.to_string())?;
+        self.saved = self.saving.take();
+        Ok(())
+    }
+
+    /// The checkpoint a life opened must hold the last save that returned,
+    /// or the one that was under way when the previous life died: a
+    /// returned save is the loop's promise that it may act on it.
+    fn opened(&mut self, st: &State) {
+        let now = progress(st);
+        if let Some(saved) = &self.saved {
+            if *saved != now && self.saving.as_ref() != Some(&now) {
+                self.lost_saves += 1;
+            }
+        }
+        self.saved = Some(now);
+        self.saving = None;
+    }
+
+    /// The process ends without a crash (finished, or stopped by an error).
+    fn shutdown(&mut self, result: &Result<(), String>) {
+        self.alive = false;
+        self.stopped = result.as_ref().err().cloned();
+        if let Some(p) = &self.power {
+            p.shutdown();
+        }
+    }
 }
 
 const RUN: &str = "triage-job";
 
 impl DesignSubject {
+    /// The same design run with `modes`.
+    pub fn with_modes(mut self, modes: Modes) -> Self {
+        self.modes = modes;
+        self
+    }
+
+    /// The modes this subject runs with.
+    pub fn modes(&self) -> &Modes {
+        &self.modes
+    }
+
+    /// The design.
+    pub fn design(&self) -> Design {
+        self.design
+    }
+
     fn open(&self, w: &World) -> Result<(Checkpoint, State), String> {
         let run = RunId::parse(RUN).map_err(|e| e.to_string())?;
         let opts = Options {
-            sync: false,
+            // The seed's sweep saves unsynced; a power-loss world syncs as
+            // its writer says.
+            sync: self.modes.power.is_some_and(|p| p.writer.syncs()),
             max_resumes: u32::MAX,
         };
         let opened = Checkpoint::open(w.dir.clone(), &run, opts).map_err(|e| e.to_string())?;
@@ -230,65 +319,10 @@ impl DesignSubject {
         }
     }
 
-    fn script_call(&self, id: &str) -> Result<&Call, String> {
-        self.script
-            .call(id)
-            .ok_or_else(|| format!("the checkpoint names call {id:?}, which the job does not have"))
-    }
-}
-
-fn response_output(resp: &tracker::Response) -> String {
-    match resp {
-        tracker::Response::Issue { number } => number.to_string(),
-        tracker::Response::Comment { id, .. } => id.to_string(),
-    }
-}
-
-impl Subject for DesignSubject {
-    type World = World;
-
-    fn name(&self) -> String {
-        self.design.title().to_owned()
-    }
-
-    fn counters(&self) -> Vec<Counter> {
-        vec![
-            Counter::new("dups").with_scenarios("with dups"),
-            Counter::new("missing"),
-            Counter::new("asks"),
-            Counter::new("model calls").titled("calls+").over_clean(),
-        ]
-    }
-
-    fn world(&self) -> World {
-        let (dir, tmp): (Arc<dyn Dir>, _) = match self.storage {
-            Storage::Memory => (Arc::new(MemDir::new()), None),
-            Storage::Disk => match tempfile::tempdir()
-                .and_then(|t| durable::DiskDir::new(t.path()).map(|d| (d, t)))
-            {
-                Ok((d, t)) => (Arc::new(d), Some(t)),
-                // A world must exist; without a temp dir, fall back to memory
-                // rather than abort a whole sweep.
-                Err(_) => (Arc::new(MemDir::new()), None),
-            },
-        };
-        let mode = if self.design.sends_keys() {
-            Mode::Keyed
-        } else {
-            Mode::Keyless
-        };
-        World {
-            dir,
-            _tmp: tmp,
-            tracker: Tracker::new(mode),
-            model_calls: 0,
-            asks: 0,
-        }
-    }
-
-    fn life(&self, w: &mut World) -> Result<(), String> {
+    /// One life of the loop: open the checkpoint and run to the end.
+    fn run_life(&self, w: &mut World) -> Result<(), String> {
         let (mut cp, mut st) = self.open(w)?;
-        let save = |cp: &mut Checkpoint, st: &State| cp.save(st).map_err(|e| e.to_string());
+        w.opened(&st);
         loop {
             match st.phase {
                 Phase::Done => return Ok(()),
@@ -304,7 +338,7 @@ impl Subject for DesignSubject {
                     if reply.is_empty() {
                         st.phase = Phase::Done;
                         st.answer = Some(format!("{} done", self.script.name));
-                        save(&mut cp, &st)?;
+                        w.save(&mut cp, &st)?;
                         return Ok(());
                     }
                     st.calls = reply
@@ -318,7 +352,7 @@ impl Subject for DesignSubject {
                     st.attempts = BTreeMap::new();
                     st.phase = Phase::Tools;
                     if self.design.saves_each_step() {
-                        save(&mut cp, &st)?;
+                        w.save(&mut cp, &st)?;
                     }
                 }
                 Phase::Tools => {
@@ -339,14 +373,14 @@ impl Subject for DesignSubject {
                                         ..Attempt::default()
                                     },
                                 );
-                                save(&mut cp, &st)?;
+                                w.save(&mut cp, &st)?;
                                 point!("marker saved");
                             }
                             self.run_tool(w, &st, call)?
                         };
                         st.results.insert(id, result);
                         if self.design.saves_each_step() {
-                            save(&mut cp, &st)?;
+                            w.save(&mut cp, &st)?;
                             point!("result saved");
                         }
                     }
@@ -354,10 +388,104 @@ impl Subject for DesignSubject {
                     st.phase = Phase::Model;
                     st.calls = Vec::new();
                     st.attempts = BTreeMap::new();
-                    save(&mut cp, &st)?;
+                    w.save(&mut cp, &st)?;
                 }
             }
         }
+    }
+
+    fn script_call(&self, id: &str) -> Result<&Call, String> {
+        self.script
+            .call(id)
+            .ok_or_else(|| format!("the checkpoint names call {id:?}, which the job does not have"))
+    }
+}
+
+fn response_output(resp: &tracker::Response) -> String {
+    match resp {
+        tracker::Response::Issue { number } => number.to_string(),
+        tracker::Response::Comment { id, .. } => id.to_string(),
+    }
+}
+
+impl Subject for DesignSubject {
+    type World = World;
+
+    fn name(&self) -> String {
+        let mut name = self.design.title().to_owned();
+        if let Some(p) = self.modes.power {
+            name.push_str(&format!(" | {} | {}", p.writer.title(), p.state.slug()));
+        }
+        name
+    }
+
+    fn counters(&self) -> Vec<Counter> {
+        if self.modes == Modes::default() {
+            // The seed's columns, exactly.
+            return vec![
+                Counter::new("dups").with_scenarios("with dups"),
+                Counter::new("missing"),
+                Counter::new("asks"),
+                Counter::new("model calls").titled("calls+").over_clean(),
+            ];
+        }
+        // A power-loss row tests the writer: whatever the design, a correct
+        // writer loses nothing, so every scenario must count zero.
+        let strict = self.modes.power.is_some();
+        let must = |c: Counter| if strict { c.required() } else { c };
+        vec![
+            must(Counter::new("dups").with_scenarios("with dups")),
+            must(Counter::new("missing")),
+            Counter::new("asks"),
+            Counter::new("model calls").titled("calls+").over_clean(),
+            must(Counter::new("lost saves")),
+            must(Counter::new("stopped")),
+        ]
+    }
+
+    fn world(&self) -> World {
+        let mut power = None;
+        let (dir, tmp): (Arc<dyn Dir>, _) = match (self.modes.power, self.storage) {
+            (Some(p), _) => {
+                let d = PowerDir::new(p.state);
+                power = Some(d.clone());
+                (p.writer.wrap(d), None)
+            }
+            (None, Storage::Memory) => (Arc::new(MemDir::new()), None),
+            (None, Storage::Disk) => match tempfile::tempdir()
+                .and_then(|t| durable::DiskDir::new(t.path()).map(|d| (d, t)))
+            {
+                Ok((d, t)) => (Arc::new(d), Some(t)),
+                // A world must exist; without a temp dir, fall back to memory
+                // rather than abort a whole sweep.
+                Err(_) => (Arc::new(MemDir::new()), None),
+            },
+        };
+        let mode = if self.design.sends_keys() {
+            Mode::Keyed
+        } else {
+            Mode::Keyless
+        };
+        World {
+            dir,
+            _tmp: tmp,
+            tracker: Tracker::new(mode),
+            model_calls: 0,
+            asks: 0,
+            power,
+            alive: false,
+            stopped: None,
+            saved: None,
+            saving: None,
+            lost_saves: 0,
+        }
+    }
+
+    fn life(&self, w: &mut World) -> Result<(), String> {
+        w.boot();
+        let result = self.run_life(w);
+        w.shutdown(&result);
+        result
     }
 
     fn judge(&self, w: &World) -> Verdict {
@@ -395,10 +523,26 @@ impl Subject for DesignSubject {
                 }
             }
         }
-        v.count("dups", dups)
+        if let Some(e) = &w.stopped {
+            v = v.note(format!("the run stopped: {e}"));
+        }
+        if w.lost_saves > 0 {
+            v = v.note(format!(
+                "{} restart(s) resumed from an older checkpoint than the last save that returned",
+                w.lost_saves
+            ));
+        }
+        v = v
+            .count("dups", dups)
             .count("missing", missing)
             .count("asks", w.asks)
-            .count("model calls", w.model_calls)
+            .count("model calls", w.model_calls);
+        if self.modes != Modes::default() {
+            v = v
+                .count("lost saves", w.lost_saves)
+                .count("stopped", u64::from(w.stopped.is_some()));
+        }
+        v
     }
 
     fn describe(&self, w: &World) -> String {
@@ -413,6 +557,16 @@ impl Subject for DesignSubject {
             "model calls: {}, questions to a person: {}\n",
             w.model_calls, w.asks
         ));
+        if let Some(p) = &w.power {
+            out.push_str(&format!(
+                "power cuts: {} ({})\n",
+                p.cuts(),
+                p.state().title()
+            ));
+        }
+        if let Some(e) = &w.stopped {
+            out.push_str(&format!("stopped: {e}\n"));
+        }
         if let Ok(run) = RunId::parse(RUN) {
             match Checkpoint::load(w.dir.as_ref(), &run) {
                 Ok(Some(st)) => out.push_str(&format!(

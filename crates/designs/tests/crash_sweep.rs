@@ -23,7 +23,8 @@ fn snapshot() -> PathBuf {
 }
 
 fn cell(row: &sweep::Row, title: &str) -> u64 {
-    row.cell(title).unwrap_or_else(|| panic!("no column {title}"))
+    row.cell(title)
+        .unwrap_or_else(|| panic!("no column {title}"))
 }
 
 #[test]

@@ -68,6 +68,7 @@ mod checkpoint;
 mod dir;
 mod error;
 mod key;
+mod power;
 mod run_id;
 mod state;
 
@@ -75,6 +76,7 @@ pub use checkpoint::{Checkpoint, Opened, Options};
 pub use dir::{write_atomic, Dir, DiskDir, LockGuard, MemDir, WriteOptions};
 pub use error::{Error, Result};
 pub use key::key;
+pub use power::{CrashState, PowerDir};
 pub use run_id::RunId;
 pub use state::{
     Attempt, Message, ParsePhaseError, Phase, Role, State, ToolCall, ToolResult, Usage,

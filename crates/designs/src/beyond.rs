@@ -1,0 +1,232 @@
+//! The sweeps beyond the seed's stated limits (issue 7), by command-line
+//! name: power loss instead of a panic, and more to come.
+//!
+//! Each variant is one of the five designs run with [`Modes`]; its slug is
+//! what `cargo xtask sweep --variant` takes, and its title is its row's name.
+//!
+//! ```
+//! let script = designs::Script::load(designs::default_script_path()).unwrap();
+//! let slug = "power-real-lose-keys-markers";
+//! assert!(designs::beyond::variants().iter().any(|(s, _)| s == slug));
+//! let subject = designs::beyond::subject(slug, &script).unwrap();
+//! assert_eq!(subject.name(), "keys and markers | real writer | lose");
+//! ```
+
+use durable::CrashState;
+use sweep::{DynSubject, Report};
+
+use crate::{Design, DesignSubject, Modes, Power, Script, Storage, Writer};
+
+/// One sweepable variant: a design with modes, and its names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Variant {
+    /// The command-line name.
+    pub slug: String,
+    /// The design.
+    pub design: Design,
+    /// What it runs with.
+    pub modes: Modes,
+}
+
+impl Variant {
+    fn new(slug: String, design: Design, modes: Modes) -> Variant {
+        Variant {
+            slug,
+            design,
+            modes,
+        }
+    }
+
+    /// The subject running `script`.
+    pub fn subject(&self, script: &Script) -> DesignSubject {
+        self.design
+            .subject(script, Storage::Memory)
+            .with_modes(self.modes.clone())
+    }
+
+    /// The row title (the subject's name).
+    pub fn title(&self) -> String {
+        // The title does not depend on the job.
+        let script = Script {
+            name: String::new(),
+            replies: vec![Vec::new()],
+        };
+        sweep::Subject::name(&self.subject(&script))
+    }
+}
+
+/// A power-loss variant: `design`'s checkpoints written by `writer`, each
+/// crash a power cut keeping what `state` says.
+pub fn power(design: Design, writer: Writer, state: CrashState) -> Variant {
+    Variant::new(
+        format!("power-{}-{}-{}", writer.slug(), state.slug(), design.slug()),
+        design,
+        Modes {
+            power: Some(Power { writer, state }),
+        },
+    )
+}
+
+/// The power-loss variants of the reviewed snapshot: every writer under every
+/// crash state in the keyed design (a lost or torn checkpoint shows as a run
+/// that stops on a corrupt file, or as repeated model calls), and the real
+/// writer, the seed's setting and the missing directory fsync in the keyless
+/// markers design too (a lost marker shows there as a duplicate).
+pub fn power_variants() -> Vec<Variant> {
+    let mut v = Vec::new();
+    for writer in Writer::ALL {
+        for state in CrashState::ALL {
+            v.push(power(Design::KeysMarkers, writer, state));
+        }
+    }
+    for writer in [Writer::Real, Writer::SyncsOff, Writer::NoDirSync] {
+        for state in CrashState::ALL {
+            v.push(power(Design::Markers, writer, state));
+        }
+    }
+    v
+}
+
+/// Every variant any slug can name (a superset of [`variants`]).
+fn space() -> Vec<Variant> {
+    let mut v = Vec::new();
+    for design in Design::ALL {
+        for writer in Writer::ALL {
+            for state in CrashState::ALL {
+                v.push(power(design, writer, state));
+            }
+        }
+    }
+    v
+}
+
+/// `(slug, title)` of every variant of the reviewed snapshot
+/// `snapshots/beyond.txt`, in its order.
+pub fn variants() -> Vec<(String, String)> {
+    curated()
+        .into_iter()
+        .map(|v| {
+            let title = v.title();
+            (v.slug, title)
+        })
+        .collect()
+}
+
+fn curated() -> Vec<Variant> {
+    power_variants()
+}
+
+/// The variant named `slug`: any combination the slugs can spell, not only
+/// those of [`variants`].
+pub fn variant(slug: &str) -> Option<Variant> {
+    space().into_iter().find(|v| v.slug == slug)
+}
+
+/// The subject of the variant named `slug`, running `script`.
+pub fn subject(slug: &str, script: &Script) -> Option<Box<dyn DynSubject>> {
+    variant(slug).map(|v| Box::new(v.subject(script)) as Box<dyn DynSubject>)
+}
+
+/// The slug of the variant whose row title is `title`.
+pub fn slug_of(title: &str) -> Option<String> {
+    space()
+        .into_iter()
+        .find(|v| v.title() == title)
+        .map(|v| v.slug)
+}
+
+/// A plain-text grid in the style of [`sweep::table`]: a header, then rows;
+/// the first column left-aligned, the others right-aligned.
+pub fn grid(header: &[String], rows: &[Vec<String>]) -> String {
+    let ncols = header.len();
+    let mut width = vec![0usize; ncols];
+    for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
+        for (i, c) in r.iter().enumerate().take(ncols) {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let line = |r: &[String]| {
+        let cells: Vec<String> = (0..ncols)
+            .map(|i| {
+                let c = r.get(i).map_or("", String::as_str);
+                let pad = " ".repeat(width[i] - c.chars().count());
+                if i == 0 {
+                    format!("{c}{pad}")
+                } else {
+                    format!("{pad}{c}")
+                }
+            })
+            .collect();
+        format!("| {} |\n", cells.join("   "))
+    };
+    let inner = width.iter().sum::<usize>() + 3 * ncols.saturating_sub(1) + 2;
+    let mut out = format!("+{}+\n", "-".repeat(inner));
+    out.push_str(&line(header));
+    out.push_str(&format!("+{}+\n", "=".repeat(inner)));
+    for r in rows {
+        out.push_str(&line(r));
+    }
+    out.push_str(&format!("+{}+\n", "-".repeat(inner)));
+    out
+}
+
+/// The power-loss grid: one row per design and writer, one column per crash
+/// state, each cell the scenarios that failed (lost or duplicated an effect,
+/// or stopped on a checkpoint it could not read) out of those run.
+pub fn power_grid(reports: &[(Variant, Report)]) -> String {
+    let mut header = vec!["failing scenarios: design | writer".to_owned()];
+    header.extend(CrashState::ALL.iter().map(|s| s.slug().to_owned()));
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut keys: Vec<(Design, Writer)> = Vec::new();
+    for (v, _) in reports {
+        if let Some(p) = v.modes.power {
+            if !keys.contains(&(v.design, p.writer)) {
+                keys.push((v.design, p.writer));
+            }
+        }
+    }
+    for (design, writer) in keys {
+        let mut row = vec![format!("{} | {}", design.title(), writer.title())];
+        for state in CrashState::ALL {
+            let cell = reports
+                .iter()
+                .find(|(v, _)| v.design == design && v.modes.power == Some(Power { writer, state }))
+                .map_or_else(
+                    || "-".to_owned(),
+                    |(_, r)| format!("{}/{}", r.failures().count(), r.scenarios.len()),
+                );
+            row.push(cell);
+        }
+        rows.push(row);
+    }
+    grid(&header, &rows)
+}
+
+/// One line per failing sweep: how many scenarios failed and the first of
+/// them by name, with why (the command `--scenario` reruns it).
+pub fn failures_list(reports: &[(Variant, Report)]) -> String {
+    let mut out = String::new();
+    for (v, r) in reports {
+        let n = r.failures().count();
+        if let Some(first) = r.failures().next() {
+            out.push_str(&format!(
+                "{}: {n} failing; first: {} ({})\n",
+                v.title(),
+                first.scenario,
+                short_reason(first.failure.as_deref().unwrap_or(""))
+            ));
+        }
+    }
+    out
+}
+
+/// A failure message cut to its cause: `final life 2: stopped with an error:
+/// truncated checkpoint power:/x.json: …` becomes `truncated checkpoint`,
+/// `dups = 1; issue … made 2 times` becomes `dups = 1`.
+fn short_reason(failure: &str) -> &str {
+    let cause = failure
+        .split_once("stopped with an error: ")
+        .map_or(failure, |(_, rest)| rest);
+    let cause = cause.split(';').next().unwrap_or(cause);
+    cause.split(" power:/").next().unwrap_or(cause).trim()
+}

@@ -1,0 +1,159 @@
+//! Options that take a design beyond the seed's stated limits. Every option
+//! defaults to the seed's behaviour, so `Modes::default()` is the seed's
+//! sweep, row for row.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use durable::{CrashState, Dir, LockGuard, PowerDir};
+
+/// Everything a design can be run with beyond the seed's sweep.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Modes {
+    /// Checkpoints live in a [`PowerDir`] whose crashes are power cuts in a
+    /// chosen [`CrashState`], written by a chosen [`Writer`]. `None`: the
+    /// seed's world (a panic is the only crash, saves unsynced).
+    pub power: Option<Power>,
+}
+
+/// A power-loss world: who writes the checkpoint, and what a crash keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Power {
+    /// The checkpoint writer.
+    pub writer: Writer,
+    /// What each crash keeps of the unsynced operations.
+    pub state: CrashState,
+}
+
+/// How the checkpoint reaches the disk. [`Writer::Real`] is
+/// `durable::write_atomic` as shipped; the others are mutations of it that a
+/// power-loss sweep must catch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Writer {
+    /// Temp file, write, fsync, rename, fsync the directory.
+    Real,
+    /// The seed's sweep setting: both fsyncs turned off
+    /// (`Options { sync: false }`), so a sweep finishes in seconds.
+    SyncsOff,
+    /// The real writer without the file fsync before the rename.
+    NoFileSync,
+    /// The real writer without the directory fsync after the rename.
+    NoDirSync,
+    /// The new bytes are written over the live file in place (then synced)
+    /// instead of being renamed over it; a crash between the write and its
+    /// fsync lands at the point `mid-overwrite`.
+    InPlace,
+}
+
+impl Writer {
+    /// Every writer, the real one first.
+    pub const ALL: [Writer; 5] = [
+        Writer::Real,
+        Writer::SyncsOff,
+        Writer::NoFileSync,
+        Writer::NoDirSync,
+        Writer::InPlace,
+    ];
+
+    /// The command-line name.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Writer::Real => "real",
+            Writer::SyncsOff => "syncs-off",
+            Writer::NoFileSync => "no-file-fsync",
+            Writer::NoDirSync => "no-dir-fsync",
+            Writer::InPlace => "in-place",
+        }
+    }
+
+    /// A short description for row titles.
+    pub fn title(self) -> &'static str {
+        match self {
+            Writer::Real => "real writer",
+            Writer::SyncsOff => "syncs off (seed)",
+            Writer::NoFileSync => "no file fsync",
+            Writer::NoDirSync => "no dir fsync",
+            Writer::InPlace => "overwrite in place",
+        }
+    }
+
+    /// Whether the checkpoint store is asked to sync at all.
+    pub(crate) fn syncs(self) -> bool {
+        self != Writer::SyncsOff
+    }
+
+    /// The directory the checkpoint store writes through: `dir` itself for
+    /// the real writer and for syncs off, a [`Mutant`] over it otherwise.
+    pub(crate) fn wrap(self, dir: PowerDir) -> Arc<dyn Dir> {
+        match self {
+            Writer::Real | Writer::SyncsOff => Arc::new(dir),
+            mutation => Arc::new(Mutant {
+                inner: dir,
+                mutation,
+            }),
+        }
+    }
+}
+
+/// The point a crash lands at between an in-place overwrite and its fsync.
+pub const MID_OVERWRITE: &str = "mid-overwrite";
+
+/// A directory that passes every call through except the one the mutation
+/// removes or replaces. Wrapping the directory, rather than copying the
+/// writer, keeps everything else `Checkpoint` does exactly as shipped.
+#[derive(Debug)]
+struct Mutant {
+    inner: PowerDir,
+    mutation: Writer,
+}
+
+impl Dir for Mutant {
+    fn create_temp(&self, prefix: &str) -> io::Result<String> {
+        self.inner.create_temp(prefix)
+    }
+    fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
+        self.inner.write(name, data)
+    }
+    fn sync(&self, name: &str) -> io::Result<()> {
+        match self.mutation {
+            Writer::NoFileSync => Ok(()),
+            _ => self.inner.sync(name),
+        }
+    }
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        if self.mutation != Writer::InPlace {
+            return self.inner.rename(from, to);
+        }
+        // Publish by overwriting the live file: truncate and write, then
+        // fsync it. Until that fsync, a power cut may tear the only copy.
+        let bytes = self.inner.read(from)?.ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotFound, format!("{from}: no such file"))
+        })?;
+        self.inner.write(to, &bytes)?;
+        crashpoint::point!(MID_OVERWRITE);
+        self.inner.sync(to)?;
+        self.inner.remove(from)
+    }
+    fn sync_dir(&self) -> io::Result<()> {
+        match self.mutation {
+            Writer::NoDirSync => Ok(()),
+            _ => self.inner.sync_dir(),
+        }
+    }
+    fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        self.inner.read(name)
+    }
+    fn remove(&self, name: &str) -> io::Result<()> {
+        self.inner.remove(name)
+    }
+    fn list(&self) -> io::Result<Vec<String>> {
+        self.inner.list()
+    }
+    fn lock(&self, name: &str) -> io::Result<LockGuard> {
+        self.inner.lock(name)
+    }
+    fn path_of(&self, name: &str) -> PathBuf {
+        self.inner.path_of(name)
+    }
+}

@@ -1,0 +1,717 @@
+//! A directory that loses what was not synced when the power goes: the
+//! [`Dir`] a crash sweep needs to test durability, not only save order.
+//!
+//! A panic keeps the operating system's file cache, so a sweep that crashes by
+//! panicking can never see a missing fsync. [`PowerDir`] keeps two views of
+//! every file and name: what a reader sees now, and what the disk holds (the
+//! contents as of each file's last [`Dir::sync`], the names as of the last
+//! [`Dir::sync_dir`]), plus the unsynced operations in between, in program
+//! order. A power cut replaces the present by one [`CrashState`]: a subset of
+//! the unsynced operations that a real file system may have persisted, chosen
+//! in advance for the world, as ALICE and LazyFS explore such subsets.
+//!
+//! The directory notices a cut by itself: a process calls [`PowerDir::boot`]
+//! when it starts and [`PowerDir::shutdown`] when it ends normally, so a boot
+//! that finds the previous process never shut down knows it died, and cuts
+//! the power before anything is read.
+//!
+//! ```
+//! use durable::{write_atomic, CrashState, Dir, PowerDir, WriteOptions};
+//!
+//! // A save without the file fsync, then a power cut that keeps the rename
+//! // but not the unsynced contents: the file is there, and empty.
+//! let dir = PowerDir::new(CrashState::KeepEntries);
+//! assert!(!dir.boot());
+//! let no_fsync = WriteOptions { sync: false, points: false };
+//! write_atomic(&dir, "run.json", b"{}", no_fsync).unwrap();
+//! dir.sync_dir().unwrap();
+//! // ... the process dies without shutting down ...
+//! assert!(dir.boot(), "the previous process never shut down: power cut");
+//! assert_eq!(dir.read("run.json").unwrap(), Some(Vec::new()));
+//!
+//! // The real writer syncs both: every crash state keeps the file whole.
+//! for state in CrashState::ALL {
+//!     let dir = PowerDir::new(state);
+//!     write_atomic(&dir, "run.json", b"{}", WriteOptions { sync: true, points: false }).unwrap();
+//!     dir.power_cut();
+//!     assert_eq!(dir.read("run.json").unwrap().as_deref(), Some(&b"{}"[..]), "{state:?}");
+//! }
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::dir::{Dir, LockGuard};
+
+/// Which of the unsynced operations a power cut keeps. Synced contents and
+/// synced names always survive; these states differ only in the rest.
+///
+/// The list is bounded and deterministic: one world, one state, so a sweep
+/// runs every scenario once per state and each failing scenario can be rerun
+/// by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CrashState {
+    /// A process crash, not a power cut: every write survives, synced or not
+    /// (the page cache outlives the process). What a panic-only sweep tests.
+    Process,
+    /// Nothing unsynced survives: names revert to the last directory sync,
+    /// contents to each file's last sync (empty if never synced). The
+    /// pessimistic reading of POSIX.
+    LoseUnsynced,
+    /// Unsynced directory operations (create, rename, remove) survive, and
+    /// unsynced contents are lost: the zero-length file after a rename that
+    /// delayed allocation is known for.
+    KeepEntries,
+    /// Unsynced directory operations survive, and each file with unsynced
+    /// contents keeps the first half of its latest contents: a torn write.
+    TornContents,
+    /// Unsynced contents survive and unsynced directory operations are lost:
+    /// the data blocks reached the disk, the journal commit did not.
+    KeepContents,
+    /// The older half of the unsynced operations survive, in program order
+    /// (rounded down), and the rest are lost: a file system that persists
+    /// operations in order and was cut part-way.
+    InOrderHalf,
+}
+
+impl CrashState {
+    /// Every state, [`CrashState::Process`] first.
+    pub const ALL: [CrashState; 6] = [
+        CrashState::Process,
+        CrashState::LoseUnsynced,
+        CrashState::KeepEntries,
+        CrashState::TornContents,
+        CrashState::KeepContents,
+        CrashState::InOrderHalf,
+    ];
+
+    /// The states of a real power cut (all but [`CrashState::Process`]).
+    pub const POWER_CUTS: [CrashState; 5] = [
+        CrashState::LoseUnsynced,
+        CrashState::KeepEntries,
+        CrashState::TornContents,
+        CrashState::KeepContents,
+        CrashState::InOrderHalf,
+    ];
+
+    /// A short command-line name.
+    pub fn slug(self) -> &'static str {
+        match self {
+            CrashState::Process => "process",
+            CrashState::LoseUnsynced => "lose",
+            CrashState::KeepEntries => "entries",
+            CrashState::TornContents => "torn",
+            CrashState::KeepContents => "contents",
+            CrashState::InOrderHalf => "in-order",
+        }
+    }
+
+    /// The state named by `slug`.
+    pub fn from_slug(slug: &str) -> Option<CrashState> {
+        CrashState::ALL.into_iter().find(|s| s.slug() == slug)
+    }
+
+    /// What survives, in a few words.
+    pub fn title(self) -> &'static str {
+        match self {
+            CrashState::Process => "process crash: every write survives",
+            CrashState::LoseUnsynced => "nothing unsynced survives",
+            CrashState::KeepEntries => "unsynced names survive, unsynced contents lost",
+            CrashState::TornContents => "unsynced names survive, unsynced contents torn in half",
+            CrashState::KeepContents => "unsynced contents survive, unsynced names lost",
+            CrashState::InOrderHalf => "the older half of unsynced operations survive, in order",
+        }
+    }
+}
+
+/// One unsynced operation, in program order.
+#[derive(Clone, Debug)]
+enum Op {
+    /// A file's contents were replaced.
+    Write { node: u64, data: Arc<[u8]> },
+    /// A name was created for a new file.
+    Create { name: String, node: u64 },
+    /// A name was moved over another.
+    Rename { from: String, to: String },
+    /// A name was removed.
+    Remove { name: String },
+}
+
+impl Op {
+    fn is_entry(&self) -> bool {
+        !matches!(self, Op::Write { .. })
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    state: Option<CrashState>,
+    /// Names as a reader sees them now.
+    names: BTreeMap<String, u64>,
+    /// Contents as a reader sees them now; a node without an entry is empty.
+    data: HashMap<u64, Arc<[u8]>>,
+    /// Names as of the last `sync_dir`.
+    durable_names: BTreeMap<String, u64>,
+    /// Contents as of each file's last `sync`; absent means empty.
+    durable_data: HashMap<u64, Arc<[u8]>>,
+    /// Operations not yet made durable, oldest first.
+    pending: Vec<Op>,
+    next_node: u64,
+    next_temp: u64,
+    locks: BTreeMap<String, u64>,
+    next_lock: u64,
+    /// A process booted and has not shut down.
+    running: bool,
+    cuts: u64,
+}
+
+/// File names to their files.
+type Names = BTreeMap<String, u64>;
+/// Files to their contents; a file without an entry is empty.
+type Contents = HashMap<u64, Arc<[u8]>>;
+
+fn empty() -> Arc<[u8]> {
+    Arc::from(&[][..])
+}
+
+impl Inner {
+    fn new_node(&mut self) -> u64 {
+        self.next_node += 1;
+        self.next_node
+    }
+
+    fn node(&self, name: &str) -> io::Result<u64> {
+        self.names.get(name).copied().ok_or_else(|| not_found(name))
+    }
+
+    /// The disk after a cut in `state`: the durable views with the chosen
+    /// unsynced operations applied in order.
+    fn survivors(&self, state: CrashState) -> (Names, Contents) {
+        let mut names = self.durable_names.clone();
+        let mut data = self.durable_data.clone();
+        let half = self.pending.len() / 2;
+        for (i, op) in self.pending.iter().enumerate() {
+            let keep = match state {
+                CrashState::Process => true,
+                CrashState::LoseUnsynced => false,
+                CrashState::KeepEntries | CrashState::TornContents => op.is_entry(),
+                CrashState::KeepContents => !op.is_entry(),
+                CrashState::InOrderHalf => i < half,
+            };
+            if !keep {
+                continue;
+            }
+            match op {
+                Op::Write { node, data: d } => {
+                    data.insert(*node, Arc::clone(d));
+                }
+                Op::Create { name, node } => {
+                    names.insert(name.clone(), *node);
+                }
+                Op::Rename { from, to } => {
+                    if let Some(n) = names.remove(from) {
+                        names.insert(to.clone(), n);
+                    }
+                }
+                Op::Remove { name } => {
+                    names.remove(name);
+                }
+            }
+        }
+        if state == CrashState::TornContents {
+            // Each file with unsynced contents keeps the first half of its
+            // latest contents (bounded: one tear per file).
+            let mut latest: BTreeMap<u64, &Arc<[u8]>> = BTreeMap::new();
+            for op in &self.pending {
+                if let Op::Write { node, data: d } = op {
+                    latest.insert(*node, d);
+                }
+            }
+            for (node, d) in latest {
+                data.insert(node, Arc::from(&d[..d.len() / 2]));
+            }
+        }
+        (names, data)
+    }
+
+    fn cut(&mut self, state: CrashState) {
+        let (names, data) = self.survivors(state);
+        let live: BTreeSet<u64> = names.values().copied().collect();
+        let data: Contents = data
+            .into_iter()
+            .filter(|(n, d)| live.contains(n) && !d.is_empty())
+            .collect();
+        self.names = names.clone();
+        self.durable_names = names;
+        self.data = data.clone();
+        self.durable_data = data;
+        self.pending.clear();
+        // No process survives a power cut.
+        self.locks.clear();
+        self.cuts += 1;
+        debug_assert!(self.names == self.durable_names && self.pending.is_empty());
+    }
+
+    /// Forget contents nobody can reach any more: no name, durable name or
+    /// pending operation refers to them.
+    fn collect_garbage(&mut self) {
+        let mut live: BTreeSet<u64> = self
+            .names
+            .values()
+            .chain(self.durable_names.values())
+            .copied()
+            .collect();
+        for op in &self.pending {
+            match op {
+                Op::Write { node, .. } | Op::Create { node, .. } => {
+                    live.insert(*node);
+                }
+                Op::Rename { .. } | Op::Remove { .. } => {}
+            }
+        }
+        self.data.retain(|n, _| live.contains(n));
+        self.durable_data.retain(|n, _| live.contains(n));
+    }
+}
+
+/// An in-memory directory that models what a power cut keeps.
+///
+/// Clones share files, like [`MemDir`](crate::MemDir). Each operation is
+/// visible at once to readers; what the disk holds moves forward only with
+/// [`Dir::sync`] (one file's contents) and [`Dir::sync_dir`] (every name).
+/// [`PowerDir::power_cut`] (or a [`PowerDir::boot`] after a process that
+/// never shut down) replaces the present by the directory's [`CrashState`].
+#[derive(Clone)]
+pub struct PowerDir {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl PowerDir {
+    /// An empty directory whose power cuts keep what `state` says.
+    pub fn new(state: CrashState) -> PowerDir {
+        PowerDir {
+            inner: Arc::new(Mutex::new(Inner {
+                state: Some(state),
+                ..Inner::default()
+            })),
+        }
+    }
+
+    /// The crash state this directory's power cuts apply.
+    pub fn state(&self) -> CrashState {
+        self.inner().state.unwrap_or(CrashState::LoseUnsynced)
+    }
+
+    /// A process starts using the directory. If the previous one never
+    /// called [`PowerDir::shutdown`], it died: the power is cut first (in the
+    /// directory's state) and `true` is returned.
+    pub fn boot(&self) -> bool {
+        let mut inner = self.inner();
+        let crashed = inner.running;
+        if crashed {
+            let state = inner.state.unwrap_or(CrashState::LoseUnsynced);
+            inner.cut(state);
+        }
+        inner.running = true;
+        crashed
+    }
+
+    /// The process using the directory ends normally: its writes stay in
+    /// the page cache, and the next [`PowerDir::boot`] cuts nothing.
+    pub fn shutdown(&self) {
+        self.inner().running = false;
+    }
+
+    /// Cut the power now, in the directory's state.
+    pub fn power_cut(&self) {
+        let state = self.state();
+        self.power_cut_in(state);
+    }
+
+    /// Cut the power now, keeping what `state` says.
+    pub fn power_cut_in(&self, state: CrashState) {
+        self.inner().cut(state);
+    }
+
+    /// How many power cuts the directory went through.
+    pub fn cuts(&self) -> u64 {
+        self.inner().cuts
+    }
+
+    /// How many operations a power cut could still lose.
+    pub fn unsynced(&self) -> usize {
+        self.inner().pending.len()
+    }
+
+    fn inner(&self) -> MutexGuard<'_, Inner> {
+        // No crash point runs while this lock is held, so a poisoned lock
+        // still guards consistent files.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Default for PowerDir {
+    /// A directory whose power cuts lose everything unsynced.
+    fn default() -> Self {
+        PowerDir::new(CrashState::LoseUnsynced)
+    }
+}
+
+impl fmt::Debug for PowerDir {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = self.inner();
+        f.debug_struct("PowerDir")
+            .field("state", &inner.state)
+            .field("files", &inner.names.keys().collect::<Vec<_>>())
+            .field("unsynced", &inner.pending.len())
+            .field("cuts", &inner.cuts)
+            .finish()
+    }
+}
+
+fn not_found(name: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("power:/{name}: no such file"),
+    )
+}
+
+/// The same rule as every [`Dir`]: a plain file name, nothing that could
+/// reach outside the directory.
+fn check_name(name: &str) -> io::Result<()> {
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{name:?} is not a plain file name"),
+        ));
+    }
+    Ok(())
+}
+
+/// Names [`Dir::create_temp`] tries before giving up.
+const TEMP_ATTEMPTS: u32 = 16;
+
+/// The token inside a lock guard: releases the name on drop, unless a power
+/// cut already did and someone else took it since.
+struct PowerLock {
+    inner: Arc<Mutex<Inner>>,
+    name: String,
+    token: u64,
+}
+
+impl Drop for PowerLock {
+    fn drop(&mut self) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if inner.locks.get(&self.name) == Some(&self.token) {
+            inner.locks.remove(&self.name);
+        }
+    }
+}
+
+impl Dir for PowerDir {
+    fn create_temp(&self, prefix: &str) -> io::Result<String> {
+        let mut inner = self.inner();
+        for _ in 0..TEMP_ATTEMPTS {
+            inner.next_temp += 1;
+            let name = format!("{prefix}{}.tmp", inner.next_temp);
+            check_name(&name)?;
+            if !inner.names.contains_key(&name) {
+                let node = inner.new_node();
+                inner.names.insert(name.clone(), node);
+                inner.pending.push(Op::Create {
+                    name: name.clone(),
+                    node,
+                });
+                return Ok(name);
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("no free temp name for prefix {prefix:?} after {TEMP_ATTEMPTS} tries"),
+        ))
+    }
+
+    fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
+        check_name(name)?;
+        let mut inner = self.inner();
+        let data: Arc<[u8]> = Arc::from(data);
+        let node = match inner.names.get(name).copied() {
+            Some(n) => n,
+            None => {
+                let n = inner.new_node();
+                inner.names.insert(name.to_owned(), n);
+                inner.pending.push(Op::Create {
+                    name: name.to_owned(),
+                    node: n,
+                });
+                n
+            }
+        };
+        inner.data.insert(node, Arc::clone(&data));
+        inner.pending.push(Op::Write { node, data });
+        Ok(())
+    }
+
+    fn sync(&self, name: &str) -> io::Result<()> {
+        check_name(name)?;
+        let mut inner = self.inner();
+        let node = inner.node(name)?;
+        let now = inner.data.get(&node).cloned().unwrap_or_else(empty);
+        inner.durable_data.insert(node, now);
+        inner
+            .pending
+            .retain(|op| !matches!(op, Op::Write { node: n, .. } if *n == node));
+        Ok(())
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        check_name(from)?;
+        check_name(to)?;
+        let mut inner = self.inner();
+        let node = inner.names.remove(from).ok_or_else(|| not_found(from))?;
+        inner.names.insert(to.to_owned(), node);
+        inner.pending.push(Op::Rename {
+            from: from.to_owned(),
+            to: to.to_owned(),
+        });
+        Ok(())
+    }
+
+    fn sync_dir(&self) -> io::Result<()> {
+        let mut inner = self.inner();
+        inner.durable_names = inner.names.clone();
+        inner.pending.retain(|op| !op.is_entry());
+        inner.collect_garbage();
+        Ok(())
+    }
+
+    fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        check_name(name)?;
+        let inner = self.inner();
+        Ok(inner
+            .names
+            .get(name)
+            .map(|n| inner.data.get(n).map_or_else(Vec::new, |d| d.to_vec())))
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        check_name(name)?;
+        let mut inner = self.inner();
+        if inner.names.remove(name).is_some() {
+            inner.pending.push(Op::Remove {
+                name: name.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        Ok(self.inner().names.keys().cloned().collect())
+    }
+
+    fn lock(&self, name: &str) -> io::Result<LockGuard> {
+        check_name(name)?;
+        let mut inner = self.inner();
+        if inner.locks.contains_key(name) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("power:/{name} is locked"),
+            ));
+        }
+        inner.next_lock += 1;
+        let token = inner.next_lock;
+        inner.locks.insert(name.to_owned(), token);
+        if !inner.names.contains_key(name) {
+            let node = inner.new_node();
+            inner.names.insert(name.to_owned(), node);
+            inner.pending.push(Op::Create {
+                name: name.to_owned(),
+                node,
+            });
+        }
+        Ok(LockGuard::new(PowerLock {
+            inner: Arc::clone(&self.inner),
+            name: name.to_owned(),
+            token,
+        }))
+    }
+
+    fn path_of(&self, name: &str) -> PathBuf {
+        PathBuf::from(format!("power:/{name}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{write_atomic, WriteOptions};
+
+    const SYNCED: WriteOptions = WriteOptions {
+        sync: true,
+        points: false,
+    };
+
+    fn read(d: &PowerDir, name: &str) -> Option<Vec<u8>> {
+        d.read(name).unwrap()
+    }
+
+    #[test]
+    fn a_reader_sees_every_write_at_once() {
+        let d = PowerDir::default();
+        d.write("a", b"1").unwrap();
+        let t = d.create_temp(".a-").unwrap();
+        d.write(&t, b"2").unwrap();
+        d.rename(&t, "a").unwrap();
+        assert_eq!(read(&d, "a"), Some(b"2".to_vec()));
+        assert_eq!(d.list().unwrap(), ["a"]);
+        d.remove("a").unwrap();
+        d.remove("a").unwrap();
+        assert_eq!(read(&d, "a"), None);
+        assert!(d.sync("a").is_err());
+        assert!(d.rename("a", "b").is_err());
+    }
+
+    #[test]
+    fn names_outside_the_directory_are_refused() {
+        let d = PowerDir::default();
+        for bad in ["", ".", "..", "a/b", "a\0"] {
+            assert_eq!(
+                d.write(bad, b"x").unwrap_err().kind(),
+                io::ErrorKind::InvalidInput
+            );
+            assert_eq!(d.read(bad).unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        }
+    }
+
+    #[test]
+    fn locks_exclude_and_release_on_drop_and_on_a_cut() {
+        let d = PowerDir::default();
+        let g = d.lock("run.lock").unwrap();
+        assert_eq!(
+            d.lock("run.lock").unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+        drop(g);
+        let g = d.lock("run.lock").unwrap();
+        d.power_cut();
+        let again = d.lock("run.lock").unwrap();
+        drop(g); // the dead process's guard must not release the new holder's lock
+        assert_eq!(
+            d.lock("run.lock").unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+        drop(again);
+    }
+
+    #[test]
+    fn the_real_writer_survives_every_state_at_every_step() {
+        // Old contents synced; then a new save, cut after each of its steps.
+        for state in CrashState::ALL {
+            for steps in 0..=5 {
+                let d = PowerDir::new(state);
+                write_atomic(&d, "f", b"old", SYNCED).unwrap();
+                let t = d.create_temp(".f-").unwrap();
+                type Step<'a> = Box<dyn Fn(&PowerDir) + 'a>;
+                let mut ops: Vec<Step> = vec![
+                    Box::new(|d| d.write(&t, b"new!").unwrap()),
+                    Box::new(|d| d.sync(&t).unwrap()),
+                    Box::new(|d| d.rename(&t, "f").unwrap()),
+                    Box::new(|d| d.sync_dir().unwrap()),
+                ];
+                ops.truncate(steps);
+                for op in &ops {
+                    op(&d);
+                }
+                d.power_cut();
+                let got = read(&d, "f").unwrap();
+                assert!(
+                    got == b"old" || got == b"new!",
+                    "{state:?} after {steps} steps: {got:?}"
+                );
+                if steps >= 4 {
+                    assert_eq!(got, b"new!", "{state:?}: a finished save is kept");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn each_state_keeps_what_it_says() {
+        // Synced: "a" = "1". Unsynced: write "b" = "2222" (create + write),
+        // rename "a" -> "c", overwrite "c" with "33".
+        let setup = |state| {
+            let d = PowerDir::new(state);
+            d.write("a", b"1").unwrap();
+            d.sync("a").unwrap();
+            d.sync_dir().unwrap();
+            d.write("b", b"2222").unwrap();
+            d.rename("a", "c").unwrap();
+            d.write("c", b"33").unwrap();
+            assert_eq!(d.unsynced(), 4);
+            d.power_cut();
+            assert_eq!(d.unsynced(), 0);
+            let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+            for n in d.list().unwrap() {
+                let data = read(&d, &n).unwrap();
+                files.push((n, data));
+            }
+            files
+        };
+        let f = |v: &[(&str, &[u8])]| -> Vec<(String, Vec<u8>)> {
+            v.iter().map(|(n, d)| (n.to_string(), d.to_vec())).collect()
+        };
+        assert_eq!(
+            setup(CrashState::Process),
+            f(&[("b", b"2222"), ("c", b"33")])
+        );
+        assert_eq!(setup(CrashState::LoseUnsynced), f(&[("a", b"1")]));
+        assert_eq!(
+            setup(CrashState::KeepEntries),
+            f(&[("b", b""), ("c", b"1")])
+        );
+        assert_eq!(
+            setup(CrashState::TornContents),
+            f(&[("b", b"22"), ("c", b"3")])
+        );
+        assert_eq!(setup(CrashState::KeepContents), f(&[("a", b"33")]));
+        // Ops in order: create b, write b, rename a->c, write c: the first two.
+        assert_eq!(
+            setup(CrashState::InOrderHalf),
+            f(&[("a", b"1"), ("b", b"2222")])
+        );
+    }
+
+    #[test]
+    fn boot_cuts_only_after_a_process_that_did_not_shut_down() {
+        let d = PowerDir::new(CrashState::LoseUnsynced);
+        assert!(!d.boot());
+        d.write("x", b"1").unwrap();
+        d.shutdown();
+        assert!(!d.boot(), "a clean exit keeps the page cache");
+        assert_eq!(read(&d, "x"), Some(b"1".to_vec()));
+        d.write("y", b"2").unwrap();
+        assert!(d.boot(), "no shutdown: the process died");
+        assert_eq!(d.cuts(), 1);
+        assert_eq!(d.list().unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn without_syncs_a_cut_can_lose_a_finished_save() {
+        let nosync = WriteOptions {
+            sync: false,
+            points: false,
+        };
+        let d = PowerDir::new(CrashState::LoseUnsynced);
+        write_atomic(&d, "f", b"data", nosync).unwrap();
+        d.power_cut();
+        assert_eq!(read(&d, "f"), None);
+
+        let d = PowerDir::new(CrashState::KeepEntries);
+        write_atomic(&d, "f", b"data", nosync).unwrap();
+        d.power_cut();
+        assert_eq!(read(&d, "f"), Some(Vec::new()), "renamed, never written");
+    }
+}
