@@ -69,8 +69,9 @@ Exit codes:
   2    bad input: arguments, unknown task or tool, bad --state, invalid or
        unknown run ID, more than one unfinished run (pick one with --run)
   3    the run is locked by another process
-  4    the run is paused waiting for a person (no terminal with --approve on);
-       rerun to continue
+  4    the run is paused waiting for a person (a gated call and no terminal
+       to ask at, an answer of 'later', or a ladder question only a person
+       can answer); rerun to continue
   5    the run cannot go on: corrupt checkpoint or world, restart limit,
        workspace changed, model or tool failure, I/O error
   137  (from the shell) the process killed itself with --die-after";
