@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use std::sync::{Mutex, MutexGuard};
 
 use agent::{Decision, Event, Returned, Rung};
+use durable::Phase;
 use serde_json::{json, Value};
 
 use crate::checks::Verdict;
@@ -143,6 +144,18 @@ impl Printer {
                 "saved",
                 &format!("start of run {run} (phase model)"),
                 json!({"event": "started", "run": run}),
+            ),
+            Event::Resumed {
+                run,
+                phase: Phase::Done,
+                turns,
+                ..
+            } => self.step(
+                "opened",
+                &format!(
+                    "run {run} in phase done after {turns} turns: nothing to resume, nothing saved"
+                ),
+                json!({"event": "opened_done", "run": run, "turns": turns}),
             ),
             Event::Resumed {
                 run,

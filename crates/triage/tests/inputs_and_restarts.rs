@@ -44,6 +44,9 @@ fn restarting_a_finished_run_prints_the_saved_answer_and_calls_nothing() {
         .expect_stdout(&format!(
             "done      run {run} is already done: printing its saved answer, calling nothing"
         ))
+        .expect_stdout(&format!(
+            "opened    run {run} in phase done after 3 turns: nothing to resume, nothing saved"
+        ))
         .expect_stdout("answer    S2 is already filed as #2")
         .expect_stdout(&all_passed(&task));
     for line in again.stdout.lines() {
