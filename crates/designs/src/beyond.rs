@@ -15,7 +15,7 @@
 use durable::CrashState;
 use sweep::{DynSubject, Report};
 
-use crate::{Design, DesignSubject, Modes, Power, Script, Storage, Writer};
+use crate::{Design, DesignSubject, Modes, Person, Power, Script, Storage, Writer};
 
 /// One sweepable variant: a design with modes, and its names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,8 +63,37 @@ pub fn power(design: Design, writer: Writer, state: CrashState) -> Variant {
         design,
         Modes {
             power: Some(Power { writer, state }),
+            ..Modes::default()
         },
     )
+}
+
+/// A person who answers the `k`-th question of each scenario wrong.
+pub fn person(design: Design, k: u64) -> Variant {
+    Variant::new(
+        format!("person-wrong-{k}-{}", design.slug()),
+        design,
+        Modes {
+            person: Person::WrongAt(k),
+            ..Modes::default()
+        },
+    )
+}
+
+/// The most questions any scenario of the triage job's depth-2 sweep asks
+/// (checked by the test): the person variants cover k = 1 up to it.
+pub const MAX_QUESTIONS: u64 = 2;
+
+/// The wrong-person variants of the reviewed snapshot: the two designs with
+/// markers (the only ones that ask), k over every question a scenario asks.
+pub fn person_variants() -> Vec<Variant> {
+    let mut v = Vec::new();
+    for design in [Design::Markers, Design::KeysMarkers] {
+        for k in 1..=MAX_QUESTIONS {
+            v.push(person(design, k));
+        }
+    }
+    v
 }
 
 /// The power-loss variants of the reviewed snapshot: every writer under every
@@ -96,6 +125,9 @@ fn space() -> Vec<Variant> {
                 v.push(power(design, writer, state));
             }
         }
+        for k in 1..=9 {
+            v.push(person(design, k));
+        }
     }
     v
 }
@@ -113,7 +145,9 @@ pub fn variants() -> Vec<(String, String)> {
 }
 
 fn curated() -> Vec<Variant> {
-    power_variants()
+    let mut v = power_variants();
+    v.extend(person_variants());
+    v
 }
 
 /// The variant named `slug`: any combination the slugs can spell, not only
@@ -229,4 +263,31 @@ fn short_reason(failure: &str) -> &str {
         .map_or(failure, |(_, rest)| rest);
     let cause = cause.split(';').next().unwrap_or(cause);
     cause.split(" power:/").next().unwrap_or(cause).trim()
+}
+
+/// Rows summed cell by cell into one titled `title` (scenario counts and
+/// every column), for a total over variants that split one sweep in parts.
+pub fn sum_rows(title: &str, rows: &[sweep::Row]) -> sweep::Row {
+    let mut total = sweep::Row {
+        variant: title.to_owned(),
+        depth_counts: Vec::new(),
+        cells: Vec::new(),
+        failed: 0,
+    };
+    for r in rows {
+        if total.depth_counts.len() < r.depth_counts.len() {
+            total.depth_counts.resize(r.depth_counts.len(), 0);
+        }
+        for (t, n) in total.depth_counts.iter_mut().zip(&r.depth_counts) {
+            *t += n;
+        }
+        for (title, n) in &r.cells {
+            match total.cells.iter_mut().find(|(t, _)| t == title) {
+                Some((_, m)) => *m += n,
+                None => total.cells.push((title.clone(), *n)),
+            }
+        }
+        total.failed += r.failed;
+    }
+    total
 }

@@ -38,7 +38,7 @@ use durable::{
 use sweep::{Counter, Subject, Verdict};
 use tracker::{Lookup, Mode, Request, Tracker};
 
-pub use modes::{Modes, Power, Writer, MID_OVERWRITE};
+pub use modes::{Modes, Person, Power, Writer, MID_OVERWRITE};
 pub use script::{Call, Op, Script, ScriptError};
 
 /// The scripted job the seed's table was measured with.
@@ -160,6 +160,8 @@ pub struct World {
     /// Lives that resumed from something other than the last save that
     /// returned or the one under way: a save the loop relied on was lost.
     lost_saves: u64,
+    /// Questions the person answered wrong.
+    wrong_answers: u64,
 }
 
 /// A state as the loop's progress, without the restart count that
@@ -215,6 +217,9 @@ impl World {
 }
 
 const RUN: &str = "triage-job";
+
+/// The result a loop records when a person wrongly says a call took effect.
+const WRONG_YES: &str = "done, a person said so (no answer on record)";
 
 impl DesignSubject {
     /// The same design run with `modes`.
@@ -299,7 +304,7 @@ impl DesignSubject {
 
     /// A marked call with no result: rerun it if a repeat is harmless (it
     /// reads only, or it carries a key the tracker honours), else ask the
-    /// person, who always answers right.
+    /// person, who answers right unless [`Person::WrongAt`] says otherwise.
     fn resolve(&self, w: &mut World, st: &State, call: &Call) -> Result<ToolResult, String> {
         let harmless =
             !call.op.mutates() || (self.design.sends_keys() && w.tracker.mode() == Mode::Keyed);
@@ -310,12 +315,29 @@ impl DesignSubject {
         let req = self
             .request(st, call)?
             .ok_or_else(|| format!("call {}: nothing to ask about", call.id))?;
-        match w.tracker.lookup(&req, None) {
-            Lookup::Found(resp) => Ok(ToolResult {
+        // The person looks at the tracker and answers; the lookup is the
+        // truth they see.
+        let truth = match w.tracker.lookup(&req, None) {
+            Lookup::Found(resp) => Some(resp),
+            Lookup::NotFound | Lookup::CantTell => None,
+        };
+        let wrong = self.modes.person == Person::WrongAt(w.asks);
+        if wrong {
+            w.wrong_answers += 1;
+        }
+        match (truth, wrong) {
+            (Some(resp), false) => Ok(ToolResult {
                 output: response_output(&resp),
                 is_error: false,
             }),
-            Lookup::NotFound | Lookup::CantTell => self.run_tool(w, st, call),
+            // "It did not happen": right, or wrong (then it goes out twice).
+            (None, false) | (Some(_), true) => self.run_tool(w, st, call),
+            // "It happened" when it did not: the loop takes the person's
+            // word, and has no issue number or comment ID to record.
+            (None, true) => Ok(ToolResult {
+                output: WRONG_YES.to_owned(),
+                is_error: false,
+            }),
         }
     }
 
@@ -416,6 +438,9 @@ impl Subject for DesignSubject {
         if let Some(p) = self.modes.power {
             name.push_str(&format!(" | {} | {}", p.writer.title(), p.state.slug()));
         }
+        if let Person::WrongAt(k) = self.modes.person {
+            name.push_str(&format!(" | person wrong at question {k}"));
+        }
         name
     }
 
@@ -433,14 +458,20 @@ impl Subject for DesignSubject {
         // writer loses nothing, so every scenario must count zero.
         let strict = self.modes.power.is_some();
         let must = |c: Counter| if strict { c.required() } else { c };
-        vec![
+        let mut c = vec![
             must(Counter::new("dups").with_scenarios("with dups")),
             must(Counter::new("missing")),
             Counter::new("asks"),
-            Counter::new("model calls").titled("calls+").over_clean(),
-            must(Counter::new("lost saves")),
-            must(Counter::new("stopped")),
-        ]
+        ];
+        if self.modes.person != Person::Right {
+            c.push(Counter::new("wrong answers"));
+        }
+        c.push(Counter::new("model calls").titled("calls+").over_clean());
+        if self.modes.power.is_some() {
+            c.push(must(Counter::new("lost saves")));
+        }
+        c.push(must(Counter::new("stopped")));
+        c
     }
 
     fn world(&self) -> World {
@@ -478,6 +509,7 @@ impl Subject for DesignSubject {
             saved: None,
             saving: None,
             lost_saves: 0,
+            wrong_answers: 0,
         }
     }
 
@@ -540,7 +572,8 @@ impl Subject for DesignSubject {
         if self.modes != Modes::default() {
             v = v
                 .count("lost saves", w.lost_saves)
-                .count("stopped", u64::from(w.stopped.is_some()));
+                .count("stopped", u64::from(w.stopped.is_some()))
+                .count("wrong answers", w.wrong_answers);
         }
         v
     }

@@ -15,6 +15,22 @@ pub struct Modes {
     /// chosen [`CrashState`], written by a chosen [`Writer`]. `None`: the
     /// seed's world (a panic is the only crash, saves unsynced).
     pub power: Option<Power>,
+    /// Who settles a call whose outcome the loop cannot know.
+    pub person: Person,
+}
+
+/// The person at the top of the resolution ladder: asked whether a marked
+/// call took effect, when a rerun would not be harmless.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Person {
+    /// Always answers right (the seed's person).
+    #[default]
+    Right,
+    /// Answers the `k`-th question of the scenario (1-based, counted over
+    /// every life) wrong, and every other right: "it did not happen" when it
+    /// did (the loop sends it again), "it happened" when it did not (the
+    /// loop records it as done, with no answer from the tracker).
+    WrongAt(u64),
 }
 
 /// A power-loss world: who writes the checkpoint, and what a crash keeps.

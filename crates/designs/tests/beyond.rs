@@ -33,6 +33,12 @@ fn power() -> &'static [(Variant, Report)] {
     CELL.get_or_init(|| run_all(beyond::power_variants()))
 }
 
+/// Every wrong-person sweep.
+fn person() -> &'static [(Variant, Report)] {
+    static CELL: OnceLock<Vec<(Variant, Report)>> = OnceLock::new();
+    CELL.get_or_init(|| run_all(beyond::person_variants()))
+}
+
 fn report(reports: &'static [(Variant, Report)], slug: &str) -> &'static Report {
     reports
         .iter()
@@ -82,11 +88,38 @@ fn power_section() -> String {
     out
 }
 
+fn person_section() -> String {
+    let p = person();
+    let mut out = String::from("## 2. A person who answers wrong\n\n");
+    out.push_str(
+        "One wrong answer per scenario, at question k (k = 1 .. the most any scenario asks).\n\
+         Only the designs with markers ask; save once per turn, save after the reply and\n\
+         + idempotency keys never do, so a person cannot err there.\n\n",
+    );
+    let mut rows: Vec<sweep::Row> = Vec::new();
+    for design in [Design::Markers, Design::KeysMarkers] {
+        let mine: Vec<sweep::Row> = p
+            .iter()
+            .filter(|(v, _)| v.design == design)
+            .map(|(_, r)| r.row())
+            .collect();
+        rows.extend(mine.iter().cloned());
+        rows.push(beyond::sum_rows(
+            &format!("{} | every k", design.title()),
+            &mine,
+        ));
+    }
+    out.push_str(&sweep::table(&rows));
+    out
+}
+
 fn snapshot_text() -> String {
     let mut out = String::from(
         "# Beyond the seed's stated limits (issue 7): reviewed output of crates/designs/tests/beyond.rs\n\n",
     );
     out.push_str(&power_section());
+    out.push('\n');
+    out.push_str(&person_section());
     out
 }
 
@@ -203,4 +236,36 @@ fn every_variant_has_a_slug_that_builds_it() {
     }
     assert!(beyond::subject("no-such-variant", &script).is_none());
     let _ = Design::ALL;
+}
+
+/// The person variants cover every question asked: no scenario of the
+/// markers design asks more than `MAX_QUESTIONS`.
+#[test]
+fn the_person_variants_cover_every_question() {
+    let subject = Design::Markers.subject(&script(), designs::Storage::Memory);
+    let r = sweep::run(&subject, &Config::default()).unwrap();
+    let most = r.scenarios.iter().map(|s| s.verdict.get("asks")).max();
+    assert_eq!(most, Some(beyond::MAX_QUESTIONS));
+}
+
+/// "The keyed loop must stay at zero, since it never asks."
+#[test]
+fn a_wrong_person_costs_the_keyless_loop_and_not_the_keyed_one() {
+    for (v, r) in person() {
+        let row = r.row();
+        match v.design {
+            Design::KeysMarkers => {
+                for col in ["dups", "missing", "asks", "wrong answers", "stopped"] {
+                    assert_eq!(row.cell(col), Some(0), "{} {col}", v.slug);
+                }
+            }
+            _ => {
+                assert!(row.cell("wrong answers").unwrap() > 0, "{}", v.slug);
+            }
+        }
+    }
+    // The first question of the markers design, answered wrong, files twice.
+    let r = report(person(), "person-wrong-1-markers");
+    let s = r.scenarios.iter().find(|s| r.value(s, "dups") > 0).unwrap();
+    assert_eq!(s.scenario.to_string(), "tracker accepted#1");
 }
