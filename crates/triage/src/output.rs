@@ -14,7 +14,7 @@ use durable::Phase;
 use serde_json::{json, Value};
 
 use crate::checks::Verdict;
-use crate::exit::{Exit, Failure};
+use crate::exit::Failure;
 
 /// How long a value (arguments, a result) may be on a human line.
 const SHOWN_CHARS: usize = 100;
@@ -370,11 +370,6 @@ impl Printer {
         if let Some(hint) = &f.hint {
             let _ = writeln!(err, "triage: hint: {hint}");
         }
-    }
-
-    /// The exit status as a JSON field value.
-    pub fn status(exit: Exit) -> &'static str {
-        exit.name()
     }
 }
 

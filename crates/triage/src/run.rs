@@ -80,21 +80,7 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
     };
     output::lock(printer).run = Some(run.to_string());
     let lock_name = Checkpoint::lock_name(&run);
-    let guard = sd.dir().lock(&lock_name).map_err(|e| {
-        if e.kind() == io::ErrorKind::WouldBlock {
-            Failure::from(durable::Error::Locked {
-                path: sd.dir().path_of(&lock_name),
-            })
-        } else {
-            Failure::run(
-                "io",
-                format!(
-                    "cannot lock {}: {e}",
-                    sd.dir().path_of(&lock_name).display()
-                ),
-            )
-        }
-    })?;
+    let guard = take_lock(&sd, &lock_name)?;
 
     // 3. The world: built for a new run, read for an existing one.
     let (world, before) = if fresh {
@@ -137,19 +123,7 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         Approve::On if io::stdin().is_terminal() => Box::new(TerminalApprover::stdio()),
         Approve::On => Box::new(Unattended),
     };
-    let observer = {
-        let printer = Arc::clone(printer);
-        let die_after = cli.die_after.clone();
-        move |e: &Event| {
-            let mut p = output::lock(&printer);
-            p.event(e);
-            if let (Some(target), Event::ToolReturned { tool, call, .. }) = (&die_after, e) {
-                if target == tool {
-                    die_now(&p, tool, call);
-                }
-            }
-        }
-    };
+    let observer = observer(Arc::clone(printer), cli.die_after.clone());
     let checkpoints = HeldLock {
         dir: sd.dir(),
         name: lock_name,
@@ -168,63 +142,102 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
 
     match agent.run() {
         Ok(result) => {
-            let issues = tracker.issues();
-            let evidence = Evidence {
-                issues: &issues,
-                workspace: &ws_path,
-                answer: &result.answer,
-                turns: result.turns,
-                tokens: (result.usage.input_tokens, result.usage.output_tokens),
-                recorded_tokens: world.task.recorded_tokens,
+            let report = Report {
+                sd: &sd,
+                run: &run,
+                world: &world,
+                already_done,
             };
-            let verdicts = checks::evaluate(&world.task.checks, &evidence);
-            let passed = verdicts.iter().filter(|v| v.passed).count();
-            let exit = if passed == verdicts.len() {
-                Exit::Done
-            } else {
-                Exit::ChecksFailed
-            };
-            let p = output::lock(printer);
-            p.step(
-                "answer",
-                &result.answer,
-                json!({"event": "answer", "answer": result.answer}),
-            );
-            p.checks(&verdicts);
-            let u = &result.usage;
-            p.step(
-                "summary",
-                &format!(
-                    "run {run} is done: {} turns, {} restart{}, {} in / {} out tokens, ${:.4}{}",
-                    result.turns,
-                    result.resumes,
-                    if result.resumes == 1 { "" } else { "s" },
-                    u.input_tokens,
-                    u.output_tokens,
-                    u.dollars,
-                    if exit == Exit::Done {
-                        String::new()
-                    } else {
-                        format!("; {} check(s) FAILED", verdicts.len() - passed)
-                    }
-                ),
-                json!({"event": "summary", "run": run.as_str(), "task": world.task.name,
-                       "status": Printer::status(exit), "exit": exit.code(),
-                       "answer": result.answer, "turns": result.turns,
-                       "resumes": result.resumes, "usage": u,
-                       "already_done": already_done,
-                       "checks": verdicts.iter().map(|v| json!({"name": v.name, "passed": v.passed, "detail": v.detail})).collect::<Vec<_>>(),
-                       "passed": passed, "total": verdicts.len(),
-                       "checkpoint": sd.checkpoint_path(&run), "world": world.path}),
-            );
-            p.detail(&format!(
-                "checkpoint {}",
-                sd.checkpoint_path(&run).display()
-            ));
-            Ok(exit)
+            Ok(report.print(&result, &tracker.issues(), printer))
         }
         Err(e) => Err(loop_failure(e, &run, cli, printer)),
     }
+}
+
+/// What the end of a finished run prints.
+struct Report<'a> {
+    sd: &'a StateDir,
+    run: &'a RunId,
+    world: &'a World,
+    already_done: bool,
+}
+
+impl Report<'_> {
+    /// Evaluate the task's checks against the world and the answer, print
+    /// them with the answer and a summary, and say how the command ends.
+    fn print(
+        &self,
+        result: &agent::RunResult,
+        issues: &[tracker::Issue],
+        printer: &Shared,
+    ) -> Exit {
+        let (run, world) = (self.run, self.world);
+        let evidence = Evidence {
+            issues,
+            workspace: &world.workspace(),
+            answer: &result.answer,
+            turns: result.turns,
+            tokens: (result.usage.input_tokens, result.usage.output_tokens),
+            recorded_tokens: world.task.recorded_tokens,
+        };
+        let verdicts = checks::evaluate(&world.task.checks, &evidence);
+        let passed = verdicts.iter().filter(|v| v.passed).count();
+        let exit = if passed == verdicts.len() {
+            Exit::Done
+        } else {
+            Exit::ChecksFailed
+        };
+        let p = output::lock(printer);
+        p.step(
+            "answer",
+            &result.answer,
+            json!({"event": "answer", "answer": result.answer}),
+        );
+        p.checks(&verdicts);
+        let u = &result.usage;
+        let failed = if exit == Exit::Done {
+            String::new()
+        } else {
+            format!("; {} check(s) FAILED", verdicts.len() - passed)
+        };
+        let checkpoint = self.sd.checkpoint_path(run);
+        p.step(
+            "summary",
+            &format!(
+                "run {run} is done: {} turns, {} restart{}, {} in / {} out tokens, ${:.4}{failed}",
+                result.turns,
+                result.resumes,
+                if result.resumes == 1 { "" } else { "s" },
+                u.input_tokens,
+                u.output_tokens,
+                u.dollars,
+            ),
+            json!({"event": "summary", "run": run.as_str(), "task": world.task.name,
+                   "status": exit.name(), "exit": exit.code(),
+                   "answer": result.answer, "turns": result.turns,
+                   "resumes": result.resumes, "usage": u,
+                   "already_done": self.already_done,
+                   "checks": verdicts.iter().map(|v| json!({"name": v.name, "passed": v.passed, "detail": v.detail})).collect::<Vec<_>>(),
+                   "passed": passed, "total": verdicts.len(),
+                   "checkpoint": checkpoint, "world": world.path}),
+        );
+        p.detail(&format!("checkpoint {}", checkpoint.display()));
+        exit
+    }
+}
+
+/// Take `<run>.lock` without waiting: another process holding it is
+/// [`durable::Error::Locked`], with the store's own message.
+fn take_lock(sd: &StateDir, lock_name: &str) -> Result<LockGuard, Failure> {
+    let dir = sd.dir();
+    dir.lock(lock_name).map_err(|e| {
+        let path = dir.path_of(lock_name);
+        if e.kind() == io::ErrorKind::WouldBlock {
+            Failure::from(durable::Error::Locked { path })
+        } else {
+            Failure::run("io", format!("cannot lock {}: {e}", path.display()))
+        }
+    })
 }
 
 /// `--die-after TOOL` must name a tool the task calls.
@@ -288,6 +301,20 @@ fn build_tools(tracker: &tracker::Tracker, workspace: Arc<dyn Dir>, gated: &[Str
     add(&mut tools, Search::new(tracker.clone()), gated);
     add(&mut tools, CodePatch::new(workspace), gated);
     tools
+}
+
+/// The loop's observer: print each event, and with `--die-after TOOL` die
+/// as soon as a call of TOOL returns.
+fn observer(printer: Shared, die_after: Option<String>) -> impl Fn(&Event) + Send {
+    move |e: &Event| {
+        let mut p = output::lock(&printer);
+        p.event(e);
+        if let (Some(target), Event::ToolReturned { tool, call, .. }) = (&die_after, e) {
+            if target == tool {
+                die_now(&p, tool, call);
+            }
+        }
+    }
 }
 
 /// Die in the window no checkpoint can close: the tool has returned, its
