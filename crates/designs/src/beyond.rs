@@ -15,7 +15,7 @@
 use durable::CrashState;
 use sweep::{DynSubject, Report};
 
-use crate::{Design, DesignSubject, Modes, Person, Power, Script, Storage, Writer};
+use crate::{Design, DesignSubject, Model, Modes, Person, Power, Script, Storage, Writer};
 
 /// One sweepable variant: a design with modes, and its names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,6 +80,45 @@ pub fn person(design: Design, k: u64) -> Variant {
     )
 }
 
+/// A model that answers a repeated question as `model` says; with `keys`,
+/// the design also sends keys to a tracker that honours them (for `save once
+/// per turn + keys`, which no design of the seed's table is).
+pub fn model(design: Design, keys: bool, model: Model) -> Variant {
+    let keys = keys && !design.sends_keys();
+    Variant::new(
+        format!(
+            "model-{}-{}{}",
+            model.slug(),
+            design.slug(),
+            if keys { "-plus-keys" } else { "" }
+        ),
+        design,
+        Modes {
+            model: Some(model),
+            keys,
+            ..Modes::default()
+        },
+    )
+}
+
+/// The changing-model variants of the reviewed snapshot: the design that
+/// asks again after acting (save once per turn, without and with keys) and
+/// two that save the reply first (+ idempotency keys, keys and markers).
+pub fn model_variants() -> Vec<Variant> {
+    let mut v = Vec::new();
+    for (design, keys) in [
+        (Design::SaveOncePerTurn, false),
+        (Design::SaveOncePerTurn, true),
+        (Design::Keys, false),
+        (Design::KeysMarkers, false),
+    ] {
+        for m in Model::ALL {
+            v.push(model(design, keys, m));
+        }
+    }
+    v
+}
+
 /// The most questions any scenario of the triage job's depth-2 sweep asks
 /// (checked by the test): the person variants cover k = 1 up to it.
 pub const MAX_QUESTIONS: u64 = 2;
@@ -128,6 +167,12 @@ fn space() -> Vec<Variant> {
         for k in 1..=9 {
             v.push(person(design, k));
         }
+        for m in Model::ALL {
+            v.push(model(design, false, m));
+            if !design.sends_keys() {
+                v.push(model(design, true, m));
+            }
+        }
     }
     v
 }
@@ -147,6 +192,7 @@ pub fn variants() -> Vec<(String, String)> {
 fn curated() -> Vec<Variant> {
     let mut v = power_variants();
     v.extend(person_variants());
+    v.extend(model_variants());
     v
 }
 

@@ -38,7 +38,7 @@ use durable::{
 use sweep::{Counter, Subject, Verdict};
 use tracker::{Lookup, Mode, Request, Tracker};
 
-pub use modes::{Modes, Person, Power, Writer, MID_OVERWRITE};
+pub use modes::{Model, Modes, Person, Power, Writer, MID_OVERWRITE};
 pub use script::{Call, Op, Script, ScriptError};
 
 /// The scripted job the seed's table was measured with.
@@ -162,6 +162,11 @@ pub struct World {
     lost_saves: u64,
     /// Questions the person answered wrong.
     wrong_answers: u64,
+    /// How many times the model was asked for each turn (by index).
+    asked: BTreeMap<usize, u32>,
+    /// Each scripted call ID → the ID the model gave that call in its latest
+    /// reply (they differ once a model that mints new IDs is asked again).
+    ids: BTreeMap<String, String>,
 }
 
 /// A state as the loop's progress, without the restart count that
@@ -250,10 +255,62 @@ impl DesignSubject {
         Ok((opened.checkpoint, opened.state))
     }
 
+    fn sends_keys(&self) -> bool {
+        self.design.sends_keys() || self.modes.keys
+    }
+
     fn key(&self, call: &Call) -> Option<String> {
-        self.design
-            .sends_keys()
-            .then(|| durable::key(RUN, &call.id))
+        self.sends_keys().then(|| durable::key(RUN, &call.id))
+    }
+
+    /// The model's reply for `turn` (0-based). The scripted model repeats
+    /// itself; the others answer a repeated question differently.
+    fn reply(&self, w: &mut World, turn: usize) -> Result<Vec<Call>, String> {
+        let scripted = self
+            .script
+            .replies
+            .get(turn)
+            .ok_or_else(|| format!("the job has no reply for turn {}", turn + 1))?;
+        let asked = w.asked.entry(turn).or_insert(0);
+        *asked += 1;
+        let n = *asked;
+        let model = self.modes.model.unwrap_or_default();
+        if model == Model::Scripted {
+            return Ok(scripted.clone());
+        }
+        let mut calls = Vec::with_capacity(scripted.len());
+        for c in scripted {
+            let id = if n > 1 {
+                format!("{}~{n}", c.id)
+            } else {
+                c.id.clone()
+            };
+            w.ids.insert(c.id.clone(), id.clone());
+            let mut op = c.op.clone();
+            if let Op::Comment { issue_call, .. } = &mut op {
+                // The model refers to the issue by the call that filed it,
+                // as the transcript it was given names that call.
+                if let Some(now) = w.ids.get(issue_call.as_str()) {
+                    *issue_call = now.clone();
+                }
+            }
+            if n > 1 && model == Model::NewCalls {
+                let take = format!(" (take {n})");
+                match &mut op {
+                    Op::FileIssue { title, body } => {
+                        title.push_str(&take);
+                        body.push_str(&take);
+                    }
+                    Op::Comment { body, .. } => body.push_str(&take),
+                    Op::Search { .. } => {}
+                }
+            }
+            calls.push(Call::new(&id, op));
+        }
+        if n > 1 && model == Model::NewCalls {
+            calls.reverse();
+        }
+        Ok(calls)
     }
 
     /// The tracker request a mutating call makes, given the results so far.
@@ -306,8 +363,7 @@ impl DesignSubject {
     /// reads only, or it carries a key the tracker honours), else ask the
     /// person, who answers right unless [`Person::WrongAt`] says otherwise.
     fn resolve(&self, w: &mut World, st: &State, call: &Call) -> Result<ToolResult, String> {
-        let harmless =
-            !call.op.mutates() || (self.design.sends_keys() && w.tracker.mode() == Mode::Keyed);
+        let harmless = !call.op.mutates() || (self.sends_keys() && w.tracker.mode() == Mode::Keyed);
         if harmless {
             return self.run_tool(w, st, call);
         }
@@ -350,11 +406,7 @@ impl DesignSubject {
                 Phase::Done => return Ok(()),
                 Phase::Model | Phase::Paused => {
                     let turn = st.turns as usize;
-                    let reply = self
-                        .script
-                        .replies
-                        .get(turn)
-                        .ok_or_else(|| format!("the job has no reply for turn {}", turn + 1))?;
+                    let reply = self.reply(w, turn)?;
                     w.model_calls += 1;
                     point!("reply arrived");
                     if reply.is_empty() {
@@ -383,7 +435,7 @@ impl DesignSubject {
                         if st.results.contains_key(&id) {
                             continue;
                         }
-                        let call = self.script_call(&id)?;
+                        let call = &self.call_of(&st, &id)?;
                         let result = if self.design.marks() && st.attempts.contains_key(&id) {
                             self.resolve(w, &st, call)?
                         } else {
@@ -416,10 +468,15 @@ impl DesignSubject {
         }
     }
 
-    fn script_call(&self, id: &str) -> Result<&Call, String> {
-        self.script
-            .call(id)
-            .ok_or_else(|| format!("the checkpoint names call {id:?}, which the job does not have"))
+    /// The call `id` as the checkpoint holds it: the reply's ID, tool and
+    /// arguments, saved before the call ran.
+    fn call_of(&self, st: &State, id: &str) -> Result<Call, String> {
+        let saved = st
+            .calls
+            .iter()
+            .find(|c| c.id == id)
+            .ok_or_else(|| format!("the checkpoint names call {id:?} but not its tool"))?;
+        Call::parse(&saved.id, &saved.tool, &saved.args)
     }
 }
 
@@ -438,8 +495,14 @@ impl Subject for DesignSubject {
         if let Some(p) = self.modes.power {
             name.push_str(&format!(" | {} | {}", p.writer.title(), p.state.slug()));
         }
+        if self.modes.keys && !self.design.sends_keys() {
+            name.push_str(" + keys");
+        }
         if let Person::WrongAt(k) = self.modes.person {
             name.push_str(&format!(" | person wrong at question {k}"));
+        }
+        if let Some(m) = self.modes.model {
+            name.push_str(&format!(" | {}", m.title()));
         }
         name
     }
@@ -467,6 +530,9 @@ impl Subject for DesignSubject {
             c.push(Counter::new("wrong answers"));
         }
         c.push(Counter::new("model calls").titled("calls+").over_clean());
+        if self.modes.model.is_some() {
+            c.push(Counter::new("reworded"));
+        }
         if self.modes.power.is_some() {
             c.push(must(Counter::new("lost saves")));
         }
@@ -492,7 +558,7 @@ impl Subject for DesignSubject {
                 Err(_) => (Arc::new(MemDir::new()), None),
             },
         };
-        let mode = if self.design.sends_keys() {
+        let mode = if self.sends_keys() {
             Mode::Keyed
         } else {
             Mode::Keyless
@@ -510,6 +576,8 @@ impl Subject for DesignSubject {
             saving: None,
             lost_saves: 0,
             wrong_answers: 0,
+            asked: BTreeMap::new(),
+            ids: BTreeMap::new(),
         }
     }
 
@@ -524,22 +592,30 @@ impl Subject for DesignSubject {
         let issues = w.tracker.issues();
         let (mut dups, mut missing) = (0u64, 0u64);
         let mut v = Verdict::new();
+        // A record stands for a scripted effect when its text is the
+        // script's, or (judging by intent) the script's reworded by a model
+        // that was asked again.
+        let by_intent = self.modes.model.is_some();
+        let same = |text: &str, scripted: &str| {
+            text == scripted
+                || (by_intent
+                    && text
+                        .strip_prefix(scripted)
+                        .is_some_and(|rest| rest.starts_with(" (take ")))
+        };
+        let comments = || issues.iter().flat_map(|i| &i.comments);
         for call in self.script.effects() {
             let (what, n) = match &call.op {
                 Op::FileIssue { title, body } => (
                     format!("issue {title:?}"),
                     issues
                         .iter()
-                        .filter(|i| &i.title == title && &i.body == body)
+                        .filter(|i| same(&i.title, title) && same(&i.body, body))
                         .count(),
                 ),
                 Op::Comment { body, .. } => (
                     format!("comment {body:?}"),
-                    issues
-                        .iter()
-                        .flat_map(|i| &i.comments)
-                        .filter(|c| &c.body == body)
-                        .count(),
+                    comments().filter(|c| same(&c.body, body)).count(),
                 ),
                 Op::Search { .. } => continue,
             };
@@ -554,6 +630,32 @@ impl Subject for DesignSubject {
                     v = v.note(format!("{what} made {n} times"));
                 }
             }
+        }
+        let mut reworded = None;
+        if by_intent {
+            let scripted: Vec<&str> = self
+                .script
+                .effects()
+                .flat_map(|c| match &c.op {
+                    Op::FileIssue { title, body } => vec![title.as_str(), body.as_str()],
+                    Op::Comment { body, .. } => vec![body.as_str()],
+                    Op::Search { .. } => Vec::new(),
+                })
+                .collect();
+            let n = issues
+                .iter()
+                .filter(|i| !scripted.contains(&i.title.as_str()))
+                .count()
+                + comments()
+                    .filter(|c| !scripted.contains(&c.body.as_str()))
+                    .count();
+            if n > 0 {
+                v = v.note(format!(
+                    "{n} record(s) worded as a model asked again worded them: a lookup by \
+                     the first wording cannot find them"
+                ));
+            }
+            reworded = Some(n as u64);
         }
         if let Some(e) = &w.stopped {
             v = v.note(format!("the run stopped: {e}"));
@@ -574,6 +676,9 @@ impl Subject for DesignSubject {
                 .count("lost saves", w.lost_saves)
                 .count("stopped", u64::from(w.stopped.is_some()))
                 .count("wrong answers", w.wrong_answers);
+        }
+        if let Some(n) = reworded {
+            v = v.count("reworded", n);
         }
         v
     }

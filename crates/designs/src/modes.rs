@@ -17,6 +17,51 @@ pub struct Modes {
     pub power: Option<Power>,
     /// Who settles a call whose outcome the loop cannot know.
     pub person: Person,
+    /// `None`: the seed's scripted model, judged by exact text. `Some`: the
+    /// given model, judged by intent (a reworded issue or comment counts as
+    /// the one it stands for) with a column for reworded records.
+    pub model: Option<Model>,
+    /// Send idempotency keys (to a tracker that honours them) even if the
+    /// design does not: `save once per turn + keys`.
+    pub keys: bool,
+}
+
+/// How the model answers when it is asked again for a turn: after a crash
+/// lost the reply it gave, or the turn's results.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Model {
+    /// The same reply with the same call IDs (the seed's scripted model).
+    #[default]
+    Scripted,
+    /// The same calls with new call IDs (`call-1~2` on the second ask), as a
+    /// real provider mints fresh IDs for every reply.
+    NewIds,
+    /// A different set of calls: new IDs, the calls in the opposite order,
+    /// and every title and body reworded (`… (take 2)`).
+    NewCalls,
+}
+
+impl Model {
+    /// Every model, the scripted one first.
+    pub const ALL: [Model; 3] = [Model::Scripted, Model::NewIds, Model::NewCalls];
+
+    /// The command-line name.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Model::Scripted => "scripted",
+            Model::NewIds => "new-ids",
+            Model::NewCalls => "new-calls",
+        }
+    }
+
+    /// A short description for row titles.
+    pub fn title(self) -> &'static str {
+        match self {
+            Model::Scripted => "model repeats itself",
+            Model::NewIds => "model: new call IDs",
+            Model::NewCalls => "model: other calls",
+        }
+    }
 }
 
 /// The person at the top of the resolution ladder: asked whether a marked

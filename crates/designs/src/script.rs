@@ -125,6 +125,64 @@ fn arg(call: &RawCall, name: &str) -> Result<String, String> {
     }
 }
 
+/// The operation a raw call names.
+fn op_of(c: &RawCall) -> Result<Op, String> {
+    Ok(match c.tool.as_str() {
+        "issue_file" => Op::FileIssue {
+            title: arg(c, "title")?,
+            body: arg(c, "body")?,
+        },
+        "issue_comment" => Op::Comment {
+            issue_call: arg(c, "issue")?,
+            body: arg(c, "body")?,
+        },
+        "search" => Op::Search {
+            query: arg(c, "query")?,
+        },
+        other => {
+            return Err(format!(
+                "call {:?}: unknown tool {other:?} (known: issue_file, issue_comment, search)",
+                c.id
+            ))
+        }
+    })
+}
+
+impl Call {
+    /// A call as a model's reply gives it: its ID, tool and arguments (JSON
+    /// text), as they are saved in a checkpoint.
+    pub fn parse(id: &str, tool: &str, args: &str) -> Result<Call, String> {
+        let args_value: serde_json::Value = serde_json::from_str(args)
+            .map_err(|e| format!("call {id:?}: arguments are not JSON: {e}"))?;
+        let raw = RawCall {
+            id: id.to_owned(),
+            tool: tool.to_owned(),
+            args: args_value,
+        };
+        Ok(Call {
+            id: id.to_owned(),
+            op: op_of(&raw)?,
+            args: args.to_owned(),
+        })
+    }
+
+    /// A call with this ID doing `op`, its arguments written as JSON.
+    pub fn new(id: &str, op: Op) -> Call {
+        let args = match &op {
+            Op::FileIssue { title, body } => serde_json::json!({ "title": title, "body": body }),
+            Op::Comment { issue_call, body } => {
+                serde_json::json!({ "issue": issue_call, "body": body })
+            }
+            Op::Search { query } => serde_json::json!({ "query": query }),
+        };
+        Call {
+            id: id.to_owned(),
+            op,
+            args: args.to_string(),
+        }
+    }
+}
+
 impl Script {
     /// Load and check a job file.
     pub fn load(path: impl AsRef<Path>) -> Result<Script, ScriptError> {
@@ -173,34 +231,15 @@ impl Script {
                 if !ids.insert(c.id.clone()) {
                     return Err(invalid(format!("duplicate call ID {:?}", c.id)));
                 }
-                let op = match c.tool.as_str() {
-                    "issue_file" => Op::FileIssue {
-                        title: arg(c, "title").map_err(&invalid)?,
-                        body: arg(c, "body").map_err(&invalid)?,
-                    },
-                    "issue_comment" => {
-                        let issue_call = arg(c, "issue").map_err(&invalid)?;
-                        if !filed.contains(&issue_call) {
-                            return Err(invalid(format!(
-                                "call {:?} comments on {issue_call:?}, which no earlier issue_file call filed",
-                                c.id
-                            )));
-                        }
-                        Op::Comment {
-                            issue_call,
-                            body: arg(c, "body").map_err(&invalid)?,
-                        }
-                    }
-                    "search" => Op::Search {
-                        query: arg(c, "query").map_err(&invalid)?,
-                    },
-                    other => {
+                let op = op_of(c).map_err(&invalid)?;
+                if let Op::Comment { issue_call, .. } = &op {
+                    if !filed.contains(issue_call) {
                         return Err(invalid(format!(
-                            "call {:?}: unknown tool {other:?} (known: issue_file, issue_comment, search)",
+                            "call {:?} comments on {issue_call:?}, which no earlier issue_file call filed",
                             c.id
-                        )))
+                        )));
                     }
-                };
+                }
                 if let Op::FileIssue { .. } = op {
                     filed.insert(c.id.clone());
                 }

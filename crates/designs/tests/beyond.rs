@@ -39,6 +39,12 @@ fn person() -> &'static [(Variant, Report)] {
     CELL.get_or_init(|| run_all(beyond::person_variants()))
 }
 
+/// Every changing-model sweep.
+fn models() -> &'static [(Variant, Report)] {
+    static CELL: OnceLock<Vec<(Variant, Report)>> = OnceLock::new();
+    CELL.get_or_init(|| run_all(beyond::model_variants()))
+}
+
 fn report(reports: &'static [(Variant, Report)], slug: &str) -> &'static Report {
     reports
         .iter()
@@ -113,6 +119,17 @@ fn person_section() -> String {
     out
 }
 
+fn model_section() -> String {
+    let mut out = String::from("## 3. A model that changes its mind\n\n");
+    out.push_str(
+        "Asked again for a turn, the model repeats itself (the seed), mints new call IDs,\n\
+         or gives other calls (new IDs, opposite order, reworded). Duplicates are counted\n\
+         by intent: a reworded issue counts as the one it stands for.\n\n",
+    );
+    out.push_str(&rows_table(models()));
+    out
+}
+
 fn snapshot_text() -> String {
     let mut out = String::from(
         "# Beyond the seed's stated limits (issue 7): reviewed output of crates/designs/tests/beyond.rs\n\n",
@@ -120,6 +137,8 @@ fn snapshot_text() -> String {
     out.push_str(&power_section());
     out.push('\n');
     out.push_str(&person_section());
+    out.push('\n');
+    out.push_str(&model_section());
     out
 }
 
@@ -268,4 +287,31 @@ fn a_wrong_person_costs_the_keyless_loop_and_not_the_keyed_one() {
     let r = report(person(), "person-wrong-1-markers");
     let s = r.scenarios.iter().find(|s| r.value(s, "dups") > 0).unwrap();
     assert_eq!(s.scenario.to_string(), "tracker accepted#1");
+}
+
+/// "Show how `save once per turn` gets worse and that the keyed loop (which
+/// never re-asks for a saved reply) does not."
+#[test]
+fn a_model_that_changes_its_mind_hurts_only_the_loop_that_asks_again() {
+    let m = models();
+    let dups = |slug: &str| report(m, slug).row().cell("dups").unwrap();
+    // Keys rescue `save once per turn` only while the model repeats its IDs.
+    assert_eq!(dups("model-scripted-save-once-per-turn-plus-keys"), 0);
+    assert_eq!(
+        dups("model-new-ids-save-once-per-turn-plus-keys"),
+        dups("model-scripted-save-once-per-turn")
+    );
+    // Other calls: more duplicates, and every one of them worded differently
+    // from the first, so no lookup by arguments would find it.
+    assert!(dups("model-new-calls-save-once-per-turn") > dups("model-scripted-save-once-per-turn"));
+    // A loop that saves the reply before acting never asks again after
+    // acting: whatever the model answers, nothing is done twice.
+    for design in ["keys", "keys-markers"] {
+        for model in ["scripted", "new-ids", "new-calls"] {
+            let r = report(m, &format!("model-{model}-{design}"));
+            assert_eq!(r.row().cell("dups"), Some(0), "{model} {design}");
+            assert_eq!(r.row().cell("missing"), Some(0), "{model} {design}");
+            assert_eq!(r.failures().count(), 0, "{model} {design}");
+        }
+    }
 }
