@@ -60,12 +60,16 @@ pub enum Kind {
         /// How many.
         count: usize,
     },
-    /// The workspace file exists and contains `text`.
+    /// The workspace file exists and contains `text` (exactly `times` times,
+    /// if given: a patch applied twice shows up here).
     FileContains {
         /// Workspace-relative path.
         path: String,
         /// The text.
         text: String,
+        /// How often exactly, if it matters.
+        #[serde(default)]
+        times: Option<usize>,
     },
     /// The workspace file exists and does not contain `text`.
     FileLacks {
@@ -108,7 +112,16 @@ impl fmt::Display for Kind {
                 write!(f, "one comment on {on:?} contains {contains:?}")
             }
             Kind::Comments { count } => write!(f, "tracker holds {count} comments"),
-            Kind::FileContains { path, text } => write!(f, "{path} contains {text:?}"),
+            Kind::FileContains {
+                path,
+                text,
+                times: None,
+            } => write!(f, "{path} contains {text:?}"),
+            Kind::FileContains {
+                path,
+                text,
+                times: Some(n),
+            } => write!(f, "{path} contains {text:?} {n} time(s)"),
             Kind::FileLacks { path, text } => write!(f, "{path} no longer contains {text:?}"),
             Kind::AnswerContains { text } => write!(f, "answer mentions {text:?}"),
             Kind::Turns { count } => write!(f, "run took {count} model turns"),
@@ -225,6 +238,11 @@ fn count_is(what: &str, found: usize, want: usize) -> Result<(), String> {
     }
 }
 
+fn read_workspace(workspace: &Path, path: &str) -> Result<String, String> {
+    let file = workspace.join(path);
+    std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))
+}
+
 fn check_one(kind: &Kind, ev: &Evidence<'_>) -> Result<(), String> {
     match kind {
         Kind::IssueFiled {
@@ -257,17 +275,20 @@ fn check_one(kind: &Kind, ev: &Evidence<'_>) -> Result<(), String> {
             let n = ev.issues.iter().map(|i| i.comments.len()).sum();
             count_is("comments", n, *count)
         }
-        Kind::FileContains { path, text } | Kind::FileLacks { path, text } => {
-            let file = ev.workspace.join(path);
-            let content = std::fs::read_to_string(&file)
-                .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-            let want = matches!(kind, Kind::FileContains { .. });
-            if content.contains(text.as_str()) == want {
-                Ok(())
-            } else if want {
-                Err(format!("{} does not contain it", file.display()))
+        Kind::FileContains { path, text, times } => {
+            let content = read_workspace(ev.workspace, path)?;
+            let found = content.matches(text.as_str()).count();
+            match times {
+                Some(n) => count_is(&format!("occurrences in {path}"), found, *n),
+                None if found > 0 => Ok(()),
+                None => Err(format!("{path} does not contain it")),
+            }
+        }
+        Kind::FileLacks { path, text } => {
+            if read_workspace(ev.workspace, path)?.contains(text.as_str()) {
+                Err(format!("{path} still contains it"))
             } else {
-                Err(format!("{} still contains it", file.display()))
+                Ok(())
             }
         }
         Kind::AnswerContains { text } => {
@@ -401,6 +422,8 @@ mod tests {
             {"check": "file_contains", "path": "a.rs", "text": "fixed"},
             {"check": "file_lacks", "path": "a.rs", "text": "fixed"},
             {"check": "file_contains", "path": "missing.rs", "text": "x"},
+            {"check": "file_contains", "path": "a.rs", "text": "fixed", "times": 1},
+            {"check": "file_contains", "path": "a.rs", "text": "f", "times": 1},
             {"check": "answer_contains", "text": "#1"},
             {"check": "turns", "count": 4},
             {"check": "turns", "count": 5},
@@ -412,8 +435,8 @@ mod tests {
         assert_eq!(
             passed,
             [
-                true, false, false, true, true, false, true, true, false, false, true, true, false,
-                true
+                true, false, false, true, true, false, true, true, false, false, true, false, true,
+                true, false, true
             ]
         );
         assert_eq!(
@@ -425,5 +448,9 @@ mod tests {
             Some("found 2 such comments, expected 1")
         );
         assert!(verdicts[9].detail.as_ref().unwrap().contains("cannot read"));
+        assert_eq!(
+            verdicts[11].detail.as_deref(),
+            Some("found 2 occurrences in a.rs, expected 1")
+        );
     }
 }

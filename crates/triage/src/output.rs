@@ -28,6 +28,8 @@ pub struct Printer {
     /// Why the run paused, as the events said: set by a "later" decision or
     /// an unanswered ladder question.
     pub pause: Option<PauseCause>,
+    /// Why the ladder's lower rungs could not decide, for the question.
+    ladder_why: Vec<String>,
 }
 
 /// What the run waits on, for the exit message.
@@ -109,6 +111,7 @@ impl Printer {
             json,
             run: None,
             pause: None,
+            ladder_why: Vec::new(),
         }
     }
 
@@ -297,12 +300,17 @@ impl Printer {
                 settled,
                 why,
             } => {
-                if *rung == Rung::Person && !settled {
-                    self.pause = Some(PauseCause::Question {
-                        tool: tool.clone(),
-                        call: call.clone(),
-                        why: why.clone(),
-                    });
+                match (rung, settled) {
+                    (Rung::Rerun, false) => self.ladder_why = vec![why.clone()],
+                    (Rung::Lookup, false) => self.ladder_why.push(why.clone()),
+                    (Rung::Person, false) => {
+                        self.pause = Some(PauseCause::Question {
+                            tool: tool.clone(),
+                            call: call.clone(),
+                            why: self.ladder_why.join(", and "),
+                        });
+                    }
+                    _ => {}
                 }
                 self.step(
                     "ladder",

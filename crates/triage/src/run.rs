@@ -368,7 +368,7 @@ fn loop_failure(e: agent::Error, run: &RunId, cli: &Cli, printer: &Shared) -> Fa
                     }
                 }
                 Some(PauseCause::Question { tool, call, why }) => (
-                    format!("{tool} call {call} may have acted before the run stopped, and {why}; only a person can say"),
+                    format!("{tool} call {call} may have acted before the run stopped; {why}; only a person can say whether it did"),
                     format!(
                         "rerun at a terminal with --approve on to answer: {}",
                         rerun_command(cli, run, Some("on"))

@@ -10,8 +10,9 @@ use common::*;
 use durable::Phase;
 
 /// One scenario: die right after the first call of `tool` returns, then
-/// resume with a fresh process.
-fn die_and_resume(task: &TaskFile, tool: &str) {
+/// resume with a fresh process. Returns whether a person had to settle the
+/// call (the ladder's last rung).
+fn die_and_resume(task: &TaskFile, tool: &str) -> bool {
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state");
     let s = arg(&state);
@@ -76,24 +77,63 @@ fn die_and_resume(task: &TaskFile, tool: &str) {
     }
 
     let resumed = triage(&["--task", name, "--state", s, "--approve", "off"]);
-    resumed
-        .expect_code(0)
-        .expect_stdout(&format!(
-            "resumed   run {run} in phase tools after {} turns (restart 1, saved)",
-            call.turn
-        ))
-        .expect_stdout(&all_passed(task));
-    let settled = match tool {
-        "search" => format!("call      search {} key -", call.id),
-        "code_patch" => format!("ladder    code_patch {}: rung 2 (ask the service): settled: the lookup found it", call.id),
-        t => format!("ladder    {t} {}: rung 1 (rerun if harmless): settled: rerun: the service still holds the call's key", call.id),
+    resumed.expect_stdout(&format!(
+        "resumed   run {run} in phase tools after {} turns (restart 1, saved)",
+        call.turn
+    ));
+    // Keys settle a tracker call on rung 1, the workspace lookup a patch on
+    // rung 2; a patch whose texts do not decide it goes to a person (rung
+    // 3), who is only asked at a terminal: without one the run pauses.
+    let (finished, resumes) = if resumed.code() == Some(4) {
+        assert_eq!(tool, "code_patch", "{at}: only a patch can need a person");
+        resumed
+            .expect_stdout(&format!(
+                "ladder    code_patch {}: rung 2 (ask the service): cannot decide: ",
+                call.id
+            ))
+            .expect_stderr("only a person can say whether it did");
+        let st = checkpoint(&state, &run);
+        assert_eq!(
+            (st.phase, st.waiting.clone()),
+            (Phase::Paused, vec![call.id.clone()]),
+            "{at}"
+        );
+        let mut person = AtTerminal::spawn(&["--task", name, "--state", s]);
+        person.answer_prompts(&[
+            (
+                "did it happen? [r]erun (it did not) / [d]one <what you found> / [l]ater: ",
+                "done the patch is in the file\n",
+            ),
+            ("? [y]es / [n]o [reason] / [l]ater: ", "y\n"),
+        ]);
+        let out = person.finish();
+        out.expect_stdout(&format!(
+            "ladder    code_patch {}: rung 3 (ask a person): settled: a person says it happened",
+            call.id
+        ));
+        (out, 2)
+    } else {
+        let settled = match tool {
+            "search" => format!("call      search {} key -", call.id),
+            "code_patch" => format!(
+                "ladder    code_patch {}: rung 2 (ask the service): settled: the lookup found it",
+                call.id
+            ),
+            t => format!(
+                "ladder    {t} {}: rung 1 (rerun if harmless): settled: rerun: the service still holds the call's key",
+                call.id
+            ),
+        };
+        resumed.expect_stdout(&settled);
+        (resumed, 1)
     };
-    resumed.expect_stdout(&settled);
+    finished.expect_code(0).expect_stdout(&all_passed(task));
 
     let st = checkpoint(&state, &run);
     assert_eq!(st.phase, Phase::Done, "{at}");
-    assert_eq!(st.resumes, 1, "{at}");
+    assert_eq!(st.resumes, resumes, "{at}");
     assert_each_effect_once(task, &tracker(&state, &run));
+    resumes == 2
 }
 
 #[test]
@@ -110,11 +150,24 @@ fn die_after_each_tool_of_each_task_then_resume() {
         ["code_patch", "issue_comment", "issue_file", "search"],
         "the tasks between them call every tool"
     );
-    std::thread::scope(|scope| {
-        for (task, tool) in &scenarios {
-            scope.spawn(move || die_and_resume(task, tool));
-        }
+    let asked: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = scenarios
+            .iter()
+            .map(|(task, tool)| {
+                let name = format!("{} --die-after {tool}", task.name);
+                (name, scope.spawn(move || die_and_resume(task, tool)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|(name, h)| h.join().unwrap().then_some(name))
+            .collect()
     });
+    assert_eq!(
+        asked,
+        ["a3-login-after-wake --die-after code_patch"],
+        "the scenarios that needed a person at the terminal"
+    );
 }
 
 /// The README's two commands, as written: the first with the default

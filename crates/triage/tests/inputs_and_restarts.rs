@@ -195,7 +195,9 @@ fn bad_input_is_refused_and_creates_nothing() {
     triage(&["--task", "nope", "--state", s])
         .expect_code(2)
         .expect_stderr("triage: error: unknown task \"nope\"")
-        .expect_stderr("known tasks: m1-done-after-delete");
+        .expect_stderr(
+            "known tasks: a3-login-after-wake, m1-done-after-delete, s2-known-sync-timeout",
+        );
     assert!(
         !state.exists(),
         "an unknown task creates no state directory"

@@ -3,10 +3,14 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::Arc;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
 use durable::{Checkpoint, DiskDir, RunId, State};
 use serde_json::Value;
@@ -293,4 +297,126 @@ pub fn assert_each_effect_once(task: &TaskFile, tracker: &Tracker) {
 pub fn all_passed(task: &TaskFile) -> String {
     let n = task.checks();
     format!("checks    {n} of {n} passed")
+}
+
+/// A pseudo-terminal: (master, slave).
+pub fn openpty() -> (File, File) {
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: the out-pointers are valid; name, termios and winsize may be
+    // null.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: openpty returned two fresh descriptors that nothing else owns.
+    let (master, slave) = unsafe { (File::from_raw_fd(master), File::from_raw_fd(slave)) };
+    // The child must not inherit the master side.
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(master.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    (master, slave)
+}
+
+/// A triage child whose stdin is a terminal (a pty), with its stderr read by a
+/// thread, so the test can wait for the prompt.
+pub struct AtTerminal {
+    child: Child,
+    master: File,
+    stderr: mpsc::Receiver<Vec<u8>>,
+    seen: String,
+}
+
+impl AtTerminal {
+    pub fn spawn(args: &[&str]) -> AtTerminal {
+        let (master, slave) = openpty();
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::from(slave))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        AtTerminal {
+            child,
+            master,
+            stderr: rx,
+            seen: String::new(),
+        }
+    }
+
+    /// Wait until stderr shows `text` (the prompt has no newline).
+    pub fn wait_for(&mut self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.seen.contains(text) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(chunk) => self.seen.push_str(&String::from_utf8_lossy(&chunk)),
+                Err(_) => panic!("{text:?} never appeared on stderr; saw:\n{}", self.seen),
+            }
+        }
+    }
+
+    /// Answer every prompt until the child closes stderr: each time one of
+    /// `rules`' prompt texts appears in output not yet answered, type its
+    /// answer.
+    pub fn answer_prompts(&mut self, rules: &[(&str, &str)]) {
+        let mut answered = 0;
+        loop {
+            let pending = &self.seen[answered..];
+            let next = rules
+                .iter()
+                .filter_map(|(prompt, reply)| {
+                    pending.find(prompt).map(|at| (at + prompt.len(), *reply))
+                })
+                .min_by_key(|(end, _)| *end);
+            if let Some((end, reply)) = next {
+                answered += end;
+                self.answer(reply);
+                continue;
+            }
+            match self.stderr.recv_timeout(Duration::from_secs(30)) {
+                Ok(chunk) => self.seen.push_str(&String::from_utf8_lossy(&chunk)),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    panic!(
+                        "no prompt and no exit within 30 s; stderr so far:\n{}",
+                        self.seen
+                    )
+                }
+            }
+        }
+    }
+
+    pub fn answer(&mut self, line: &str) {
+        self.master.write_all(line.as_bytes()).unwrap();
+        self.master.flush().unwrap();
+    }
+
+    pub fn finish(self) -> Out {
+        let out = self.child.wait_with_output().unwrap();
+        let mut stderr = self.seen;
+        while let Ok(chunk) = self.stderr.recv_timeout(Duration::from_secs(5)) {
+            stderr.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        Out {
+            status: out.status,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr,
+        }
+    }
 }
