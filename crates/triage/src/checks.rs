@@ -107,11 +107,15 @@ impl fmt::Display for Kind {
                 }
                 Ok(())
             }
-            Kind::Issues { count } => write!(f, "tracker holds {count} issues"),
+            Kind::Issues { count } => {
+                write!(f, "tracker holds {count} {}", plural(*count, "issue"))
+            }
             Kind::Comment { on, contains } => {
                 write!(f, "one comment on {on:?} contains {contains:?}")
             }
-            Kind::Comments { count } => write!(f, "tracker holds {count} comments"),
+            Kind::Comments { count } => {
+                write!(f, "tracker holds {count} {}", plural(*count, "comment"))
+            }
             Kind::FileContains {
                 path,
                 text,
@@ -127,6 +131,14 @@ impl fmt::Display for Kind {
             Kind::Turns { count } => write!(f, "run took {count} model turns"),
             Kind::PaidOnce => f.write_str("every recorded reply paid for exactly once"),
         }
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        word.to_owned()
+    } else {
+        format!("{word}s")
     }
 }
 
