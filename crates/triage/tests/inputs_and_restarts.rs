@@ -420,3 +420,22 @@ fn a_workspace_changed_behind_the_runs_back_stops_it() {
     ));
     assert_eq!(fs::read_to_string(&todo).unwrap(), text);
 }
+
+#[test]
+fn every_rerun_counts_towards_the_restart_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let s = arg(&state);
+    let args = ["--task", "m1-done-after-delete", "--state", s];
+    triage(&args).expect_code(4);
+    for restart in 1..=10 {
+        triage(&args)
+            .expect_code(4)
+            .expect_stdout(&format!("(restart {restart}, saved)"));
+    }
+    let run = only_run(&state);
+    triage(&args)
+        .expect_code(5)
+        .expect_stderr("run was restarted 11 times, more than its limit of 10");
+    assert_eq!(checkpoint(&state, &run).phase, Phase::Paused);
+}
