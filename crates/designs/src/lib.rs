@@ -24,6 +24,7 @@
 //! ```
 
 pub mod beyond;
+pub mod labels;
 mod modes;
 mod script;
 
@@ -36,6 +37,8 @@ use durable::{
     Attempt, Checkpoint, Dir, MemDir, Options, Phase, PowerDir, RunId, State, ToolCall, ToolResult,
 };
 use sweep::{Counter, Subject, Verdict};
+
+use labels::{Labels, Rung, Stage};
 use tracker::{Lookup, Mode, Request, Tracker};
 
 pub use modes::{Model, Modes, Person, Power, Writer, MID_OVERWRITE};
@@ -167,6 +170,8 @@ pub struct World {
     /// Each scripted call ID → the ID the model gave that call in its latest
     /// reply (they differ once a model that mints new IDs is asked again).
     ids: BTreeMap<String, String>,
+    /// Where the call in flight stood at each crash, and how it was settled.
+    labels: Labels,
 }
 
 /// A state as the loop's progress, without the restart count that
@@ -186,6 +191,7 @@ impl World {
             let cut = p.boot();
             debug_assert_eq!(cut, crashed, "the directory and the world agree on crashes");
         }
+        self.labels.boot(crashed);
         crashed
     }
 
@@ -209,6 +215,7 @@ impl World {
         }
         self.saved = Some(now);
         self.saving = None;
+        self.labels.opened(st);
     }
 
     /// The process ends without a crash (finished, or stopped by an error).
@@ -337,17 +344,19 @@ impl DesignSubject {
         })
     }
 
-    fn run_tool(&self, w: &World, st: &State, call: &Call) -> Result<ToolResult, String> {
+    fn run_tool(&self, w: &mut World, st: &State, call: &Call) -> Result<ToolResult, String> {
         let output = match (&call.op, self.request(st, call)?) {
             (Op::Search { query }, _) => {
                 let found = w.tracker.search(query);
                 format!("{} issues", found.len())
             }
             (_, Some(req)) => {
+                w.labels.reach(Stage::Sent);
                 let resp = w
                     .tracker
                     .apply(&req, self.key(call).as_deref())
                     .map_err(|e| format!("call {}: {e}", call.id))?;
+                w.labels.reach(Stage::Acknowledged);
                 response_output(&resp)
             }
             (_, None) => return Err(format!("call {}: nothing to send", call.id)),
@@ -365,8 +374,10 @@ impl DesignSubject {
     fn resolve(&self, w: &mut World, st: &State, call: &Call) -> Result<ToolResult, String> {
         let harmless = !call.op.mutates() || (self.sends_keys() && w.tracker.mode() == Mode::Keyed);
         if harmless {
+            w.labels.settle(&call.id, Rung::Rerun);
             return self.run_tool(w, st, call);
         }
+        w.labels.settle(&call.id, Rung::Person);
         w.asks += 1;
         let req = self
             .request(st, call)?
@@ -382,10 +393,13 @@ impl DesignSubject {
             w.wrong_answers += 1;
         }
         match (truth, wrong) {
-            (Some(resp), false) => Ok(ToolResult {
-                output: response_output(&resp),
-                is_error: false,
-            }),
+            (Some(resp), false) => {
+                w.labels.reach(Stage::Acknowledged);
+                Ok(ToolResult {
+                    output: response_output(&resp),
+                    is_error: false,
+                })
+            }
             // "It did not happen": right, or wrong (then it goes out twice).
             (None, false) | (Some(_), true) => self.run_tool(w, st, call),
             // "It happened" when it did not: the loop takes the person's
@@ -406,6 +420,7 @@ impl DesignSubject {
                 Phase::Done => return Ok(()),
                 Phase::Model | Phase::Paused => {
                     let turn = st.turns as usize;
+                    w.labels.asking(turn);
                     let reply = self.reply(w, turn)?;
                     w.model_calls += 1;
                     point!("reply arrived");
@@ -436,9 +451,13 @@ impl DesignSubject {
                             continue;
                         }
                         let call = &self.call_of(&st, &id)?;
+                        if call.op.mutates() {
+                            w.labels.start(&id, st.turns as usize);
+                        }
                         let result = if self.design.marks() && st.attempts.contains_key(&id) {
                             self.resolve(w, &st, call)?
                         } else {
+                            w.labels.settle(&id, Rung::Blind);
                             if self.design.marks() && call.op.mutates() {
                                 st.attempts.insert(
                                     id.clone(),
@@ -455,6 +474,7 @@ impl DesignSubject {
                         st.results.insert(id, result);
                         if self.design.saves_each_step() {
                             w.save(&mut cp, &st)?;
+                            w.labels.reach(Stage::Recorded);
                             point!("result saved");
                         }
                     }
@@ -463,6 +483,7 @@ impl DesignSubject {
                     st.calls = Vec::new();
                     st.attempts = BTreeMap::new();
                     w.save(&mut cp, &st)?;
+                    w.labels.reach(Stage::Recorded);
                 }
             }
         }
@@ -578,6 +599,7 @@ impl Subject for DesignSubject {
             wrong_answers: 0,
             asked: BTreeMap::new(),
             ids: BTreeMap::new(),
+            labels: Labels::default(),
         }
     }
 
@@ -679,6 +701,17 @@ impl Subject for DesignSubject {
         }
         if let Some(n) = reworded {
             v = v.count("reworded", n);
+        }
+        for (i, (stage, rung, call)) in w.labels.crashes().enumerate() {
+            let name = labels::count_name(stage, rung);
+            let n = v.get(&name);
+            v = v.count(&name, n + 1).note(format!(
+                "crash {}: {}{} -> {}",
+                i + 1,
+                call.map(|c| format!("{c} ")).unwrap_or_default(),
+                stage.title(),
+                rung.title()
+            ));
         }
         v
     }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use designs::beyond::{self, Variant};
+use designs::labels::{self, Rung, Stage};
 use designs::{Design, Script, Writer};
 use durable::CrashState;
 use sweep::{Config, Report};
@@ -43,6 +44,24 @@ fn person() -> &'static [(Variant, Report)] {
 fn models() -> &'static [(Variant, Report)] {
     static CELL: OnceLock<Vec<(Variant, Report)>> = OnceLock::new();
     CELL.get_or_init(|| run_all(beyond::model_variants()))
+}
+
+/// The seed's five designs, as the seed swept them (labels come with them).
+fn seed() -> &'static [(Design, Report)] {
+    static CELL: OnceLock<Vec<(Design, Report)>> = OnceLock::new();
+    CELL.get_or_init(|| {
+        let script = script();
+        Design::ALL
+            .into_iter()
+            .map(|d| {
+                let subject = d.subject(&script, designs::Storage::Memory);
+                (
+                    d,
+                    sweep::run(&subject, &Config::default()).expect("sweep runs"),
+                )
+            })
+            .collect()
+    })
 }
 
 fn report(reports: &'static [(Variant, Report)], slug: &str) -> &'static Report {
@@ -130,6 +149,22 @@ fn model_section() -> String {
     out
 }
 
+fn labels_section() -> String {
+    let mut out = String::from("## 5. Outcome labels\n\n");
+    out.push_str(
+        "Every crash of the seed's five sweeps (once and twice), by where the latest call that\n\
+         changes the tracker stood when the life died, and how the restart settled it.\n\
+         Columns: save once per turn, save after the reply, + idempotency keys,\n\
+         + attempt markers no keys, keys and markers.\n\n",
+    );
+    let columns: Vec<(String, &Report)> = seed()
+        .iter()
+        .map(|(d, r)| (d.slug().to_owned(), r))
+        .collect();
+    out.push_str(&designs::labels::summary(&columns));
+    out
+}
+
 fn snapshot_text() -> String {
     let mut out = String::from(
         "# Beyond the seed's stated limits (issue 7): reviewed output of crates/designs/tests/beyond.rs\n\n",
@@ -139,6 +174,8 @@ fn snapshot_text() -> String {
     out.push_str(&person_section());
     out.push('\n');
     out.push_str(&model_section());
+    out.push('\n');
+    out.push_str(&labels_section());
     out
 }
 
@@ -314,4 +351,71 @@ fn a_model_that_changes_its_mind_hurts_only_the_loop_that_asks_again() {
             assert_eq!(r.failures().count(), 0, "{model} {design}");
         }
     }
+}
+
+fn labels_of(s: &sweep::ScenarioResult) -> Vec<(Stage, Rung)> {
+    s.verdict
+        .counts
+        .iter()
+        .filter_map(|(k, n)| labels::parse_count_name(k).map(|l| (l, *n)))
+        .flat_map(|(l, n)| std::iter::repeat_n(l, n as usize))
+        .collect()
+}
+
+/// Every crash of every sweep carries exactly one label, and it is settled.
+#[test]
+fn every_crash_is_labelled_and_settled() {
+    let all = seed()
+        .iter()
+        .map(|(_, r)| r)
+        .chain(models().iter().map(|(_, r)| r))
+        .chain(power().iter().map(|(_, r)| r));
+    for r in all {
+        for s in &r.scenarios {
+            let l = labels_of(s);
+            assert_eq!(l.len(), s.scenario.depth(), "{} {}", r.subject, s.scenario);
+            if s.failure.is_none() {
+                assert!(
+                    l.iter().all(|(_, rung)| *rung != Rung::Unsettled),
+                    "{} {}",
+                    r.subject,
+                    s.scenario
+                );
+            }
+        }
+    }
+}
+
+/// The labels explain the seed's table: each duplicate comes from a call that
+/// had gone out (sent, or answered) and was made again with no marker to warn;
+/// with markers, such a call goes up the ladder instead.
+#[test]
+fn duplicates_are_calls_that_went_out_and_were_made_again_blind() {
+    for (d, r) in seed() {
+        for s in r.scenarios.iter().filter(|s| r.value(s, "dups") > 0) {
+            let l = labels_of(s);
+            assert!(
+                l.iter().any(|(stage, rung)| {
+                    matches!(stage, Stage::Sent | Stage::Acknowledged)
+                        && matches!(rung, Rung::Blind | Rung::ReplyLost)
+                }),
+                "{d:?} {}: {l:?}",
+                s.scenario
+            );
+        }
+        if d.slug().contains("markers") {
+            let blind_after_sending = r.scenarios.iter().flat_map(labels_of).any(|(st, ru)| {
+                matches!(st, Stage::Sent | Stage::Acknowledged) && ru == Rung::Blind
+            });
+            assert!(!blind_after_sending, "{d:?}");
+        }
+    }
+    // The one scenario of the insta timeline, in words.
+    let (_, r) = &seed()[0];
+    let s = r
+        .scenarios
+        .iter()
+        .find(|s| s.scenario.to_string() == "tracker accepted#1")
+        .unwrap();
+    assert_eq!(labels_of(s), [(Stage::Sent, Rung::ReplyLost)]);
 }
