@@ -358,7 +358,7 @@ fn labels_of(s: &sweep::ScenarioResult) -> Vec<(Stage, Rung)> {
         .counts
         .iter()
         .filter_map(|(k, n)| labels::parse_count_name(k).map(|l| (l, *n)))
-        .flat_map(|(l, n)| std::iter::repeat_n(l, n as usize))
+        .flat_map(|(l, n)| std::iter::repeat(l).take(n as usize))
         .collect()
 }
 
