@@ -119,6 +119,40 @@ pub fn model_variants() -> Vec<Variant> {
     v
 }
 
+/// A log-backed tracker that crashes with the loop (at its own points as
+/// well as the loop's) and restarts from its files, keeping keys as `layout`
+/// says.
+pub fn tracker_crash(design: Design, layout: tracker::LogLayout) -> Variant {
+    let slug = match layout {
+        tracker::LogLayout::KeysInLog => format!("tracker-crash-{}", design.slug()),
+        tracker::LogLayout::KeysInIndexOnly => {
+            format!("tracker-crash-keys-in-index-{}", design.slug())
+        }
+    };
+    Variant::new(
+        slug,
+        design,
+        Modes {
+            tracker: Some(layout),
+            ..Modes::default()
+        },
+    )
+}
+
+/// The crashing-tracker variants of the reviewed snapshot: all five designs
+/// against the right log layout, and the two keyed ones against the layout
+/// that keeps keys in the index only.
+pub fn tracker_variants() -> Vec<Variant> {
+    let mut v: Vec<Variant> = Design::ALL
+        .into_iter()
+        .map(|d| tracker_crash(d, tracker::LogLayout::KeysInLog))
+        .collect();
+    for d in [Design::Keys, Design::KeysMarkers] {
+        v.push(tracker_crash(d, tracker::LogLayout::KeysInIndexOnly));
+    }
+    v
+}
+
 /// The most questions any scenario of the triage job's depth-2 sweep asks
 /// (checked by the test): the person variants cover k = 1 up to it.
 pub const MAX_QUESTIONS: u64 = 2;
@@ -167,6 +201,8 @@ fn space() -> Vec<Variant> {
         for k in 1..=9 {
             v.push(person(design, k));
         }
+        v.push(tracker_crash(design, tracker::LogLayout::KeysInLog));
+        v.push(tracker_crash(design, tracker::LogLayout::KeysInIndexOnly));
         for m in Model::ALL {
             v.push(model(design, false, m));
             if !design.sends_keys() {
@@ -193,6 +229,7 @@ fn curated() -> Vec<Variant> {
     let mut v = power_variants();
     v.extend(person_variants());
     v.extend(model_variants());
+    v.extend(tracker_variants());
     v
 }
 

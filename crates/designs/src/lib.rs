@@ -39,7 +39,7 @@ use durable::{
 use sweep::{Counter, Subject, Verdict};
 
 use labels::{Labels, Rung, Stage};
-use tracker::{Lookup, Mode, Request, Tracker};
+use tracker::{LogLayout, Lookup, Mode, Request, Tracker};
 
 pub use modes::{Model, Modes, Person, Power, Writer, MID_OVERWRITE};
 pub use script::{Call, Op, Script, ScriptError};
@@ -172,6 +172,8 @@ pub struct World {
     ids: BTreeMap<String, String>,
     /// Where the call in flight stood at each crash, and how it was settled.
     labels: Labels,
+    /// A crashing tracker's directory and layout, to restart it from.
+    tracker_files: Option<(MemDir, LogLayout)>,
 }
 
 /// A state as the loop's progress, without the restart count that
@@ -184,15 +186,21 @@ fn progress(st: &State) -> State {
 
 impl World {
     /// A process starts. Returns whether the previous one crashed; in a
-    /// power-loss world the crash was a power cut, applied now.
-    fn boot(&mut self) -> bool {
+    /// power-loss world the crash was a power cut, applied now; with a
+    /// crashing tracker, the tracker restarts from its own files.
+    fn boot(&mut self) -> Result<bool, String> {
         let crashed = std::mem::replace(&mut self.alive, true);
         if let Some(p) = &self.power {
             let cut = p.boot();
             debug_assert_eq!(cut, crashed, "the directory and the world agree on crashes");
         }
         self.labels.boot(crashed);
-        crashed
+        if let (true, Some((files, layout))) = (crashed, &self.tracker_files) {
+            let mode = self.tracker.mode();
+            self.tracker = Tracker::open_log_with(Arc::new(files.clone()), mode, *layout)
+                .map_err(|e| format!("the tracker cannot restart: {e}"))?;
+        }
+        Ok(crashed)
     }
 
     /// Save through `cp`, remembering what is under way and what returned.
@@ -525,6 +533,13 @@ impl Subject for DesignSubject {
         if let Some(m) = self.modes.model {
             name.push_str(&format!(" | {}", m.title()));
         }
+        match self.modes.tracker {
+            Some(LogLayout::KeysInLog) => name.push_str(" | tracker crashes"),
+            Some(LogLayout::KeysInIndexOnly) => {
+                name.push_str(" | tracker crashes, keys in its index only")
+            }
+            None => {}
+        }
         name
     }
 
@@ -540,7 +555,11 @@ impl Subject for DesignSubject {
         }
         // A power-loss row tests the writer: whatever the design, a correct
         // writer loses nothing, so every scenario must count zero.
-        let strict = self.modes.power.is_some();
+        // So does a crashing-tracker row of a design that claims to do
+        // nothing twice (keys or markers): the tracker's restart must not
+        // change that.
+        let strict = self.modes.power.is_some()
+            || (self.modes.tracker.is_some() && (self.sends_keys() || self.design.marks()));
         let must = |c: Counter| if strict { c.required() } else { c };
         let mut c = vec![
             must(Counter::new("dups").with_scenarios("with dups")),
@@ -584,10 +603,18 @@ impl Subject for DesignSubject {
         } else {
             Mode::Keyless
         };
+        let tracker_files = self.modes.tracker.map(|layout| (MemDir::new(), layout));
+        let tracker = match &tracker_files {
+            // A new directory always opens; if it did not, the first life
+            // would report it (an empty in-memory tracker stands in).
+            Some((files, layout)) => Tracker::open_log_with(Arc::new(files.clone()), mode, *layout)
+                .unwrap_or_else(|_| Tracker::new(mode)),
+            None => Tracker::new(mode),
+        };
         World {
             dir,
             _tmp: tmp,
-            tracker: Tracker::new(mode),
+            tracker,
             model_calls: 0,
             asks: 0,
             power,
@@ -600,12 +627,12 @@ impl Subject for DesignSubject {
             asked: BTreeMap::new(),
             ids: BTreeMap::new(),
             labels: Labels::default(),
+            tracker_files,
         }
     }
 
     fn life(&self, w: &mut World) -> Result<(), String> {
-        w.boot();
-        let result = self.run_life(w);
+        let result = w.boot().and_then(|_| self.run_life(w));
         w.shutdown(&result);
         result
     }

@@ -24,6 +24,11 @@ pub struct Modes {
     /// Send idempotency keys (to a tracker that honours them) even if the
     /// design does not: `save once per turn + keys`.
     pub keys: bool,
+    /// `None`: the seed's tracker, in memory, which never crashes. `Some`: a
+    /// log-backed tracker ([`tracker::Tracker::open_log_with`]) with its own
+    /// crash points, restarted from its files after every crash (the
+    /// tracker's or the loop's: one crash takes both down).
+    pub tracker: Option<tracker::LogLayout>,
 }
 
 /// How the model answers when it is asked again for a turn: after a crash

@@ -64,6 +64,12 @@ fn seed() -> &'static [(Design, Report)] {
     })
 }
 
+/// Every crashing-tracker sweep.
+fn trackers() -> &'static [(Variant, Report)] {
+    static CELL: OnceLock<Vec<(Variant, Report)>> = OnceLock::new();
+    CELL.get_or_init(|| run_all(beyond::tracker_variants()))
+}
+
 fn report(reports: &'static [(Variant, Report)], slug: &str) -> &'static Report {
     reports
         .iter()
@@ -165,6 +171,27 @@ fn labels_section() -> String {
     out
 }
 
+fn tracker_section() -> String {
+    let t = trackers();
+    let mut out = String::from("## 4. A tracker that crashes\n\n");
+    out.push_str(
+        "The tracker keeps a log (one synced entry per record) and an index, and crashes at\n\
+         `tracker received` (nothing durable), `tracker log appended` (entry durable, index not),\n\
+         `tracker index updated` and `tracker accepted`; every crash restarts it from its files.\n\n",
+    );
+    out.push_str(&rows_table(t));
+    out.push_str("\nFailing sweeps, each with its first failing scenario:\n");
+    out.push_str(&beyond::failures_list(t));
+    out.push_str("\nOutcome labels of the crashing-tracker sweeps (right layout):\n");
+    let columns: Vec<(String, &Report)> = t
+        .iter()
+        .filter(|(v, _)| v.modes.tracker == Some(tracker::LogLayout::KeysInLog))
+        .map(|(v, r)| (v.design.slug().to_owned(), r))
+        .collect();
+    out.push_str(&labels::summary(&columns));
+    out
+}
+
 fn snapshot_text() -> String {
     let mut out = String::from(
         "# Beyond the seed's stated limits (issue 7): reviewed output of crates/designs/tests/beyond.rs\n\n",
@@ -176,6 +203,8 @@ fn snapshot_text() -> String {
     out.push_str(&model_section());
     out.push('\n');
     out.push_str(&labels_section());
+    out.push('\n');
+    out.push_str(&tracker_section());
     out
 }
 
@@ -418,4 +447,41 @@ fn duplicates_are_calls_that_went_out_and_were_made_again_blind() {
         .find(|s| s.scenario.to_string() == "tracker accepted#1")
         .unwrap();
     assert_eq!(labels_of(s), [(Stage::Sent, Rung::ReplyLost)]);
+}
+
+/// "A request the tracker accepted but did not make durable is lost; the loop
+/// must then redo it, and the key table must survive with the records it
+/// protects."
+#[test]
+fn a_crashing_tracker_loses_nothing_and_duplicates_nothing_for_keys_or_markers() {
+    let t = trackers();
+    for (v, r) in t {
+        let row = r.row();
+        assert_eq!(row.cell("missing"), Some(0), "{}", v.slug);
+        if v.modes.tracker == Some(tracker::LogLayout::KeysInLog) {
+            let safe = matches!(
+                v.design,
+                Design::Keys | Design::Markers | Design::KeysMarkers
+            );
+            if safe {
+                assert_eq!(r.failures().count(), 0, "{}", v.slug);
+            }
+            // The tracker's own points were crashed at, and a crash before
+            // the log append lost a request that the restart then redid.
+            let lost = r
+                .scenarios
+                .iter()
+                .filter(|s| s.scenario.0.iter().any(|h| h.point == tracker::RECEIVED))
+                .count();
+            assert!(lost > 0, "{}", v.slug);
+        }
+    }
+    // The wrong layout: the record survives its key, and the keyed retry
+    // files again, named by the scenario that shows it.
+    for design in ["keys", "keys-markers"] {
+        let r = report(t, &format!("tracker-crash-keys-in-index-{design}"));
+        let (sc, why) = first_failure(r).unwrap();
+        assert_eq!(sc, "tracker log appended#1", "{design}");
+        assert!(why.starts_with("dups = 1"), "{why}");
+    }
 }

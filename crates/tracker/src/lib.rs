@@ -54,11 +54,27 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 
+mod log;
 mod store;
+
+pub use log::LogLayout;
 
 /// The point every accepted mutating request passes: after the record exists
 /// (and is on disk, for a file-backed tracker), before the caller hears back.
 pub const ACCEPTED: &str = "tracker accepted";
+
+/// A log-backed tracker ([`Tracker::open_log`]) passes this point when it has
+/// recorded a new request in memory and made nothing durable: a crash here
+/// loses the request, and the caller (who heard nothing) must send it again.
+pub const RECEIVED: &str = "tracker received";
+
+/// A log-backed tracker passes this point when the request's log entry is
+/// durable and its index is not yet updated: a restart replays the entry.
+pub const LOG_APPENDED: &str = "tracker log appended";
+
+/// A log-backed tracker passes this point when its index covers the new
+/// record, before [`ACCEPTED`] and the answer.
+pub const INDEX_UPDATED: &str = "tracker index updated";
 
 /// Whether the tracker honours idempotency keys. The seed's table compares a
 /// loop against both kinds of service.
@@ -229,6 +245,8 @@ struct State {
     /// Ordered, so the file is the same byte for byte for the same history.
     keys: BTreeMap<String, KeyEntry>,
     store: Option<store::Store>,
+    /// The log-backed mode's files ([`Tracker::open_log`]).
+    log: Option<log::LogStore>,
 }
 
 impl State {
@@ -313,7 +331,7 @@ impl State {
             };
             (k, self.keys.insert(k.to_owned(), entry))
         });
-        if let Err(e) = self.persist() {
+        if let Err(e) = self.persist_new(req, &response, key) {
             self.undo(undo);
             if let Some((k, previous)) = replaced {
                 match previous {
@@ -355,9 +373,37 @@ impl State {
         }
     }
 
-    /// Write the state down (file-backed mode); in memory there is nothing
-    /// to do.
+    /// Make a new record durable: the log-backed mode appends it (passing
+    /// its points), the file-backed mode rewrites its file.
+    fn persist_new(
+        &mut self,
+        req: &Request,
+        response: &Response,
+        key: Option<&str>,
+    ) -> Result<(), TrackerError> {
+        match &mut self.log {
+            Some(log) => log.append(
+                (req, response, key),
+                self.clock_ticks,
+                &self.issues,
+                self.comments_total,
+                &self.keys,
+            ),
+            None => self.persist(),
+        }
+    }
+
+    /// Write the state down (file-backed and log-backed modes); in memory
+    /// there is nothing to do.
     fn persist(&mut self) -> Result<(), TrackerError> {
+        if let Some(log) = &mut self.log {
+            return log.save_index(
+                self.clock_ticks,
+                &self.issues,
+                self.comments_total,
+                &self.keys,
+            );
+        }
         match &mut self.store {
             Some(store) => store.save(
                 self.clock_ticks,
@@ -371,6 +417,9 @@ impl State {
 
     /// Where the records live, for error messages.
     fn path(&self) -> PathBuf {
+        if let Some(log) = &self.log {
+            return log.path();
+        }
         match &self.store {
             Some(store) => store.path(),
             None => PathBuf::from("<memory>"),
@@ -431,6 +480,50 @@ impl Tracker {
         Ok(Tracker::from_state(mode, store::Store::open(dir)?))
     }
 
+    /// A tracker whose records live in `dir` as a log of entries and an
+    /// index, and which can crash part-way through a write: the tracker of a
+    /// sweep that crashes the service as well as its client.
+    ///
+    /// Each new record passes [`RECEIVED`] (in memory only), is appended to
+    /// the log as one synced file, passes [`LOG_APPENDED`], rewrites the
+    /// index, passes [`INDEX_UPDATED`], then [`ACCEPTED`] as always. A crash
+    /// at any of them kills the tracker too: drop it and open the directory
+    /// again, which loads the index and replays the entries after it,
+    /// keys included, so the key table survives with the records it
+    /// protects. An entry that does not replay as it was written is
+    /// [`TrackerError::Corrupt`]. Configuration is not stored.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tracker::{Mode, Tracker, LOG_APPENDED};
+    ///
+    /// let disk = durable::MemDir::new();
+    /// let t = Tracker::open_log(Arc::new(disk.clone()), Mode::Keyed).unwrap();
+    /// // The tracker dies after its log append, before its index update.
+    /// let life = crashpoint::crash_at(crashpoint::Hit::new(LOG_APPENDED, 1), || {
+    ///     t.file_issue("bug", "trace", Some("k1"))
+    /// });
+    /// assert!(life.outcome.crashed().is_some());
+    /// // It restarts from its own files: the record is there, and so is its key.
+    /// let t = Tracker::open_log(Arc::new(disk), Mode::Keyed).unwrap();
+    /// assert!(t.holds_key("k1"));
+    /// assert_eq!(t.file_issue("bug", "trace", Some("k1")).unwrap(), 1);
+    /// assert_eq!(t.issues().len(), 1);
+    /// ```
+    pub fn open_log(dir: Arc<dyn durable::Dir>, mode: Mode) -> Result<Tracker, TrackerError> {
+        Tracker::open_log_with(dir, mode, LogLayout::KeysInLog)
+    }
+
+    /// [`Tracker::open_log`] with a chosen [`LogLayout`]: the wrong one is
+    /// for mutation tests.
+    pub fn open_log_with(
+        dir: Arc<dyn durable::Dir>,
+        mode: Mode,
+        layout: LogLayout,
+    ) -> Result<Tracker, TrackerError> {
+        Ok(Tracker::from_state(mode, log::LogStore::open(dir, layout)?))
+    }
+
     fn from_state(mode: Mode, state: State) -> Tracker {
         Tracker {
             mode,
@@ -439,9 +532,11 @@ impl Tracker {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        // The lock is never held across a point or user code, so a poisoned
-        // lock means a panic inside the tracker itself, between consistent
-        // steps; the records are still the records.
+        // The lock is never held across user code, and across a point only
+        // in the log-backed mode, whose points stand for the tracker itself
+        // dying (its memory is then thrown away and the directory reopened).
+        // Otherwise a poisoned lock means a panic inside the tracker itself,
+        // between consistent steps; the records are still the records.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -480,7 +575,7 @@ impl Tracker {
     pub fn advance(&self, ticks: u64) {
         let mut st = self.lock();
         st.clock_ticks = st.clock_ticks.saturating_add(ticks);
-        if st.store.is_some() {
+        if st.store.is_some() || st.log.is_some() {
             let _best_effort = st.persist();
         }
     }

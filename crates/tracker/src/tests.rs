@@ -582,3 +582,130 @@ mod file {
         assert_eq!(reopened.issues(), t.issues());
     }
 }
+
+mod log_backed {
+    use super::*;
+    use crate::{LogLayout, INDEX_UPDATED, LOG_APPENDED, RECEIVED};
+    use durable::{Dir, MemDir};
+
+    fn open(disk: &MemDir, layout: LogLayout) -> Tracker {
+        Tracker::open_log_with(Arc::new(disk.clone()), Mode::Keyed, layout).unwrap()
+    }
+
+    /// File one issue with a key, crashing the tracker at `point`; reopen it
+    /// from its files and retry with the same key.
+    fn crash_then_retry(point: &'static str, layout: LogLayout) -> (Tracker, bool) {
+        let disk = MemDir::new();
+        let t = open(&disk, layout);
+        t.file_issue("first", "x", Some("k0")).unwrap();
+        // The first filing happened outside the scope: this one's hits are #1.
+        let life = crashpoint::crash_at(Hit::new(point, 1), || {
+            t.file_issue("bug", "trace", Some("k1"))
+        });
+        assert_eq!(life.outcome.crashed(), Some(&Hit::new(point, 1)));
+        drop(t);
+        let t = open(&disk, layout);
+        let held = t.holds_key("k1");
+        let number = t.file_issue("bug", "trace", Some("k1")).unwrap();
+        assert!(number >= 2, "issue #{number}");
+        (t, held)
+    }
+
+    #[test]
+    fn every_point_of_a_write_passes_in_order() {
+        let disk = MemDir::new();
+        let t = open(&disk, LogLayout::KeysInLog);
+        let life = crashpoint::record(|| t.file_issue("a", "b", Some("k")).unwrap());
+        let names: Vec<String> = life.hits.iter().map(|h| h.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "tracker received#1",
+                "tracker log appended#1",
+                "tracker index updated#1",
+                "tracker accepted#1"
+            ]
+        );
+        // A keyed repeat is not new: no write, only the answer.
+        let life = crashpoint::record(|| t.file_issue("a", "b", Some("k")).unwrap());
+        assert_eq!(life.hits, [Hit::new(ACCEPTED, 1)]);
+    }
+
+    #[test]
+    fn a_crash_before_anything_is_durable_loses_the_request_and_its_key() {
+        let (t, held) = crash_then_retry(RECEIVED, LogLayout::KeysInLog);
+        assert!(!held, "nothing was durable");
+        assert_eq!(
+            t.count(&issue("bug", "trace")),
+            1,
+            "the retry made it, once"
+        );
+    }
+
+    #[test]
+    fn the_key_table_survives_with_the_records_it_protects() {
+        for point in [LOG_APPENDED, INDEX_UPDATED, ACCEPTED] {
+            let (t, held) = crash_then_retry(point, LogLayout::KeysInLog);
+            assert!(held, "{point}: the record survived, so must its key");
+            assert_eq!(t.count(&issue("bug", "trace")), 1, "{point}");
+            assert_eq!(t.issues().len(), 2, "{point}");
+        }
+    }
+
+    #[test]
+    fn keys_kept_only_in_the_index_are_lost_between_log_and_index() {
+        let (t, held) = crash_then_retry(LOG_APPENDED, LogLayout::KeysInIndexOnly);
+        assert!(!held);
+        assert_eq!(
+            t.count(&issue("bug", "trace")),
+            2,
+            "the keyed retry filed again"
+        );
+        // After the index update the wrong layout holds the key too.
+        let (t, held) = crash_then_retry(INDEX_UPDATED, LogLayout::KeysInIndexOnly);
+        assert!(held);
+        assert_eq!(t.count(&issue("bug", "trace")), 1);
+    }
+
+    #[test]
+    fn a_reopened_log_replays_numbers_comments_and_the_clock() {
+        let disk = MemDir::new();
+        {
+            let t = open(&disk, LogLayout::KeysInLog);
+            assert_eq!(t.file_issue("a", "x", Some("k1")).unwrap(), 1);
+            assert_eq!(t.comment(1, "c1", Some("k2")).unwrap(), 1);
+            t.advance(3);
+            assert_eq!(t.file_issue("b", "y", None).unwrap(), 2);
+            // The last entry is durable, its index write is lost.
+            disk.remove(crate::log::INDEX).unwrap();
+        }
+        let t = open(&disk, LogLayout::KeysInLog);
+        assert_eq!(t.issues().len(), 2);
+        assert_eq!(t.issues()[0].comments.len(), 1);
+        assert!(t.holds_key("k1") && t.holds_key("k2"));
+        assert_eq!(t.comment(2, "c2", None).unwrap(), 2);
+        assert_eq!(t.file_issue("c", "z", None).unwrap(), 3);
+    }
+
+    #[test]
+    fn an_entry_that_does_not_replay_is_corrupt() {
+        let disk = MemDir::new();
+        {
+            let t = open(&disk, LogLayout::KeysInLog);
+            t.file_issue("a", "x", None).unwrap();
+            t.file_issue("b", "y", None).unwrap();
+        }
+        disk.remove(crate::log::INDEX).unwrap();
+        // Entry 1 gone: entry 2 would replay as issue #1.
+        disk.remove("tracker-log-000000000001.json").unwrap();
+        let err = Tracker::open_log(Arc::new(disk.clone()), Mode::Keyed).unwrap_err();
+        assert!(matches!(err, TrackerError::Corrupt { .. }), "{err}");
+        disk.write("tracker-log-000000000001.json", b"{not json")
+            .unwrap();
+        let err = Tracker::open_log(Arc::new(disk), Mode::Keyed).unwrap_err();
+        assert!(
+            err.to_string().contains("tracker-log-000000000001.json"),
+            "{err}"
+        );
+    }
+}
