@@ -10,6 +10,16 @@
 //! | `+ attempt markers, no keys` | as above, plus a marker before each mutating call | no | yes |
 //! | `keys and markers` | as above | yes | yes |
 //!
+//! Beyond the seed's table, [`Modes`] run the same loops in harder worlds,
+//! each default to the seed's behaviour: checkpoints in a
+//! [`durable::PowerDir`] whose crashes are power cuts, written by the real
+//! writer or a mutation of it ([`Power`], [`Writer`]); a person who answers
+//! one question wrong ([`Person`]); a model that answers a repeated question
+//! differently ([`Model`]); a log-backed tracker that crashes with the loop
+//! (`Modes::tracker`). [`beyond`] names every such variant for
+//! `cargo xtask sweep --variant`, and [`labels`] records, for every crash,
+//! where the call in flight stood and how the restart settled it.
+//!
 //! ```
 //! use designs::{Design, Script, Storage};
 //!

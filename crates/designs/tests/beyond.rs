@@ -485,3 +485,34 @@ fn a_crashing_tracker_loses_nothing_and_duplicates_nothing_for_keys_or_markers()
         assert!(why.starts_with("dups = 1"), "{why}");
     }
 }
+
+/// The new worlds (a power-loss directory, a crashing tracker's files, the
+/// labels) are per scenario: one thread or many give the same table.
+#[test]
+fn one_thread_or_many_give_the_same_rows() {
+    let script = script();
+    for slug in [
+        "power-no-dir-fsync-in-order-markers",
+        "tracker-crash-keys-markers",
+        "model-new-calls-save-once-per-turn",
+    ] {
+        let v = beyond::variant(slug).unwrap();
+        let one = sweep::run(
+            &v.subject(&script),
+            &Config {
+                threads: Some(1),
+                ..Config::default()
+            },
+        )
+        .unwrap();
+        let many = sweep::run(
+            &v.subject(&script),
+            &Config {
+                threads: Some(8),
+                ..Config::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(one, many, "{slug}");
+    }
+}
