@@ -99,6 +99,12 @@ enum SweepAction {
 }
 
 fn main() -> ExitCode {
+    // Die quietly when the reader of a pipe goes away (`… | head`), as
+    // command-line tools do, instead of panicking on a failed print.
+    // SAFETY: called once at start-up, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Sweep(args) => match args.action {

@@ -1,5 +1,5 @@
 //! Every sweepable variant by its command-line name: the five designs, the
-//! real loop's six rows, and the bank-transfer example.
+//! real loop's six rows, issue 7's modes, and the bank-transfer example.
 
 use std::path::Path;
 
@@ -42,6 +42,14 @@ pub fn all() -> Vec<Variant> {
             }),
         });
     }
+    for (slug, title) in designs::beyond::variants() {
+        let s = slug.clone();
+        v.push(Variant {
+            slug,
+            title,
+            build: Box::new(move |job, _| beyond(&s, job)),
+        });
+    }
     for (slug, variant) in [
         ("bank", bank::Variant::SaveRunFirst),
         ("bank-buggy", bank::Variant::FirstSaveAfterPayment),
@@ -62,16 +70,31 @@ pub fn all() -> Vec<Variant> {
     v
 }
 
+/// A variant of issue 7's modes (power loss, a person who errs, a model
+/// that changes its mind, a tracker that crashes): the curated ones are
+/// listed, and any combination of `designs::beyond` is accepted by slug.
+fn beyond(slug: &str, job: Option<&Path>) -> Result<Box<dyn DynSubject>, String> {
+    let path = job.map_or_else(designs::default_script_path, Path::to_path_buf);
+    let script = Script::load(&path).map_err(|e| e.to_string())?;
+    designs::beyond::subject(slug, &script).ok_or_else(|| format!("unknown variant {slug:?}"))
+}
+
 /// The slug of the variant whose row title is `title`.
 pub fn slug_of(title: &str) -> Option<String> {
-    all().into_iter().find(|v| v.title == title).map(|v| v.slug)
+    all()
+        .into_iter()
+        .find(|v| v.title == title)
+        .map(|v| v.slug)
+        .or_else(|| designs::beyond::slug_of(title))
 }
 
 /// The listing printed by `--list`.
 pub fn listing() -> String {
+    let all = all();
+    let width = all.iter().map(|v| v.slug.len()).max().unwrap_or(0);
     let mut s = String::from("variants (--variant NAME):\n");
-    for v in all() {
-        s.push_str(&format!("  {:<34} {}\n", v.slug, v.title));
+    for v in all {
+        s.push_str(&format!("  {:<width$}  {}\n", v.slug, v.title));
     }
     s
 }
@@ -85,6 +108,7 @@ pub fn subject(
     let all = all();
     match all.iter().find(|v| v.slug == slug) {
         Some(v) => (v.build)(job, storage),
+        None if designs::beyond::variant(slug).is_some() => beyond(slug, job),
         None => Err(format!(
             "unknown variant {slug:?}; known: {}",
             all.iter()
