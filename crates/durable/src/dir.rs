@@ -11,7 +11,7 @@ use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -121,6 +121,10 @@ const TEMP_ATTEMPTS: u32 = 16;
 #[derive(Clone, Debug)]
 pub struct DiskDir {
     path: PathBuf,
+    /// Temp files created and not yet renamed or removed, kept open so the
+    /// write and the sync that follow `create_temp` need no second open (a
+    /// save is create, write, sync, rename: two opens fewer per save).
+    open: Arc<Mutex<HashMap<String, File>>>,
 }
 
 impl DiskDir {
@@ -155,7 +159,16 @@ impl DiskDir {
                 format!("{} is not a directory", path.display()),
             ));
         }
-        Ok(DiskDir { path })
+        Ok(DiskDir {
+            path,
+            open: Arc::default(),
+        })
+    }
+
+    fn open_files(&self) -> MutexGuard<'_, HashMap<String, File>> {
+        // A poisoned map only means a thread panicked (a crash) mid-save; the
+        // handles in it are still valid descriptors.
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The directory's path.
@@ -189,7 +202,10 @@ impl Dir for DiskDir {
                 .mode(0o600)
                 .open(&path)
             {
-                Ok(_) => return Ok(name),
+                Ok(file) => {
+                    self.open_files().insert(name.clone(), file);
+                    return Ok(name);
+                }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
@@ -201,6 +217,15 @@ impl Dir for DiskDir {
     }
 
     fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
+        if let Some(f) = self.open_files().get_mut(name) {
+            // Fresh from `create_temp` the file is empty and the cursor at 0;
+            // only a second write must cut what the first one left.
+            if f.stream_position()? != 0 {
+                f.set_len(0)?;
+                f.seek(SeekFrom::Start(0))?;
+            }
+            return f.write_all(data);
+        }
         let mut f = OpenOptions::new()
             .write(true)
             .create(true)
@@ -211,11 +236,20 @@ impl Dir for DiskDir {
     }
 
     fn sync(&self, name: &str) -> io::Result<()> {
+        if let Some(f) = self.open_files().get(name) {
+            return f.sync_all();
+        }
         File::open(self.file(name)?)?.sync_all()
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        fs::rename(self.file(from)?, self.file(to)?)
+        let (from_path, to_path) = (self.file(from)?, self.file(to)?);
+        {
+            let mut open = self.open_files();
+            open.remove(from);
+            open.remove(to);
+        }
+        fs::rename(from_path, to_path)
     }
 
     fn sync_dir(&self) -> io::Result<()> {
@@ -231,7 +265,9 @@ impl Dir for DiskDir {
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {
-        match fs::remove_file(self.file(name)?) {
+        let path = self.file(name)?;
+        self.open_files().remove(name);
+        match fs::remove_file(path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             r => r,
         }

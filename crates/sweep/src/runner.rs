@@ -122,41 +122,23 @@ pub fn run_with<S: Subject>(
     }
     let clean_verdict = clean.result.verdict.clone();
 
-    let mut scenarios = Vec::new();
-    let mut level: Vec<(Scenario, Vec<u32>)> = expand(&Scenario::default(), &[], &clean.last_hits);
-    for depth in 1..=config.depth {
-        progress(Progress::Planned(level.len() as u64));
-        let last = depth == config.depth;
-        let ran: Vec<Ran> = pool.install(|| {
-            level
-                .par_iter()
-                .map(|(sc, order)| {
-                    let mut r = replay(
-                        subject,
-                        sc,
-                        order.clone(),
-                        Some(&clean_verdict),
-                        config.trace,
-                    );
-                    if last {
-                        r.last_hits = Vec::new();
-                    }
-                    progress(Progress::Finished);
-                    r
+    // Each scenario's children (the hits its final life reaches) start as
+    // soon as it finishes — no barrier between depths — and results are
+    // sorted into the sweep's fixed order at the end.
+    let top = expand(&Scenario::default(), &[], &clean.last_hits);
+    progress(Progress::Planned(top.len() as u64));
+    let mut scenarios: Vec<ScenarioResult> = if config.depth == 0 {
+        Vec::new()
+    } else {
+        pool.install(|| {
+            top.into_par_iter()
+                .flat_map_iter(|(sc, order)| {
+                    subtree(subject, sc, order, config, &clean_verdict, progress)
                 })
                 .collect()
-        });
-        let mut next = Vec::new();
-        for r in ran {
-            if !last {
-                next.extend(expand(&r.result.scenario, &r.result.order, &r.last_hits));
-            }
-            if in_partition(&r.result.scenario, config.partition) {
-                scenarios.push(r.result);
-            }
-        }
-        level = next;
-    }
+        })
+    };
+    scenarios.sort_by(|a, b| (a.scenario.depth(), &a.order).cmp(&(b.scenario.depth(), &b.order)));
     Ok(Report {
         subject: subject.name(),
         counters,
@@ -165,6 +147,38 @@ pub fn run_with<S: Subject>(
         clean: clean.result,
         scenarios,
     })
+}
+
+/// Run one scenario and, while depth remains, every scenario that adds one
+/// crash at a hit its final life reached; return those of the partition.
+fn subtree<S: Subject>(
+    subject: &S,
+    sc: Scenario,
+    order: Vec<u32>,
+    config: &Config,
+    clean: &Verdict,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Vec<ScenarioResult> {
+    let ran = replay(subject, &sc, order, Some(clean), config.trace);
+    progress(Progress::Finished);
+    let children = if sc.depth() < config.depth as usize {
+        expand(&sc, &ran.result.order, &ran.last_hits)
+    } else {
+        Vec::new()
+    };
+    let mut out = Vec::new();
+    if in_partition(&sc, config.partition) {
+        out.push(ran.result);
+    }
+    if !children.is_empty() {
+        progress(Progress::Planned(children.len() as u64));
+        let nested: Vec<Vec<ScenarioResult>> = children
+            .into_par_iter()
+            .map(|(c, o)| subtree(subject, c, o, config, clean, progress))
+            .collect();
+        out.extend(nested.into_iter().flatten());
+    }
+    out
 }
 
 fn expand(parent: &Scenario, order: &[u32], hits: &[Hit]) -> Vec<(Scenario, Vec<u32>)> {

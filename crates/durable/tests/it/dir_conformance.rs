@@ -52,7 +52,25 @@ conformance!(
     write_atomic_replaces_and_leaves_no_temp,
     write_atomic_passes_its_points_only_when_asked,
     write_atomic_removes_its_temp_on_error,
+    a_temp_file_written_twice_holds_the_second_write,
 );
+
+/// `DiskDir` keeps a temp file open between `create_temp`, `write`, `sync`
+/// and `rename`; a second write must still replace the first.
+fn a_temp_file_written_twice_holds_the_second_write(d: &dyn Dir) {
+    let t = d.create_temp(".run.json-").unwrap();
+    d.write(&t, b"a long first version").unwrap();
+    d.write(&t, b"short").unwrap();
+    d.sync(&t).unwrap();
+    assert_eq!(d.read(&t).unwrap().as_deref(), Some(&b"short"[..]));
+    d.rename(&t, "run.json").unwrap();
+    assert_eq!(d.read("run.json").unwrap().as_deref(), Some(&b"short"[..]));
+    // After the rename the handle is gone: writing the old name makes a new file.
+    d.write(&t, b"again").unwrap();
+    assert_eq!(d.read(&t).unwrap().as_deref(), Some(&b"again"[..]));
+    d.remove(&t).unwrap();
+    assert_eq!(d.read(&t).unwrap(), None);
+}
 
 fn read_of_a_missing_file_is_none(d: &dyn Dir) {
     assert_eq!(d.read("nothing").unwrap(), None);
