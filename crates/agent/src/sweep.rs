@@ -560,9 +560,9 @@ impl Subject for LoopSubject {
         }
     }
 
-    fn life(&self, w: &mut LoopWorld) -> Result<(), String> {
+    fn life(&self, w: &mut LoopWorld) -> Result<(), sweep::LifeError> {
         let agent = self.agent(w)?;
-        agent.run().map(drop).map_err(|e| e.to_string())
+        agent.run().map(drop).map_err(|e| e.to_string().into())
     }
 
     fn judge(&self, w: &LoopWorld) -> Verdict {

@@ -101,7 +101,7 @@ use std::collections::BTreeMap;
 use crashpoint::point;
 use durable::{Dir, MemDir, WriteOptions};
 use serde::{Deserialize, Serialize};
-use sweep::{Counter, Subject, Verdict};
+use sweep::{Counter, LifeError, Subject, Verdict};
 
 /// One payment of the batch; its ID names it in the job file, in its key and
 /// in the bank's ledger.
@@ -213,13 +213,17 @@ pub struct Payday(pub Variant);
 
 const JOB: &str = "payday.json";
 
-fn save(dir: &MemDir, job: &JobState) -> Result<(), String> {
-    let bytes = serde_json::to_vec(job).map_err(|e| e.to_string())?;
+fn save(dir: &MemDir, job: &JobState) -> Result<(), LifeError> {
     let opts = WriteOptions {
         sync: false,
         points: true,
     }; // a MemDir has nothing to sync
-    durable::write_atomic(dir, JOB, &bytes, opts).map_err(|e| format!("save {JOB}: {e}"))
+    Ok(durable::write_atomic(
+        dir,
+        JOB,
+        &serde_json::to_vec(job)?,
+        opts,
+    )?)
 }
 
 impl Subject for Payday {
@@ -249,16 +253,15 @@ impl Subject for Payday {
         }
     }
 
-    fn life(&self, w: &mut World) -> Result<(), String> {
-        let io = |e: std::io::Error| e.to_string();
-        let _one_at_a_time = w.dir.lock("payday.lock").map_err(io)?; // released even by a crash
-        for leftover in w.dir.list().map_err(io)? {
+    fn life(&self, w: &mut World) -> Result<(), LifeError> {
+        let _one_at_a_time = w.dir.lock("payday.lock")?; // released even by a crash
+        for leftover in w.dir.list()? {
             if leftover.starts_with(&format!(".{JOB}-")) && leftover.ends_with(".tmp") {
-                w.dir.remove(&leftover).map_err(io)?; // a save that crashed before its rename
+                w.dir.remove(&leftover)?; // a save that crashed before its rename
             }
         }
         w.clock += 1;
-        let mut job = match w.dir.read(JOB).map_err(io)? {
+        let mut job = match w.dir.read(JOB)? {
             Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("{JOB}: {e}"))?,
             None => {
                 let fresh = JobState {

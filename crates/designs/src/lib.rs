@@ -641,10 +641,10 @@ impl Subject for DesignSubject {
         }
     }
 
-    fn life(&self, w: &mut World) -> Result<(), String> {
+    fn life(&self, w: &mut World) -> Result<(), sweep::LifeError> {
         let result = w.boot().and_then(|_| self.run_life(w));
         w.shutdown(&result);
-        result
+        Ok(result?)
     }
 
     fn judge(&self, w: &World) -> Verdict {

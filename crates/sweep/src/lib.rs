@@ -38,7 +38,7 @@
 //!         vec![Counter::new("created").required()]
 //!     }
 //!     fn world(&self) -> World { World { a: 10, ..World::default() } }
-//!     fn life(&self, w: &mut World) -> Result<(), String> {
+//!     fn life(&self, w: &mut World) -> Result<(), sweep::LifeError> {
 //!         if w.step == 0 {
 //!             w.a -= 10;
 //!             crashpoint::point!("debited");
@@ -80,6 +80,10 @@ pub use crashpoint::Hit;
 
 use serde::{Deserialize, Serialize};
 
+/// Why a life stopped on its own (not by a crash): any error converts into
+/// it with `?`, a `String` or `&str` included.
+pub type LifeError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A program to sweep. Implement it for your own durable program.
 pub trait Subject: Sync {
     /// Everything a crash does not erase. Each scenario gets a fresh one, and
@@ -97,8 +101,9 @@ pub trait Subject: Sync {
 
     /// One life: start or resume from the world and run until done. An
     /// injected crash arrives as a panic from a point and never returns here;
-    /// `Err` means the life stopped with an error of the program's own.
-    fn life(&self, world: &mut Self::World) -> Result<(), String>;
+    /// `Err` means the life stopped with an error of the program's own (any
+    /// error type converts with `?`).
+    fn life(&self, world: &mut Self::World) -> Result<(), LifeError>;
 
     /// Look at the world once the scenario is over and count.
     fn judge(&self, world: &Self::World) -> Verdict;

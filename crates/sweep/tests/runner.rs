@@ -34,7 +34,7 @@ impl Subject for Counting {
     fn world(&self) -> CWorld {
         CWorld::default()
     }
-    fn life(&self, w: &mut CWorld) -> Result<(), String> {
+    fn life(&self, w: &mut CWorld) -> Result<(), sweep::LifeError> {
         w.starts += 1;
         while w.saved < self.n {
             if self.save_first {
@@ -272,7 +272,7 @@ impl Subject for Flaky {
     fn world(&self) -> bool {
         false
     }
-    fn life(&self, started: &mut bool) -> Result<(), String> {
+    fn life(&self, started: &mut bool) -> Result<(), sweep::LifeError> {
         let first = !*started;
         *started = true;
         crashpoint::point!("p");
@@ -308,7 +308,7 @@ fn a_crash_that_does_not_fire_fails_the_scenario() {
             vec![]
         }
         fn world(&self) {}
-        fn life(&self, _: &mut ()) -> Result<(), String> {
+        fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
             // Only the very first life in the process passes the point: a
             // hidden global, exactly what a world must not be.
             if !self.0.swap(true, Ordering::SeqCst) {
@@ -345,7 +345,7 @@ fn the_clean_run_must_finish() {
             vec![]
         }
         fn world(&self) {}
-        fn life(&self, _: &mut ()) -> Result<(), String> {
+        fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
             Err("no config".into())
         }
         fn judge(&self, _: &()) -> Verdict {
