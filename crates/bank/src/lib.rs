@@ -255,11 +255,7 @@ impl Subject for Payday {
 
     fn life(&self, w: &mut World) -> Result<(), LifeError> {
         let _one_at_a_time = w.dir.lock("payday.lock")?; // released even by a crash
-        for leftover in w.dir.list()? {
-            if leftover.starts_with(&format!(".{JOB}-")) && leftover.ends_with(".tmp") {
-                w.dir.remove(&leftover)?; // a save that crashed before its rename
-            }
-        }
+        durable::remove_leftover_temps(&w.dir, JOB)?; // saves that crashed before their rename
         w.clock += 1;
         let mut job = match w.dir.read(JOB)? {
             Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("{JOB}: {e}"))?,

@@ -271,28 +271,12 @@ impl Checkpoint {
     /// count, so the temp files of a run whose ID extends this one's (run
     /// `a` and run `a.json-b`) are never touched.
     fn remove_temp_files(&self) -> Result<()> {
-        let prefix = format!(".{}-", self.file);
         let dir = self.dir.as_ref();
-        let names = dir.list().map_err(|source| Error::Io {
-            path: dir.path_of(""),
-            op: "list",
+        crate::dir::remove_leftover_temps(dir, &self.file).map_err(|source| Error::Io {
+            path: dir.path_of(&self.file),
+            op: "remove leftover temp files",
             source,
         })?;
-        for name in names {
-            let is_ours = name
-                .strip_prefix(&prefix)
-                .and_then(|rest| rest.strip_suffix(".tmp"))
-                .is_some_and(|unique| {
-                    !unique.is_empty() && unique.bytes().all(|b| b.is_ascii_alphanumeric())
-                });
-            if is_ours {
-                dir.remove(&name).map_err(|source| Error::Io {
-                    path: dir.path_of(&name),
-                    op: "remove leftover temp file",
-                    source,
-                })?;
-            }
-        }
         Ok(())
     }
 }

@@ -646,6 +646,32 @@ pub(crate) fn write_atomic_step(
     Ok(())
 }
 
+/// Remove the temp files a crashed [`write_atomic`] of `name` left behind
+/// (`.<name>-<unique>.tmp`), and return their names.
+///
+/// Such a file never became `name`, so nobody ever heard of what it holds;
+/// call this when a process starts, under the lock that keeps other writers
+/// out. Only names whose unique part is alphanumeric count, so the temp
+/// files of another file whose name extends this one's (`a` and `a-b`) are
+/// never touched.
+pub fn remove_leftover_temps(dir: &dyn Dir, name: &str) -> io::Result<Vec<String>> {
+    let prefix = format!(".{name}-");
+    let mut removed = Vec::new();
+    for file in dir.list()? {
+        let ours = file
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(".tmp"))
+            .is_some_and(|unique| {
+                !unique.is_empty() && unique.bytes().all(|b| b.is_ascii_alphanumeric())
+            });
+        if ours {
+            dir.remove(&file)?;
+            removed.push(file);
+        }
+    }
+    Ok(removed)
+}
+
 /// Replace `name` with `bytes` so that, whenever a crash comes, the directory
 /// holds either the old file or the new one, never half of one.
 ///
@@ -656,8 +682,8 @@ pub(crate) fn write_atomic_step(
 /// `mid-save`, renames it over `name` (the one step that swaps old for new),
 /// passes `after rename`, and syncs the directory (if `opts.sync`: so the
 /// rename survives a power cut). On an error the temp file is removed; after
-/// a crash it is left for the next [`Checkpoint::open`](crate::Checkpoint::open)
-/// to remove.
+/// a crash it is left for [`remove_leftover_temps`] (which
+/// [`Checkpoint::open`](crate::Checkpoint::open) calls) to remove.
 pub fn write_atomic(dir: &dyn Dir, name: &str, bytes: &[u8], opts: WriteOptions) -> io::Result<()> {
     write_atomic_step(dir, name, bytes, opts).map_err(|(_, e)| e)
 }

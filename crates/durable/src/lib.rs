@@ -73,7 +73,7 @@ mod run_id;
 mod state;
 
 pub use checkpoint::{Checkpoint, Opened, Options};
-pub use dir::{write_atomic, Dir, DiskDir, LockGuard, MemDir, WriteOptions};
+pub use dir::{remove_leftover_temps, write_atomic, Dir, DiskDir, LockGuard, MemDir, WriteOptions};
 pub use error::{Error, Result};
 pub use key::key;
 pub use power::{CrashState, PowerDir};

@@ -109,12 +109,7 @@ impl Store {
     /// behind; it never became `tracker.json`, so it holds nothing anyone
     /// heard about.
     fn remove_leftover_temps(&self) -> Result<(), TrackerError> {
-        let prefix = format!(".{FILE}-");
-        for name in self.dir.list().map_err(|e| self.io(e))? {
-            if name.starts_with(&prefix) && name.ends_with(".tmp") {
-                self.dir.remove(&name).map_err(|e| self.io(e))?;
-            }
-        }
+        durable::remove_leftover_temps(self.dir.as_ref(), FILE).map_err(|e| self.io(e))?;
         Ok(())
     }
 
