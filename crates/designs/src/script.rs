@@ -267,3 +267,68 @@ impl Script {
         self.replies.iter().flatten().filter(|c| c.op.mutates())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        Script::parse(text, Path::new("sweeps/bad.json"))
+            .unwrap_err()
+            .to_string()
+    }
+
+    const FILE: &str = r#"{"id": "c1", "tool": "issue_file", "args": {"title": "A", "body": "a"}}"#;
+
+    #[test]
+    fn the_shipped_job_loads() {
+        let s = Script::load(crate::default_script_path()).unwrap();
+        assert_eq!(s.replies.len(), 3);
+        assert_eq!(s.effects().count(), 3);
+    }
+
+    #[test]
+    fn bad_jobs_are_clear_errors_naming_the_file() {
+        let cases = [
+            (format!(r#"{{"name": "x", "replies": [[{FILE}]]}}"#), "no final reply"),
+            (r#"{"name": "x", "replies": []}"#.to_owned(), "no replies"),
+            (
+                format!(r#"{{"name": "x", "replies": [[{FILE}, {FILE}], []]}}"#),
+                "duplicate call ID \"c1\"",
+            ),
+            (
+                r#"{"name": "x", "replies": [[{"id": "c1", "tool": "deploy", "args": {}}], []]}"#
+                    .to_owned(),
+                "unknown tool \"deploy\"",
+            ),
+            (
+                r#"{"name": "x", "replies": [[{"id": "c2", "tool": "issue_comment", "args": {"issue": "c1", "body": "b"}}], []]}"#
+                    .to_owned(),
+                "which no earlier issue_file call filed",
+            ),
+            (
+                r#"{"name": "x", "replies": [[{"id": "c1", "tool": "search", "args": {}}], []]}"#
+                    .to_owned(),
+                "missing argument \"query\"",
+            ),
+            (
+                format!(r#"{{"name": "x", "replies": [[], [{FILE}], []]}}"#),
+                "reply 1 is empty but is not the last",
+            ),
+            ("not json".to_owned(), "not a scripted job"),
+            (r#"{"name": "x", "replies": [[]], "extra": 1}"#.to_owned(), "unknown field"),
+        ];
+        for (text, needle) in cases {
+            let e = err(&text);
+            assert!(e.starts_with("sweeps/bad.json: "), "{e}");
+            assert!(e.contains(needle), "{needle:?} not in {e}");
+        }
+        let e = Script::load("sweeps/does-not-exist.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("does-not-exist.json") && e.contains("cannot read"),
+            "{e}"
+        );
+    }
+}
