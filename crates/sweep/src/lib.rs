@@ -22,6 +22,19 @@
 //! Scenarios run in parallel on rayon and are gathered in a fixed order, so a
 //! [`Report`] (and its table) is the same byte for byte with 1 thread or 16.
 //!
+//! Every scenario checks that its crash fired at the hit its name says, and
+//! that its final life finished; a real panic fails the scenario with its
+//! message. A scenario's name (`tracker accepted#2 → mid-save#1`) parses back
+//! into a [`Scenario`], so [`run_one`] reruns it alone with its timeline.
+//! Partitions ([`Config::partition`]) split a sweep across machines by a
+//! stable hash of scenario names; [`Report::merge`] puts the shards back
+//! together into exactly the unpartitioned report.
+//!
+//! A complete example outside this project's domain is the workspace's
+//! `crates/bank`: a bank-transfer job with idempotency keys, checkpointed with
+//! `durable`, judged on money created or lost, plus a variant with an
+//! ordering bug that the sweep catches and names.
+//!
 //! ```
 //! use sweep::{Counter, Subject, Verdict};
 //!

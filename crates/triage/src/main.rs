@@ -45,8 +45,8 @@ pub enum Approve {
 /// resume it.
 ///
 /// Replays a recorded task's model replies against real parts under --state
-/// DIR: the run's checkpoint DIR/<run>.json (0600) and its lock, and the
-/// run's world DIR/<run>.world/ (a file-backed tracker that honours
+/// DIR: the run's checkpoint DIR/RUN.json (0600) and its lock, and the
+/// run's world DIR/RUN.world/ (a file-backed tracker that honours
 /// idempotency keys, and the workspace code_patch writes in). Without --run,
 /// resumes the task's one unfinished run in DIR, or starts a new one.
 #[derive(Debug, Parser)]
