@@ -189,6 +189,11 @@ impl Report {
             seen.push(p.partition);
             first.scenarios.extend(p.scenarios);
         }
+        // Shard numbers come from files: without this, `1/2` and `3/2` would
+        // pass the count check below with shard 2's scenarios missing.
+        if let Some(&(k, n)) = seen.iter().flatten().find(|(k, n)| *k == 0 || k > n) {
+            return Err(Error::BadPartition { k, n });
+        }
         let n = match seen.first().copied().flatten() {
             Some((_, n)) => n as usize,
             None => 1,

@@ -214,6 +214,14 @@ fn merge_refuses_missing_or_repeated_shards() {
     assert!(Report::merge(vec![part(1), part(2)]).is_err());
     assert!(Report::merge(vec![part(1), part(1), part(2)]).is_err());
     assert!(Report::merge(vec![]).is_err());
+    // Shard numbers read from a file: 1/3, 2/3 and "4/3" are three shards of
+    // three but shard 3 is missing.
+    let mut forged = part(3);
+    forged.partition = Some((4, 3));
+    assert!(matches!(
+        Report::merge(vec![part(1), part(2), forged]),
+        Err(sweep::Error::BadPartition { k: 4, n: 3 })
+    ));
     assert!(sweep::run(
         &s,
         &Config {
