@@ -193,6 +193,15 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
         args.depth.or(def.as_ref().map(|d| d.depth)).unwrap_or(2)
     };
     let partition = args.partition.as_deref().map(parse_partition).transpose()?;
+    if args.bless
+        && (def.as_ref().and_then(|d| d.snapshot.as_ref()).is_none() || partition.is_some())
+    {
+        return Err(
+            "--bless rewrites the reviewed snapshot of a sweep definition: run it without \
+             --variant/--partition (the five designs) or with --file sweeps/NAME.sweep.json"
+                .into(),
+        );
+    }
     let config = Config {
         depth,
         threads: args.threads,
@@ -225,7 +234,7 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
         format!("cargo xtask sweep --variant {slug}{script} --scenario \"{sc}\"")
     };
     print!("{}", render(&reports, args.format, partition.is_some()));
-    if let (Some(d), true) = (&def, partition.is_none() && args.format == Format::Table) {
+    if let (Some(d), true) = (&def, partition.is_none()) {
         if let Some(snap) = &d.snapshot {
             let table = sweep::table(&reports.iter().map(Report::row).collect::<Vec<_>>());
             if args.bless {
