@@ -199,11 +199,13 @@ impl Task {
             ));
         }
         let mut calls = Vec::new();
-        let mut tokens = (0, 0);
+        let mut tokens: (u64, u64) = (0, 0);
         for (n, reply) in transcript.replies.iter().enumerate() {
             let turn = u32::try_from(n + 1).map_err(|_| "too many replies".to_owned())?;
-            tokens.0 += reply.usage.input_tokens;
-            tokens.1 += reply.usage.output_tokens;
+            // Saturating, as the agent adds up the same replies: the counts
+            // come from the file, and `paid_once` compares the two sums.
+            tokens.0 = tokens.0.saturating_add(reply.usage.input_tokens);
+            tokens.1 = tokens.1.saturating_add(reply.usage.output_tokens);
             for call in &reply.calls {
                 calls.push(RecordedCall {
                     turn,
@@ -355,6 +357,14 @@ mod tests {
         assert_eq!(t.tools(), ["search", "issue_file"]);
         assert_eq!(t.calls[1].turn, 2);
         assert_eq!(t.recorded_tokens, (12, 3));
+    }
+
+    #[test]
+    fn huge_token_counts_saturate_instead_of_overflowing() {
+        let max = u64::MAX;
+        let text = MINIMAL.replace("\"input_tokens\": 5", &format!("\"input_tokens\": {max}"));
+        let t = Task::parse(&text, Path::new("x/t.json"), "t").unwrap();
+        assert_eq!(t.recorded_tokens, (max, 3));
     }
 
     #[test]
