@@ -98,6 +98,32 @@ pub(crate) struct LogStore {
     next_seq: u64,
 }
 
+/// The invariants the tracker's counting relies on (issue numbers, the
+/// comment total, room for the next entry), checked on a loaded index: the
+/// numbers come from a file, and a tracker that went on from a wrong count
+/// would hand out clashing numbers or overflow.
+fn check_index(index: &IndexIn) -> Result<(), String> {
+    for (position, issue) in (1u64..).zip(&index.issues) {
+        if issue.number != position {
+            return Err(format!(
+                "issue #{} stands at position {position} (numbers run 1, 2, 3, …)",
+                issue.number
+            ));
+        }
+    }
+    let comments: u64 = index.issues.iter().map(|i| i.comments.len() as u64).sum();
+    if index.comments_total != comments {
+        return Err(format!(
+            "comments_total is {} but the issues hold {comments} comments",
+            index.comments_total
+        ));
+    }
+    if index.applied == u64::MAX {
+        return Err("applied is u64::MAX: no entry can follow it".into());
+    }
+    Ok(())
+}
+
 const SYNCED: durable::WriteOptions = durable::WriteOptions {
     sync: true,
     points: false,
@@ -154,6 +180,7 @@ impl LogStore {
                     ),
                 ));
             }
+            check_index(&index).map_err(|reason| store.corrupt(INDEX, reason))?;
             applied = index.applied;
             st.clock_ticks = index.clock_ticks;
             st.comments_total = index.comments_total;

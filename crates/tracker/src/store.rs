@@ -174,6 +174,9 @@ fn check(file: &FileIn) -> Result<(), String> {
     if file.generation == 0 {
         return Err("generation 0: a written file starts at 1".into());
     }
+    if file.generation == u64::MAX {
+        return Err("generation u64::MAX leaves no number for the next save".into());
+    }
     for (index, issue) in file.issues.iter().enumerate() {
         if issue.number != index as u64 + 1 {
             return Err(format!(

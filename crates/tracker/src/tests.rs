@@ -451,6 +451,7 @@ mod file {
             refused_after(|j| j["keys"]["k3"]["request"]["Comment"]["issue"] = 2.into()),
             refused_after(|j| j["keys"]["k1"]["at_tick"] = 1.into()),
             refused_after(|j| j["extra"] = true.into()),
+            refused_after(|j| j["generation"] = u64::MAX.into()),
         ];
         for reason in reasons {
             assert!(!reason.is_empty());
@@ -685,6 +686,31 @@ mod log_backed {
         assert!(t.holds_key("k1") && t.holds_key("k2"));
         assert_eq!(t.comment(2, "c2", None).unwrap(), 2);
         assert_eq!(t.file_issue("c", "z", None).unwrap(), 3);
+    }
+
+    #[test]
+    fn an_inconsistent_index_is_corrupt() {
+        let edits: [fn(&mut serde_json::Value); 3] = [
+            |j| j["issues"][0]["number"] = 2.into(),
+            |j| j["comments_total"] = u64::MAX.into(),
+            |j| j["applied"] = u64::MAX.into(),
+        ];
+        for edit in edits {
+            let disk = MemDir::new();
+            {
+                let t = open(&disk, LogLayout::KeysInLog);
+                t.file_issue("a", "x", None).unwrap();
+                t.comment(1, "c", None).unwrap();
+            }
+            let bytes = disk.read(crate::log::INDEX).unwrap().unwrap();
+            let mut json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            edit(&mut json);
+            let bytes = serde_json::to_vec(&json).unwrap();
+            disk.write(crate::log::INDEX, &bytes).unwrap();
+            let err = Tracker::open_log(Arc::new(disk.clone()), Mode::Keyed).unwrap_err();
+            assert!(matches!(err, TrackerError::Corrupt { .. }), "{err}");
+            assert_eq!(disk.read(crate::log::INDEX).unwrap().unwrap(), bytes);
+        }
     }
 
     #[test]
