@@ -97,7 +97,7 @@ impl fmt::Debug for LockGuard {
 
 /// Reject names that are not a plain file name, so that no caller of a
 /// [`Dir`] can reach outside the directory whatever string it passes.
-fn check_name(name: &str) -> io::Result<()> {
+pub(crate) fn check_name(name: &str) -> io::Result<()> {
     if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -109,7 +109,7 @@ fn check_name(name: &str) -> io::Result<()> {
 
 /// How many names [`Dir::create_temp`] tries before giving up; with 12
 /// random characters a second try is already astronomically rare.
-const TEMP_ATTEMPTS: u32 = 16;
+pub(crate) const TEMP_ATTEMPTS: u32 = 16;
 
 // ---------------------------------------------------------------------------
 // DiskDir

@@ -44,7 +44,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::dir::{Dir, LockGuard};
+use crate::dir::{check_name, Dir, LockGuard, TEMP_ATTEMPTS};
 
 /// Which of the unsynced operations a power cut keeps. Synced contents and
 /// synced names always survive; these states differ only in the rest.
@@ -378,21 +378,6 @@ fn not_found(name: &str) -> io::Error {
         format!("power:/{name}: no such file"),
     )
 }
-
-/// The same rule as every [`Dir`]: a plain file name, nothing that could
-/// reach outside the directory.
-fn check_name(name: &str) -> io::Result<()> {
-    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{name:?} is not a plain file name"),
-        ));
-    }
-    Ok(())
-}
-
-/// Names [`Dir::create_temp`] tries before giving up.
-const TEMP_ATTEMPTS: u32 = 16;
 
 /// The token inside a lock guard: releases the name on drop, unless a power
 /// cut already did and someone else took it since.
