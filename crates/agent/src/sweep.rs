@@ -36,10 +36,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use ::sweep::{Counter, Subject, Verdict};
-use durable::{Checkpoint, Dir, MemDir, Message, Options, Phase, Role, RunId, ToolCall};
+use durable::{
+    Checkpoint, CrashState, Dir, MemDir, Message, Options, Phase, PowerDir, Role, RunId, ToolCall,
+};
 use serde_json::Value;
 use tracker::{Fault, Mode, Request, Tracker};
 
@@ -53,6 +55,10 @@ use crate::transcript::{Transcript, TranscriptError};
 
 /// The run ID every scenario uses (each scenario has its own world).
 pub const RUN: &str = "loop-triage-run";
+
+mod power;
+
+pub use power::{Power, Writer};
 
 /// The harder situation a variant adds to the plain job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -77,6 +83,11 @@ pub struct Variant {
     pub keyed: bool,
     /// The situation.
     pub situation: Situation,
+    /// `None`: crashes are panics, the checkpoint and the workspace are
+    /// [`MemDir`]s and saves are unsynced (the loop's table). `Some`: both
+    /// are [`PowerDir`]s whose crashes are power cuts, saves are synced, and
+    /// the judge also counts lost saves and stopped runs.
+    pub power: Option<Power>,
 }
 
 /// Every variant, in table order.
@@ -86,42 +97,91 @@ pub const VARIANTS: [Variant; 6] = [
         title: "loop keyed",
         keyed: true,
         situation: Situation::Plain,
+        power: None,
     },
     Variant {
         slug: "loop-keyless",
         title: "loop keyless",
         keyed: false,
         situation: Situation::Plain,
+        power: None,
     },
     Variant {
         slug: "loop-keyed-fail-after-accept",
         title: "loop keyed, tool fails after accept",
         keyed: true,
         situation: Situation::FailAfterAccept,
+        power: None,
     },
     Variant {
         slug: "loop-keyed-approval",
         title: "loop keyed, approval gate",
         keyed: true,
         situation: Situation::ApprovalGate,
+        power: None,
     },
     Variant {
         slug: "loop-keyless-fail-after-accept",
         title: "loop keyless, tool fails after accept",
         keyed: false,
         situation: Situation::FailAfterAccept,
+        power: None,
     },
     Variant {
         slug: "loop-keyless-approval",
         title: "loop keyless, approval gate",
         keyed: false,
         situation: Situation::ApprovalGate,
+        power: None,
     },
 ];
 
-/// Every variant, in table order.
+/// Every variant: the six of the loop's table ([`VARIANTS`]), then the
+/// power-loss ones ([`power_variants`]).
 pub fn variants() -> &'static [Variant] {
-    &VARIANTS
+    static ALL: OnceLock<Vec<Variant>> = OnceLock::new();
+    ALL.get_or_init(|| VARIANTS.iter().chain(power_variants()).copied().collect())
+}
+
+/// The power-loss variants: the plain job, keyed and keyless, for each
+/// writer ([`Writer::ALL`]) and each crash state ([`CrashState::ALL`]).
+/// The real writer's slugs are `loop-keyed-power-<state>` (titles `loop
+/// keyed | power: <state>`); a mutation's add `-<writer>` (` | <writer>`).
+pub fn power_variants() -> &'static [Variant] {
+    static POWER: OnceLock<Vec<Variant>> = OnceLock::new();
+    POWER.get_or_init(|| {
+        let mut v = Vec::new();
+        for writer in Writer::ALL {
+            for keyed in [true, false] {
+                for state in CrashState::ALL {
+                    v.push(power_variant(keyed, Power { state, writer }));
+                }
+            }
+        }
+        v
+    })
+}
+
+/// The power-loss variant of the plain job with `power`.
+fn power_variant(keyed: bool, power: Power) -> Variant {
+    let k = if keyed { "keyed" } else { "keyless" };
+    let (mut slug, mut title) = (
+        format!("loop-{k}-power-{}", power.state.slug()),
+        format!("loop {k} | power: {}", power.state.slug()),
+    );
+    if power.writer != Writer::Real {
+        slug.push_str(&format!("-{}", power.writer.slug()));
+        title.push_str(&format!(" | {}", power.writer.title()));
+    }
+    // Built once per process (see power_variants), so the names live as
+    // long as the table of variants.
+    Variant {
+        slug: Box::leak(slug.into_boxed_str()),
+        title: Box::leak(title.into_boxed_str()),
+        keyed,
+        situation: Situation::Plain,
+        power: Some(power),
+    }
 }
 
 /// The sweep's job: `sweeps/loop-triage.json` of this workspace.
@@ -133,7 +193,7 @@ pub fn default_transcript_path() -> PathBuf {
 #[derive(Debug, thiserror::Error)]
 pub enum SubjectError {
     /// No variant has this slug.
-    #[error("unknown loop variant {slug:?}; known: {}", VARIANTS.iter().map(|v| v.slug).collect::<Vec<_>>().join(", "))]
+    #[error("unknown loop variant {slug:?}; known: {}, and loop-keyed-power-STATE, loop-keyless-power-STATE (STATE: {}; add -no-file-fsync or -no-dir-fsync for a mutated writer)", VARIANTS.iter().map(|v| v.slug).collect::<Vec<_>>().join(", "), CrashState::ALL.iter().map(|s| s.slug()).collect::<Vec<_>>().join(", "))]
     UnknownVariant {
         /// The slug asked for.
         slug: String,
@@ -155,7 +215,7 @@ pub enum SubjectError {
 /// The subject for `slug`, running `transcript` (default:
 /// [`default_transcript_path`]).
 pub fn subject(slug: &str, transcript: Option<&Path>) -> Result<LoopSubject, SubjectError> {
-    let variant = VARIANTS
+    let variant = variants()
         .iter()
         .find(|v| v.slug == slug)
         .copied()
@@ -172,6 +232,21 @@ pub fn subjects(transcript: Option<&Path>) -> Result<Vec<LoopSubject>, SubjectEr
     let t = Arc::new(Transcript::load(path)?);
     VARIANTS
         .iter()
+        .map(|v| LoopSubject::new(*v, Arc::clone(&t)))
+        .collect()
+}
+
+/// The power-loss subjects whose writer is `writer`, keyed then keyless,
+/// each in [`CrashState::ALL`] order, sharing one transcript.
+pub fn power_subjects(
+    writer: Writer,
+    transcript: Option<&Path>,
+) -> Result<Vec<LoopSubject>, SubjectError> {
+    let path = transcript.map_or_else(default_transcript_path, Path::to_path_buf);
+    let t = Arc::new(Transcript::load(path)?);
+    power_variants()
+        .iter()
+        .filter(|v| v.power.is_some_and(|p| p.writer == writer))
         .map(|v| LoopSubject::new(*v, Arc::clone(&t)))
         .collect()
 }
@@ -315,10 +390,65 @@ impl Tally {
 /// the tracker's records, and the tallies.
 #[derive(Debug)]
 pub struct LoopWorld {
-    checkpoints: MemDir,
-    workspace: MemDir,
+    /// The checkpoint directory as the agent writes it (in a power-loss
+    /// world: watched, and through the writer's mutation if any).
+    checkpoints: Arc<dyn Dir>,
+    /// The same files as observers read them (the judge, the person, the
+    /// gate's witness), past any watch or mutation.
+    files: Arc<dyn Dir>,
+    workspace: Arc<dyn Dir>,
     tracker: Tracker,
     tally: Arc<Tally>,
+    /// A life is running: set when it starts, cleared when it returns. A life
+    /// that finds it set knows the one before it crashed.
+    alive: bool,
+    /// Why the last life stopped with an error.
+    stopped: Option<String>,
+    /// The power-loss directories, when crashes are power cuts.
+    power: Option<PowerWorld>,
+}
+
+/// The parts of a power-loss world a life boots and shuts down.
+#[derive(Debug)]
+struct PowerWorld {
+    checkpoints: PowerDir,
+    workspace: PowerDir,
+    saves: Arc<Mutex<power::Saves>>,
+}
+
+impl LoopWorld {
+    /// A process starts. In a power-loss world, if the previous one crashed
+    /// the power is cut now (both directories, in the world's state), before
+    /// anything is read.
+    fn boot(&mut self) {
+        let crashed = std::mem::replace(&mut self.alive, true);
+        if let Some(p) = &self.power {
+            let cut = p.checkpoints.boot();
+            let ws_cut = p.workspace.boot();
+            debug_assert!(
+                cut == crashed && ws_cut == crashed,
+                "the directories and the world agree on crashes"
+            );
+            p.saves.lock().unwrap_or_else(|e| e.into_inner()).boot();
+        }
+    }
+
+    /// The process ends without a crash (finished, or stopped by an error).
+    fn shutdown(&mut self, result: &Result<(), String>) {
+        self.alive = false;
+        self.stopped = result.as_ref().err().cloned();
+        if let Some(p) = &self.power {
+            p.checkpoints.shutdown();
+            p.workspace.shutdown();
+        }
+    }
+
+    fn lost_saves(&self) -> (u64, Vec<String>) {
+        self.power.as_ref().map_or((0, Vec::new()), |p| {
+            let s = p.saves.lock().unwrap_or_else(|e| e.into_inner());
+            (s.lost, s.notes.clone())
+        })
+    }
 }
 
 fn run_id() -> Result<RunId, String> {
@@ -326,7 +456,7 @@ fn run_id() -> Result<RunId, String> {
 }
 
 /// Whether the saved checkpoint holds a yes for `call`.
-fn saved_yes(checkpoints: &MemDir, call: &str) -> bool {
+fn saved_yes(checkpoints: &dyn Dir, call: &str) -> bool {
     let Ok(run) = RunId::parse(RUN) else {
         return false;
     };
@@ -353,7 +483,7 @@ impl Model for Counted {
 /// vouch for itself.)
 struct Witnessed {
     inner: Gated<IssueFile>,
-    checkpoints: MemDir,
+    checkpoints: Arc<dyn Dir>,
     tally: Arc<Tally>,
 }
 
@@ -372,7 +502,7 @@ impl Tool for Witnessed {
     }
     fn call(&self, ctx: &CallContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
         let said = self.tally.said_yes(ctx.call_id);
-        if !(said && saved_yes(&self.checkpoints, ctx.call_id)) {
+        if !(said && saved_yes(self.checkpoints.as_ref(), ctx.call_id)) {
             self.tally.gate.fetch_add(1, Ordering::SeqCst);
             self.tally.note(format!(
                 "gated call {} ran without {}",
@@ -390,7 +520,7 @@ impl Tool for Witnessed {
 /// The scripted person's answer to a ladder question: they look at the
 /// tracker's records and the workspace themselves (not through the lagging
 /// search) and always answer right.
-fn person_answer(w_tracker: &Tracker, workspace: &MemDir, call: &ToolCall) -> Resolution {
+fn person_answer(w_tracker: &Tracker, workspace: &Arc<dyn Dir>, call: &ToolCall) -> Resolution {
     let args: Value = serde_json::from_str(&call.args).unwrap_or(Value::Null);
     let s = |name: &str| args.get(name).and_then(Value::as_str).unwrap_or_default();
     let found = match call.tool.as_str() {
@@ -411,7 +541,7 @@ fn person_answer(w_tracker: &Tracker, workspace: &MemDir, call: &ToolCall) -> Re
         }
         "code_patch" => {
             let run = RunId::parse(RUN).ok();
-            let tool = CodePatch::new(Arc::new(workspace.clone()));
+            let tool = CodePatch::new(Arc::clone(workspace));
             run.and_then(|run| {
                 let ctx = CallContext {
                     run: &run,
@@ -457,17 +587,22 @@ impl LoopSubject {
         self.variant
     }
 
+    /// Saves and patches are fsynced in a power-loss world (syncs are what
+    /// a power cut tests), and not in the loop's table (a panic cannot tell).
+    fn syncs(&self) -> bool {
+        self.variant.power.is_some()
+    }
+
     fn tools(&self, w: &LoopWorld) -> Tools {
-        let ws: Arc<dyn Dir> = Arc::new(w.workspace.clone());
         let mut tools = Tools::new()
             .with(IssueComment::new(w.tracker.clone()))
             .with(Search::new(w.tracker.clone()))
-            .with(CodePatch::new(ws).sync(false));
+            .with(CodePatch::new(Arc::clone(&w.workspace)).sync(self.syncs()));
         let file = IssueFile::new(w.tracker.clone());
         match self.variant.situation {
             Situation::ApprovalGate => tools.insert(Witnessed {
                 inner: Gated(file),
-                checkpoints: w.checkpoints.clone(),
+                checkpoints: Arc::clone(&w.files),
                 tally: Arc::clone(&w.tally),
             }),
             Situation::Plain | Situation::FailAfterAccept => tools.insert(file),
@@ -480,12 +615,15 @@ impl LoopSubject {
             inner: ScriptedModel::new(Arc::clone(&self.transcript)),
             tally: Arc::clone(&w.tally),
         };
-        let (gate_tally, gate_dir) = (Arc::clone(&w.tally), w.checkpoints.clone());
-        let (ask_tally, tracker, workspace) =
-            (Arc::clone(&w.tally), w.tracker.clone(), w.workspace.clone());
+        let (gate_tally, gate_dir) = (Arc::clone(&w.tally), Arc::clone(&w.files));
+        let (ask_tally, tracker, workspace) = (
+            Arc::clone(&w.tally),
+            w.tracker.clone(),
+            Arc::clone(&w.workspace),
+        );
         let person = ScriptedApprover::new()
             .on_approval(move |a| {
-                if saved_yes(&gate_dir, &a.call.id) {
+                if saved_yes(gate_dir.as_ref(), &a.call.id) {
                     gate_tally.gate.fetch_add(1, Ordering::SeqCst);
                     gate_tally.note(format!(
                         "asked again for a yes on {} although the yes was saved",
@@ -505,17 +643,17 @@ impl LoopSubject {
             });
         Ok(Agent::new(
             run_id()?,
-            Arc::new(w.checkpoints.clone()),
+            Arc::clone(&w.checkpoints),
             self.transcript.task.clone(),
             model,
             self.tools(w),
         )
         .with_options(Options {
-            sync: false,
+            sync: self.syncs(),
             max_resumes: u32::MAX,
         })
         .with_approver(person)
-        .with_workspace(Arc::new(w.workspace.clone()))
+        .with_workspace(Arc::clone(&w.workspace))
         .with_clock(ManualClock::new(1)))
     }
 }
@@ -529,7 +667,7 @@ impl Subject for LoopSubject {
 
     fn counters(&self) -> Vec<Counter> {
         let asks = Counter::new("asks");
-        vec![
+        let mut c = vec![
             Counter::new("dups").with_scenarios("with dups").required(),
             Counter::new("missing").required(),
             if self.variant.keyed {
@@ -538,8 +676,17 @@ impl Subject for LoopSubject {
                 asks
             },
             Counter::new("model calls").titled("calls+").over_clean(),
-            Counter::new("gate").required(),
-        ]
+        ];
+        if self.variant.power.is_none() || self.variant.situation == Situation::ApprovalGate {
+            c.push(Counter::new("gate").required());
+        }
+        if self.variant.power.is_some() {
+            // A correct writer loses no save that returned, and leaves no
+            // checkpoint the restart cannot read.
+            c.push(Counter::new("lost saves").required());
+            c.push(Counter::new("stopped").required());
+        }
+        c
     }
 
     fn world(&self) -> LoopWorld {
@@ -552,17 +699,53 @@ impl Subject for LoopSubject {
         if self.variant.situation == Situation::FailAfterAccept {
             tracker = tracker.with_fault(Fault::FailAfterAccept { nth: 1 });
         }
+        let (checkpoints, files, workspace, power): (Arc<dyn Dir>, Arc<dyn Dir>, Arc<dyn Dir>, _) =
+            match self.variant.power {
+                None => {
+                    let cp = Arc::new(MemDir::new());
+                    (cp.clone(), cp, Arc::new(MemDir::new()), None)
+                }
+                Some(p) => {
+                    let (cp, ws) = (PowerDir::new(p.state), PowerDir::new(p.state));
+                    let saves = Arc::new(Mutex::new(power::Saves::default()));
+                    let file = run_id()
+                        .map_or_else(|_| format!("{RUN}.json"), |run| Checkpoint::file_name(&run));
+                    let watch = power::Watch {
+                        inner: p.writer.wrap(cp.clone()),
+                        saves: Arc::clone(&saves),
+                        file,
+                    };
+                    (
+                        Arc::new(watch),
+                        Arc::new(cp.clone()),
+                        Arc::new(ws.clone()),
+                        Some(PowerWorld {
+                            checkpoints: cp,
+                            workspace: ws,
+                            saves,
+                        }),
+                    )
+                }
+            };
         LoopWorld {
-            checkpoints: MemDir::new(),
-            workspace: MemDir::new(),
+            checkpoints,
+            files,
+            workspace,
             tracker,
             tally: Arc::default(),
+            alive: false,
+            stopped: None,
+            power,
         }
     }
 
     fn life(&self, w: &mut LoopWorld) -> Result<(), sweep::LifeError> {
-        let agent = self.agent(w)?;
-        agent.run().map(drop).map_err(|e| e.to_string().into())
+        w.boot();
+        let result = self
+            .agent(w)
+            .and_then(|agent| agent.run().map(drop).map_err(|e| e.to_string()));
+        w.shutdown(&result);
+        Ok(result?)
     }
 
     fn judge(&self, w: &LoopWorld) -> Verdict {
@@ -592,7 +775,7 @@ impl Subject for LoopSubject {
         }
         let state = run_id()
             .ok()
-            .and_then(|run| Checkpoint::load(&w.checkpoints, &run).ok().flatten());
+            .and_then(|run| Checkpoint::load(w.files.as_ref(), &run).ok().flatten());
         match &state {
             Some(st) if st.phase == Phase::Done => {
                 let tools: BTreeMap<&str, &str> = st
@@ -626,6 +809,18 @@ impl Subject for LoopSubject {
         for note in t.notes.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             v = v.note(note.clone());
         }
+        if self.variant.power.is_some() {
+            let (lost, notes) = w.lost_saves();
+            for note in notes {
+                v = v.note(note);
+            }
+            if let Some(e) = &w.stopped {
+                v = v.note(format!("the run stopped: {e}"));
+            }
+            v = v
+                .count("lost saves", lost)
+                .count("stopped", u64::from(w.stopped.is_some()));
+        }
         v.count("dups", dups)
             .count("missing", missing)
             .count("asks", t.asks.load(Ordering::SeqCst))
@@ -658,8 +853,21 @@ impl Subject for LoopSubject {
             t.asks.load(Ordering::SeqCst),
             t.gate.load(Ordering::SeqCst)
         );
+        if let Some(p) = &w.power {
+            let _ = writeln!(
+                out,
+                "power cuts: {} ({})",
+                p.checkpoints.cuts(),
+                p.checkpoints.state().title()
+            );
+            let (lost, _) = w.lost_saves();
+            let _ = writeln!(out, "lost saves: {lost}");
+        }
+        if let Some(e) = &w.stopped {
+            let _ = writeln!(out, "stopped: {e}");
+        }
         if let Ok(run) = run_id() {
-            match Checkpoint::load(&w.checkpoints, &run) {
+            match Checkpoint::load(w.files.as_ref(), &run) {
                 Ok(Some(st)) => {
                     let _ = writeln!(
                         out,
