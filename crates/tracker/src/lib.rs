@@ -653,9 +653,10 @@ impl Tracker {
         }
     }
 
-    /// A held key whose first answer does not fit its request. Loading
-    /// rejects such a key table, so this is unreachable; it is an error
-    /// rather than a panic because the table may come from a file.
+    /// A held key whose first answer does not fit its request. A file-backed
+    /// tracker refuses such a key table when it loads; a log-backed one does
+    /// not check the keys of its index, so an edited index reaches this. It
+    /// is an error rather than a panic because the table comes from a file.
     fn mismatch(&self, req: &Request, response: &Response) -> TrackerError {
         TrackerError::Corrupt {
             path: self.lock().path(),
