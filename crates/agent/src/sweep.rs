@@ -25,6 +25,19 @@
 //! `dups`, `missing` and `gate` must be zero in every scenario; for keyed
 //! variants `asks` too.
 //!
+//! **Power loss** ([`power_variants`], issue 7 §1 on the real loop): the
+//! plain job, keyed and keyless, with the checkpoint directory and the
+//! workspace in [`PowerDir`]s of one [`CrashState`]. Each life boots them
+//! and shuts them down when it ends without a crash, so the boot after a
+//! crash cuts the power first; saves and patches are fsynced. The checkpoint
+//! is written by the real writer or through a directory that drops one
+//! fsync ([`Writer`]). The judge adds `lost saves` (a restart that resumed
+//! from an older checkpoint than the last save that returned, seen by a
+//! watch on the checkpoint file) and `stopped` (a run that ended on an
+//! error, such as an unreadable checkpoint), both required to be zero; the
+//! real writer's rows pass, the mutations' fail (`tests/loop_power.rs`,
+//! `snapshots/loop-power.txt`).
+//!
 //! ```
 //! let subject = agent::sweep::subject("loop-keyed", None).unwrap();
 //! let config = ::sweep::Config { depth: 1, ..::sweep::Config::default() };

@@ -168,11 +168,14 @@ impl Saves {
                         || "no checkpoint".to_owned(),
                         |st| {
                             format!(
-                                "phase {}, turns {}, {} result(s), {} marker(s)",
+                                "phase {}, turns {}, {} message(s), {} marker(s) and {} \
+                                 result(s) for the last reply's {} call(s)",
                                 st.phase,
                                 st.turns,
+                                st.messages.len(),
+                                st.attempts.len(),
                                 st.results.len(),
-                                st.attempts.len()
+                                st.calls.len()
                             )
                         },
                     )
