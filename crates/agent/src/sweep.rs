@@ -712,35 +712,7 @@ impl Subject for LoopSubject {
         if self.variant.situation == Situation::FailAfterAccept {
             tracker = tracker.with_fault(Fault::FailAfterAccept { nth: 1 });
         }
-        let (checkpoints, files, workspace, power): (Arc<dyn Dir>, Arc<dyn Dir>, Arc<dyn Dir>, _) =
-            match self.variant.power {
-                None => {
-                    let cp = Arc::new(MemDir::new());
-                    (cp.clone(), cp, Arc::new(MemDir::new()), None)
-                }
-                Some(p) => {
-                    let (cp, ws) = (PowerDir::new(p.state), PowerDir::new(p.state));
-                    let saves = Arc::new(Mutex::new(power::Saves::default()));
-                    let file = run_id()
-                        .map_or_else(|_| format!("{RUN}.json"), |run| Checkpoint::file_name(&run));
-                    let watch = power::Watch {
-                        inner: p.writer.wrap(cp.clone()),
-                        saves: Arc::clone(&saves),
-                        file,
-                    };
-                    (
-                        Arc::new(watch),
-                        Arc::new(cp.clone()),
-                        Arc::new(ws.clone()),
-                        Some(PowerWorld {
-                            checkpoints: cp,
-                            workspace: ws,
-                            saves,
-                        }),
-                    )
-                }
-            };
-        LoopWorld {
+        let world = |checkpoints: Arc<dyn Dir>, files, workspace, power| LoopWorld {
             checkpoints,
             files,
             workspace,
@@ -749,7 +721,30 @@ impl Subject for LoopSubject {
             alive: false,
             stopped: None,
             power,
-        }
+        };
+        let Some(p) = self.variant.power else {
+            let cp = Arc::new(MemDir::new());
+            return world(cp.clone(), cp, Arc::new(MemDir::new()), None);
+        };
+        let (cp, ws) = (PowerDir::new(p.state), PowerDir::new(p.state));
+        let saves = Arc::new(Mutex::new(power::Saves::default()));
+        let file =
+            run_id().map_or_else(|_| format!("{RUN}.json"), |run| Checkpoint::file_name(&run));
+        let watch = power::Watch {
+            inner: p.writer.wrap(cp.clone()),
+            saves: Arc::clone(&saves),
+            file,
+        };
+        world(
+            Arc::new(watch),
+            Arc::new(cp.clone()),
+            Arc::new(ws.clone()),
+            Some(PowerWorld {
+                checkpoints: cp,
+                workspace: ws,
+                saves,
+            }),
+        )
     }
 
     fn life(&self, w: &mut LoopWorld) -> Result<(), sweep::LifeError> {
