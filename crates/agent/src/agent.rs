@@ -268,7 +268,7 @@ impl Agent {
                     op: "read workspace file",
                     source,
                 })?
-                .map(|bytes| crate::sha256_hex(&bytes));
+                .map(|bytes| durable::sha256_hex(&bytes));
             if found.as_deref() != Some(expected.as_str()) {
                 return Err(durable::Error::WorkspaceChanged {
                     file: ws.path_of(rel),

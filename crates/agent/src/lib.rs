@@ -118,16 +118,3 @@ pub use observer::{Event, Observer, Quiet, Returned, Rung};
 pub use result::RunResult;
 pub use tool::{CallContext, Effect, Gated, Keys, Lookup, Tool, ToolError, ToolOutput, Tools};
 pub use transcript::{Transcript, TranscriptError};
-
-/// SHA-256 of `bytes` as 64 lowercase hex characters: the form
-/// [`durable::State::files`] records.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    use std::fmt::Write;
-    let digest = Sha256::digest(bytes);
-    let mut s = String::with_capacity(64);
-    for b in digest {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}

@@ -118,7 +118,8 @@ impl ToolOutput {
 
     /// Record that the call left `bytes` at `path` in the workspace.
     pub fn with_file(mut self, path: &str, bytes: &[u8]) -> ToolOutput {
-        self.files.insert(path.to_owned(), crate::sha256_hex(bytes));
+        self.files
+            .insert(path.to_owned(), durable::sha256_hex(bytes));
         self
     }
 }

@@ -46,7 +46,9 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 /// SHA-256 of `bytes` as 64 lowercase hex chars.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+/// The SHA-256 of `bytes`, lowercase hex: how the state records each file a
+/// run wrote, so a resume can tell whether the workspace still matches.
+pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 

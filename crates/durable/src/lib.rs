@@ -75,7 +75,7 @@ mod state;
 pub use checkpoint::{Checkpoint, Opened, Options};
 pub use dir::{remove_leftover_temps, write_atomic, Dir, DiskDir, LockGuard, MemDir, WriteOptions};
 pub use error::{Error, Result};
-pub use key::key;
+pub use key::{key, sha256_hex};
 pub use power::{CrashState, PowerDir};
 pub use run_id::RunId;
 pub use state::{

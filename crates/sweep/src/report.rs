@@ -168,6 +168,12 @@ impl Report {
         let Some(mut first) = parts.next() else {
             return Err(Error::Merge("no reports given".into()));
         };
+        if first.depth > MAX_DEPTH {
+            return Err(Error::Merge(format!(
+                "{:?} claims depth {}; sweeps deeper than {MAX_DEPTH} crashes in a row are not real",
+                first.subject, first.depth
+            )));
+        }
         let mut seen = vec![first.partition];
         for p in parts {
             if p.subject != first.subject || p.depth != first.depth || p.counters != first.counters
@@ -214,6 +220,10 @@ impl Report {
         Ok(first)
     }
 }
+
+/// The deepest sweep a merged report may claim: the scenario count grows as
+/// (points per life)^depth, so anything deeper is a damaged file, not a run.
+const MAX_DEPTH: u32 = 16;
 
 /// One row of a sweep table: the scenario counts per depth, then each
 /// counter's columns.

@@ -15,7 +15,11 @@ pub fn blessing() -> bool {
 /// file is missing) the error is a line diff and the command that accepts the
 /// new output; with [`blessing`] on, the file is rewritten instead.
 pub fn check(path: &Path, actual: &str) -> Result<(), String> {
-    let expected = std::fs::read_to_string(path).ok();
+    let expected = match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("cannot read snapshot {}: {e}", path.display())),
+    };
     if expected.as_deref() == Some(actual) {
         return Ok(());
     }

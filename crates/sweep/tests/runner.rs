@@ -394,3 +394,15 @@ fn a_traced_scenario_shows_each_life() {
     assert!(t.contains("life 2: finished"), "{t}");
     assert!(t.contains("FAILED: extra = 1"), "{t}");
 }
+
+#[test]
+fn merge_refuses_a_report_claiming_an_absurd_depth() {
+    let s = Counting {
+        n: 1,
+        save_first: false,
+    };
+    let mut r = run(&s, 1);
+    r.depth = u32::MAX;
+    let e = Report::merge(vec![r]).unwrap_err().to_string();
+    assert!(e.contains("depth"), "{e}");
+}
