@@ -339,9 +339,6 @@ struct MemInner {
     durable: BTreeMap<String, u64>,
     nodes: HashMap<u64, Node>,
     next_node: u64,
-    /// Held locks, with the token of the guard that holds each.
-    locks: BTreeMap<String, u64>,
-    next_lock: u64,
     next_temp: u64,
 }
 
@@ -395,6 +392,7 @@ impl MemInner {
 #[derive(Clone, Default)]
 pub struct MemDir {
     inner: Arc<Mutex<MemInner>>,
+    locks: LockTable,
 }
 
 impl MemDir {
@@ -417,7 +415,8 @@ impl MemDir {
             node.data = node.synced.clone().unwrap_or_else(|| Arc::from(&[][..]));
         }
         inner.collect_garbage();
-        inner.locks.clear();
+        drop(inner);
+        self.locks.clear();
     }
 
     fn inner(&self) -> MutexGuard<'_, MemInner> {
@@ -433,7 +432,7 @@ impl fmt::Debug for MemDir {
         let inner = self.inner();
         f.debug_struct("MemDir")
             .field("files", &inner.names.keys().collect::<Vec<_>>())
-            .field("locks", &inner.locks.keys().collect::<Vec<_>>())
+            .field("locks", &self.locks.held())
             .finish()
     }
 }
@@ -445,19 +444,67 @@ fn not_found(name: &str) -> io::Error {
     )
 }
 
-/// The token inside a [`MemDir`] lock's guard: releases the name on drop,
-/// unless a power cut already did and someone else took it since.
-struct MemLock {
-    inner: Arc<Mutex<MemInner>>,
+/// The locks of an in-memory directory ([`MemDir`], `PowerDir`): which names
+/// are held, by which guard. Clones share the table; a power cut clears it,
+/// since no process survives one.
+#[derive(Clone, Default)]
+pub(crate) struct LockTable(Arc<Mutex<LockState>>);
+
+#[derive(Default)]
+struct LockState {
+    /// Held names, with the token of the guard that holds each.
+    held: BTreeMap<String, u64>,
+    next_token: u64,
+}
+
+impl LockTable {
+    fn state(&self) -> MutexGuard<'_, LockState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Take `name`, or fail with `WouldBlock` naming it as `shown`.
+    pub(crate) fn acquire(&self, name: &str, shown: &str) -> io::Result<LockGuard> {
+        let mut st = self.state();
+        if st.held.contains_key(name) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{shown} is locked"),
+            ));
+        }
+        st.next_token += 1;
+        let token = st.next_token;
+        st.held.insert(name.to_owned(), token);
+        Ok(LockGuard::new(TableLock {
+            table: Arc::clone(&self.0),
+            name: name.to_owned(),
+            token,
+        }))
+    }
+
+    /// Release every lock: the power went out.
+    pub(crate) fn clear(&self) {
+        self.state().held.clear();
+    }
+
+    /// The names held now, sorted.
+    pub(crate) fn held(&self) -> Vec<String> {
+        self.state().held.keys().cloned().collect()
+    }
+}
+
+/// The token inside a [`LockTable`] guard: releases the name on drop, unless
+/// a power cut already did and someone else took it since.
+struct TableLock {
+    table: Arc<Mutex<LockState>>,
     name: String,
     token: u64,
 }
 
-impl Drop for MemLock {
+impl Drop for TableLock {
     fn drop(&mut self) {
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        if inner.locks.get(&self.name) == Some(&self.token) {
-            inner.locks.remove(&self.name);
+        let mut st = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        if st.held.get(&self.name) == Some(&self.token) {
+            st.held.remove(&self.name);
         }
     }
 }
@@ -553,25 +600,13 @@ impl Dir for MemDir {
 
     fn lock(&self, name: &str) -> io::Result<LockGuard> {
         check_name(name)?;
+        let guard = self.locks.acquire(name, &format!("mem:/{name}"))?;
         let mut inner = self.inner();
-        if inner.locks.contains_key(name) {
-            return Err(io::Error::new(
-                io::ErrorKind::WouldBlock,
-                format!("mem:/{name} is locked"),
-            ));
-        }
-        inner.next_lock += 1;
-        let token = inner.next_lock;
-        inner.locks.insert(name.to_owned(), token);
         if !inner.names.contains_key(name) {
             let node = inner.new_node(Arc::from(&[][..]));
             inner.names.insert(name.to_owned(), node);
         }
-        Ok(LockGuard::new(MemLock {
-            inner: Arc::clone(&self.inner),
-            name: name.to_owned(),
-            token,
-        }))
+        Ok(guard)
     }
 
     fn path_of(&self, name: &str) -> PathBuf {

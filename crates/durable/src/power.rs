@@ -44,7 +44,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::dir::{check_name, Dir, LockGuard, TEMP_ATTEMPTS};
+use crate::dir::{check_name, Dir, LockGuard, LockTable, TEMP_ATTEMPTS};
 
 /// Which of the unsynced operations a power cut keeps. Synced contents and
 /// synced names always survive; these states differ only in the rest.
@@ -161,8 +161,6 @@ struct Inner {
     pending: Vec<Op>,
     next_node: u64,
     next_temp: u64,
-    locks: BTreeMap<String, u64>,
-    next_lock: u64,
     /// A process booted and has not shut down.
     running: bool,
     cuts: u64,
@@ -249,8 +247,6 @@ impl Inner {
         self.data = data.clone();
         self.durable_data = data;
         self.pending.clear();
-        // No process survives a power cut.
-        self.locks.clear();
         self.cuts += 1;
         debug_assert!(self.names == self.durable_names && self.pending.is_empty());
     }
@@ -287,6 +283,8 @@ impl Inner {
 #[derive(Clone)]
 pub struct PowerDir {
     inner: Arc<Mutex<Inner>>,
+    /// No process survives a power cut: every cut clears it.
+    locks: LockTable,
 }
 
 impl PowerDir {
@@ -297,6 +295,7 @@ impl PowerDir {
                 state: Some(state),
                 ..Inner::default()
             })),
+            locks: LockTable::default(),
         }
     }
 
@@ -314,6 +313,8 @@ impl PowerDir {
         if crashed {
             let state = inner.state.unwrap_or(CrashState::LoseUnsynced);
             inner.cut(state);
+            // No process survives a power cut.
+            self.locks.clear();
         }
         inner.running = true;
         crashed
@@ -334,6 +335,8 @@ impl PowerDir {
     /// Cut the power now, keeping what `state` says.
     pub fn power_cut_in(&self, state: CrashState) {
         self.inner().cut(state);
+        // No process survives a power cut.
+        self.locks.clear();
     }
 
     /// How many power cuts the directory went through.
@@ -377,23 +380,6 @@ fn not_found(name: &str) -> io::Error {
         io::ErrorKind::NotFound,
         format!("power:/{name}: no such file"),
     )
-}
-
-/// The token inside a lock guard: releases the name on drop, unless a power
-/// cut already did and someone else took it since.
-struct PowerLock {
-    inner: Arc<Mutex<Inner>>,
-    name: String,
-    token: u64,
-}
-
-impl Drop for PowerLock {
-    fn drop(&mut self) {
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        if inner.locks.get(&self.name) == Some(&self.token) {
-            inner.locks.remove(&self.name);
-        }
-    }
 }
 
 impl Dir for PowerDir {
@@ -499,16 +485,8 @@ impl Dir for PowerDir {
 
     fn lock(&self, name: &str) -> io::Result<LockGuard> {
         check_name(name)?;
+        let guard = self.locks.acquire(name, &format!("power:/{name}"))?;
         let mut inner = self.inner();
-        if inner.locks.contains_key(name) {
-            return Err(io::Error::new(
-                io::ErrorKind::WouldBlock,
-                format!("power:/{name} is locked"),
-            ));
-        }
-        inner.next_lock += 1;
-        let token = inner.next_lock;
-        inner.locks.insert(name.to_owned(), token);
         if !inner.names.contains_key(name) {
             let node = inner.new_node();
             inner.names.insert(name.to_owned(), node);
@@ -517,11 +495,7 @@ impl Dir for PowerDir {
                 node,
             });
         }
-        Ok(LockGuard::new(PowerLock {
-            inner: Arc::clone(&self.inner),
-            name: name.to_owned(),
-            token,
-        }))
+        Ok(guard)
     }
 
     fn path_of(&self, name: &str) -> PathBuf {
