@@ -2,11 +2,9 @@
 //! defaults to the seed's behaviour, so `Modes::default()` is the seed's
 //! sweep, row for row.
 
-use std::io;
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use durable::{CrashState, Dir, LockGuard, PowerDir};
+use durable::{CrashState, Dir, MutantDir, Mutation, PowerDir};
 
 /// Everything a design can be run with beyond the seed's sweep.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -150,76 +148,15 @@ impl Writer {
     }
 
     /// The directory the checkpoint store writes through: `dir` itself for
-    /// the real writer and for syncs off, a [`Mutant`] over it otherwise.
+    /// the real writer and for syncs off, a [`MutantDir`] over it otherwise.
     pub(crate) fn wrap(self, dir: PowerDir) -> Arc<dyn Dir> {
         match self {
             Writer::Real | Writer::SyncsOff => Arc::new(dir),
-            mutation => Arc::new(Mutant {
-                inner: dir,
-                mutation,
-            }),
+            Writer::NoFileSync => Arc::new(MutantDir::new(dir, Mutation::NoFileSync)),
+            Writer::NoDirSync => Arc::new(MutantDir::new(dir, Mutation::NoDirSync)),
+            Writer::InPlace => Arc::new(MutantDir::new(dir, Mutation::InPlace)),
         }
     }
 }
 
-/// The point a crash lands at between an in-place overwrite and its fsync.
-pub const MID_OVERWRITE: &str = "mid-overwrite";
-
-/// A directory that passes every call through except the one the mutation
-/// removes or replaces. Wrapping the directory, rather than copying the
-/// writer, keeps everything else `Checkpoint` does exactly as shipped.
-#[derive(Debug)]
-struct Mutant {
-    inner: PowerDir,
-    mutation: Writer,
-}
-
-impl Dir for Mutant {
-    fn create_temp(&self, prefix: &str) -> io::Result<String> {
-        self.inner.create_temp(prefix)
-    }
-    fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
-        self.inner.write(name, data)
-    }
-    fn sync(&self, name: &str) -> io::Result<()> {
-        match self.mutation {
-            Writer::NoFileSync => Ok(()),
-            _ => self.inner.sync(name),
-        }
-    }
-    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        if self.mutation != Writer::InPlace {
-            return self.inner.rename(from, to);
-        }
-        // Publish by overwriting the live file: truncate and write, then
-        // fsync it. Until that fsync, a power cut may tear the only copy.
-        let bytes = self.inner.read(from)?.ok_or_else(|| {
-            io::Error::new(io::ErrorKind::NotFound, format!("{from}: no such file"))
-        })?;
-        self.inner.write(to, &bytes)?;
-        crashpoint::point!(MID_OVERWRITE);
-        self.inner.sync(to)?;
-        self.inner.remove(from)
-    }
-    fn sync_dir(&self) -> io::Result<()> {
-        match self.mutation {
-            Writer::NoDirSync => Ok(()),
-            _ => self.inner.sync_dir(),
-        }
-    }
-    fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
-        self.inner.read(name)
-    }
-    fn remove(&self, name: &str) -> io::Result<()> {
-        self.inner.remove(name)
-    }
-    fn list(&self) -> io::Result<Vec<String>> {
-        self.inner.list()
-    }
-    fn lock(&self, name: &str) -> io::Result<LockGuard> {
-        self.inner.lock(name)
-    }
-    fn path_of(&self, name: &str) -> PathBuf {
-        self.inner.path_of(name)
-    }
-}
+pub use durable::MID_OVERWRITE;

@@ -68,6 +68,7 @@ mod checkpoint;
 mod dir;
 mod error;
 mod key;
+mod mutant;
 mod power;
 mod run_id;
 mod state;
@@ -76,6 +77,7 @@ pub use checkpoint::{Checkpoint, Opened, Options};
 pub use dir::{remove_leftover_temps, write_atomic, Dir, DiskDir, LockGuard, MemDir, WriteOptions};
 pub use error::{Error, Result};
 pub use key::{key, sha256_hex};
+pub use mutant::{MutantDir, Mutation, MID_OVERWRITE};
 pub use power::{CrashState, PowerDir};
 pub use run_id::RunId;
 pub use state::{

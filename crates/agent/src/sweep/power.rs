@@ -13,7 +13,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use durable::{CrashState, Dir, LockGuard, PowerDir};
+use durable::{CrashState, Dir, LockGuard, MutantDir, Mutation, PowerDir};
 
 /// A power-loss world: who writes the checkpoint, and what each crash keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -61,63 +61,13 @@ impl Writer {
     }
 
     /// The directory the checkpoint store writes through: `dir` itself for
-    /// the real writer, a [`Mutant`] over it otherwise.
+    /// the real writer, a [`MutantDir`] over it otherwise.
     pub(crate) fn wrap(self, dir: PowerDir) -> Arc<dyn Dir> {
         match self {
             Writer::Real => Arc::new(dir),
-            mutation => Arc::new(Mutant {
-                inner: dir,
-                mutation,
-            }),
+            Writer::NoFileSync => Arc::new(MutantDir::new(dir, Mutation::NoFileSync)),
+            Writer::NoDirSync => Arc::new(MutantDir::new(dir, Mutation::NoDirSync)),
         }
-    }
-}
-
-/// A directory that passes every call through except the fsync its mutation
-/// drops. Wrapping the directory, rather than copying the writer, keeps
-/// everything `Checkpoint` does exactly as shipped.
-#[derive(Debug)]
-struct Mutant {
-    inner: PowerDir,
-    mutation: Writer,
-}
-
-impl Dir for Mutant {
-    fn create_temp(&self, prefix: &str) -> io::Result<String> {
-        self.inner.create_temp(prefix)
-    }
-    fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
-        self.inner.write(name, data)
-    }
-    fn sync(&self, name: &str) -> io::Result<()> {
-        match self.mutation {
-            Writer::NoFileSync => Ok(()),
-            _ => self.inner.sync(name),
-        }
-    }
-    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn sync_dir(&self) -> io::Result<()> {
-        match self.mutation {
-            Writer::NoDirSync => Ok(()),
-            _ => self.inner.sync_dir(),
-        }
-    }
-    fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
-        self.inner.read(name)
-    }
-    fn remove(&self, name: &str) -> io::Result<()> {
-        self.inner.remove(name)
-    }
-    fn list(&self) -> io::Result<Vec<String>> {
-        self.inner.list()
-    }
-    fn lock(&self, name: &str) -> io::Result<LockGuard> {
-        self.inner.lock(name)
-    }
-    fn path_of(&self, name: &str) -> PathBuf {
-        self.inner.path_of(name)
     }
 }
 
