@@ -111,6 +111,34 @@ pub fn triage(args: &[&str]) -> Out {
     }
 }
 
+/// [`triage`], but a process still running after `limit` is killed and the
+/// test fails: for a process that must not wait (on a lock), so that waiting
+/// shows up as a failure instead of a hung test. Not a speed check.
+pub fn triage_or_hang(args: &[&str], limit: Duration) -> Out {
+    let mut child = command(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the triage binary");
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("poll the child").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("triage {args:?} still running after {limit:?}: it waited instead of refusing");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child
+        .wait_with_output()
+        .expect("collect the child's output");
+    Out {
+        status: out.status,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// A path as an argument.
 pub fn arg(p: &Path) -> &str {
     p.to_str().expect("UTF-8 temp path")
