@@ -25,6 +25,8 @@ struct Raw {
     storage: Option<String>,
     #[serde(default)]
     snapshot: Option<String>,
+    #[serde(default)]
+    required: Vec<String>,
 }
 
 fn two() -> u32 {
@@ -41,6 +43,9 @@ pub struct Definition {
     pub storage: Option<StorageArg>,
     /// The reviewed table, resolved against the workspace root.
     pub snapshot: Option<PathBuf>,
+    /// Counters every scenario of every variant must count zero, beyond
+    /// those the subjects mark required themselves.
+    pub required: Vec<String>,
 }
 
 impl Definition {
@@ -49,7 +54,7 @@ impl Definition {
             .map_err(|e| format!("{}: cannot read the sweep definition: {e}", path.display()))?;
         let raw: Raw = serde_json::from_str(&text).map_err(|e| {
             format!(
-                "{}: not a sweep definition ({e}); expected {{\"description\": …, \"variants\": [...], \"job\"?: …, \"depth\"?: 2, \"storage\"?: \"memory\"|\"disk\", \"snapshot\"?: …}}",
+                "{}: not a sweep definition ({e}); expected {{\"description\": …, \"variants\": [...], \"job\"?: …, \"depth\"?: 2, \"storage\"?: \"memory\"|\"disk\", \"snapshot\"?: …, \"required\"?: [counter, …]}}",
                 path.display()
             )
         })?;
@@ -74,6 +79,7 @@ impl Definition {
             depth: raw.depth,
             storage,
             snapshot: raw.snapshot.map(|s| crate::root().join(s)),
+            required: raw.required,
         })
     }
 }

@@ -143,6 +143,17 @@ fn parse_partition(s: &str) -> Result<(u32, u32), String> {
     Ok((k, n))
 }
 
+/// The reviewed table belongs to the definition as written: a run that
+/// changes its depth, job or variants, or covers one shard, is not it, and
+/// is neither compared with the snapshot nor allowed to bless it.
+fn runs_as_defined(args: &SweepArgs) -> bool {
+    args.variants.is_empty()
+        && args.depth.is_none()
+        && !args.single
+        && args.script.is_none()
+        && args.partition.is_none()
+}
+
 fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
     if args.list {
         print!("{}", variants::listing());
@@ -193,12 +204,12 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
         args.depth.or(def.as_ref().map(|d| d.depth)).unwrap_or(2)
     };
     let partition = args.partition.as_deref().map(parse_partition).transpose()?;
-    if args.bless
-        && (def.as_ref().and_then(|d| d.snapshot.as_ref()).is_none() || partition.is_some())
-    {
+    let as_defined = runs_as_defined(args);
+    if args.bless && (def.as_ref().and_then(|d| d.snapshot.as_ref()).is_none() || !as_defined) {
         return Err(
-            "--bless rewrites the reviewed snapshot of a sweep definition: run it without \
-             --variant/--partition (the five designs) or with --file sweeps/NAME.sweep.json"
+            "--bless rewrites the reviewed snapshot of a sweep definition run as written: \
+             drop --variant, --depth, --single, --script and --partition (the five designs), \
+             or use --file sweeps/NAME.sweep.json"
                 .into(),
         );
     }
@@ -220,7 +231,13 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
             Progress::Planned(n) => bar.inc_length(n),
             Progress::Finished => bar.inc(1),
         };
-        reports.push(s.sweep(&config, &progress).map_err(|e| e.to_string())?);
+        let mut report = s.sweep(&config, &progress).map_err(|e| e.to_string())?;
+        for counter in def.iter().flat_map(|d| &d.required) {
+            report.require(counter).map_err(|e| {
+                format!("the sweep definition requires a counter its variant lacks: {e}")
+            })?;
+        }
+        reports.push(report);
     }
     bar.finish_and_clear();
 
@@ -234,7 +251,7 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
         format!("cargo xtask sweep --variant {slug}{script} --scenario \"{sc}\"")
     };
     print!("{}", render(&reports, args.format, partition.is_some()));
-    if let (Some(d), true) = (&def, partition.is_none()) {
+    if let (Some(d), true) = (&def, as_defined) {
         if let Some(snap) = &d.snapshot {
             let table = sweep::table(&reports.iter().map(Report::row).collect::<Vec<_>>());
             if args.bless {
@@ -342,6 +359,41 @@ fn merge(files: &[PathBuf], format: Format) -> Result<ExitCode, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sweep_args(argv: &[&str]) -> SweepArgs {
+        let mut full = vec!["cargo xtask", "sweep"];
+        full.extend_from_slice(argv);
+        match Cli::try_parse_from(full).unwrap().cmd {
+            Cmd::Sweep(a) => a,
+            Cmd::Bench(_) => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn only_a_run_as_defined_meets_its_snapshot() {
+        assert!(runs_as_defined(&sweep_args(&[])));
+        assert!(runs_as_defined(&sweep_args(&[
+            "--file",
+            "sweeps/loop.sweep.json",
+            "--threads",
+            "1"
+        ])));
+        assert!(runs_as_defined(&sweep_args(&[
+            "--storage",
+            "disk",
+            "--format",
+            "json"
+        ])));
+        for argv in [
+            &["--single"][..],
+            &["--depth", "3"],
+            &["--variant", "keys"],
+            &["--script", "x.json"],
+            &["--partition", "1/2"],
+        ] {
+            assert!(!runs_as_defined(&sweep_args(argv)), "{argv:?}");
+        }
+    }
 
     #[test]
     fn partitions_parse_and_bad_ones_are_refused() {

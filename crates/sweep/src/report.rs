@@ -2,7 +2,7 @@ use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::runner::{over, Error};
+use crate::runner::{broken_invariants, over, Error};
 use crate::{Counter, Scenario, Verdict};
 
 /// One life of a traced scenario.
@@ -159,6 +159,28 @@ impl Report {
             cells,
             failed: self.failures().count() as u64,
         }
+    }
+
+    /// Require counter `name` to be zero after the fact — e.g. because a
+    /// sweep definition says so: every scenario whose count (beyond its
+    /// baseline) is not zero fails, as if the subject had marked the counter
+    /// required. Scenarios that already failed keep their first reason.
+    pub fn require(&mut self, name: &str) -> Result<(), Error> {
+        let Some(c) = self.counters.iter_mut().find(|c| c.name == name) else {
+            return Err(Error::UnknownCounter {
+                subject: self.subject.clone(),
+                counter: name.to_owned(),
+                known: self.counters.iter().map(|c| c.name.clone()).collect(),
+            });
+        };
+        c.required_zero = true;
+        let clean = self.clean.verdict.clone();
+        for s in std::iter::once(&mut self.clean).chain(self.scenarios.iter_mut()) {
+            if s.failure.is_none() {
+                s.failure = broken_invariants(&s.verdict, Some(&clean), &self.counters);
+            }
+        }
+        Ok(())
     }
 
     /// Merge the partial reports of one sweep's shards into the report a

@@ -62,6 +62,16 @@ pub enum Error {
         /// The number of shards.
         n: u32,
     },
+    /// A counter named that the subject does not report.
+    #[error("{subject:?} reports no counter {counter:?} (it reports: {})", known.join(", "))]
+    UnknownCounter {
+        /// The subject's name.
+        subject: String,
+        /// The counter asked for.
+        counter: String,
+        /// The counters it does report.
+        known: Vec<String>,
+    },
     /// Partial reports that do not belong to one sweep.
     #[error("cannot merge these reports: {0}")]
     Merge(String),
@@ -285,23 +295,7 @@ fn replay<S: Subject>(
         }
     };
     if failure.is_none() {
-        let broken: Vec<String> = subject
-            .counters()
-            .iter()
-            .filter(|c| c.required_zero)
-            .filter_map(|c| {
-                let v = over(&verdict, clean, c);
-                (v != 0).then(|| format!("{} = {v}", c.title))
-            })
-            .collect();
-        if !broken.is_empty() {
-            let mut msg = broken.join(", ");
-            for note in &verdict.notes {
-                msg.push_str("; ");
-                msg.push_str(note);
-            }
-            failure = Some(msg);
-        }
+        failure = broken_invariants(&verdict, clean, &subject.counters());
     }
     let world_text = trace.then(|| subject.describe(&world));
     Ran {
@@ -315,6 +309,32 @@ fn replay<S: Subject>(
         },
         last_hits,
     }
+}
+
+/// Why `verdict` breaks the required counters among `counters`, with the
+/// judge's notes, or `None` if it does not.
+pub(crate) fn broken_invariants(
+    verdict: &Verdict,
+    clean: Option<&Verdict>,
+    counters: &[crate::Counter],
+) -> Option<String> {
+    let broken: Vec<String> = counters
+        .iter()
+        .filter(|c| c.required_zero)
+        .filter_map(|c| {
+            let v = over(verdict, clean, c);
+            (v != 0).then(|| format!("{} = {v}", c.title))
+        })
+        .collect();
+    if broken.is_empty() {
+        return None;
+    }
+    let mut msg = broken.join(", ");
+    for note in &verdict.notes {
+        msg.push_str("; ");
+        msg.push_str(note);
+    }
+    Some(msg)
 }
 
 /// A counter's value in `verdict`, beyond its baseline.

@@ -406,3 +406,50 @@ fn merge_refuses_a_report_claiming_an_absurd_depth() {
     let e = Report::merge(vec![r]).unwrap_err().to_string();
     assert!(e.contains("depth"), "{e}");
 }
+
+/// `Counting` with its "extra" counter not required.
+struct Lenient(Counting);
+
+impl Subject for Lenient {
+    type World = CWorld;
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("extra"), Counter::new("starts").over_clean()]
+    }
+    fn world(&self) -> CWorld {
+        self.0.world()
+    }
+    fn life(&self, w: &mut CWorld) -> Result<(), sweep::LifeError> {
+        self.0.life(w)
+    }
+    fn judge(&self, w: &CWorld) -> Verdict {
+        self.0.judge(w)
+    }
+}
+
+#[test]
+fn a_counter_required_after_the_fact_fails_the_same_scenarios() {
+    let counting = || Counting {
+        n: 2,
+        save_first: false,
+    };
+    let strict = run(&counting(), 2);
+    let mut lenient = run(&Lenient(counting()), 2);
+    assert_eq!(lenient.failures().count(), 0);
+    lenient.require("extra").unwrap();
+    let names = |r: &Report| -> Vec<(String, Option<String>)> {
+        r.failures()
+            .map(|f| (f.scenario.to_string(), f.failure.clone()))
+            .collect()
+    };
+    assert_eq!(names(&lenient), names(&strict));
+    assert!(!names(&strict).is_empty());
+    // Measured over the clean run: every crash scenario starts once more.
+    let mut starts = run(&Lenient(counting()), 1);
+    starts.require("starts").unwrap();
+    assert_eq!(starts.failures().count(), starts.scenarios.len());
+    let e = lenient.require("nope").unwrap_err().to_string();
+    assert!(e.contains("nope") && e.contains("extra, starts"), "{e}");
+}
