@@ -141,3 +141,45 @@ fn the_timeline_of_a_duplicating_scenario() {
     assert_eq!(result.verdict.get("dups"), 1);
     insta::assert_snapshot!(result.timeline());
 }
+
+/// The designs run any scripted job (`--script`): on a one-call job every
+/// count can be worked out by hand.
+#[test]
+fn a_one_call_job_counts_as_worked_out_by_hand() {
+    let job = r#"{"name": "one", "replies": [
+        [{"id": "c1", "tool": "issue_file", "args": {"title": "A", "body": "a"}}],
+        []
+    ]}"#;
+    let script = Script::parse(job, std::path::Path::new("one.json")).unwrap();
+    let config = Config {
+        depth: 1,
+        ..Config::default()
+    };
+    // Start save (2), reply arrived, tracker accepted, tool returned,
+    // end-of-turn save (2), reply arrived, done save (2) = 10 points; the
+    // second design adds a reply save (2) and a result save (2) with
+    // `result saved`; the marker designs a marker save (2) and `marker saved`.
+    // Duplicates land after the tracker took the request and before the save
+    // that records it: accepted, returned, and the half-done save.
+    for (design, points, with_dups, asks) in [
+        (Design::SaveOncePerTurn, 10, 3, 0),
+        (Design::SaveAfterReply, 15, 3, 0),
+        (Design::Keys, 15, 0, 0),
+        (Design::Markers, 18, 0, 5),
+        (Design::KeysMarkers, 18, 0, 0),
+    ] {
+        let row = sweep::run(&design.subject(&script, Storage::Memory), &config)
+            .unwrap()
+            .row();
+        assert_eq!(
+            (
+                row.depth_counts[0],
+                cell(&row, "with dups"),
+                cell(&row, "asks"),
+                cell(&row, "missing")
+            ),
+            (points, with_dups, asks, 0),
+            "{design:?}"
+        );
+    }
+}
