@@ -263,33 +263,36 @@ pub fn __hit(name: &'static str) {
 #[cold]
 #[inline(never)]
 fn hit_in_scope(name: &'static str) {
-    let Some(handle) = current() else { return };
-    let crash = {
+    // Decide under the scope's lock (borrowing the thread's handle, not
+    // cloning it), then panic only after every borrow is released: the
+    // unwinding restores the previous scope, which needs the RefCell.
+    let crash = CURRENT.with(|current| {
+        let current = current.borrow();
+        let handle = current.as_ref()?;
         let mut st = lock(&handle.state);
         if let Some(hit) = st.crashed.clone() {
             // The life is already dead: a thread still running in it dies too.
+            return Some(hit);
+        }
+        let occurrence = match st.counts.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, c)) => {
+                *c += 1;
+                *c
+            }
+            None => {
+                st.counts.push((name, 1));
+                1
+            }
+        };
+        let hit = Hit::new(name, occurrence);
+        if st.target.as_ref() == Some(&hit) {
+            st.crashed = Some(hit.clone());
             Some(hit)
         } else {
-            let occurrence = match st.counts.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, c)) => {
-                    *c += 1;
-                    *c
-                }
-                None => {
-                    st.counts.push((name, 1));
-                    1
-                }
-            };
-            let hit = Hit::new(name, occurrence);
-            if st.target.as_ref() == Some(&hit) {
-                st.crashed = Some(hit.clone());
-                Some(hit)
-            } else {
-                st.hits.push(hit);
-                None
-            }
+            st.hits.push(hit);
+            None
         }
-    };
+    });
     if let Some(hit) = crash {
         panic::panic_any(Crash { hit });
     }
