@@ -27,6 +27,9 @@ pub enum Exit {
     /// The run cannot go on: a corrupt checkpoint or world, the restart
     /// limit, a changed workspace, a failing model or tool, an I/O error.
     RunError,
+    /// SIGTERM or SIGINT stopped the run at its next step, after the save
+    /// that records where it stopped; rerunning continues it.
+    Stopped,
 }
 
 impl Exit {
@@ -39,6 +42,7 @@ impl Exit {
             Exit::Locked => 3,
             Exit::Paused => 4,
             Exit::RunError => 5,
+            Exit::Stopped => 6,
         }
     }
 
@@ -51,6 +55,7 @@ impl Exit {
             Exit::Locked => "locked",
             Exit::Paused => "paused",
             Exit::RunError => "run_error",
+            Exit::Stopped => "stopped",
         }
     }
 }
@@ -74,6 +79,10 @@ Exit codes:
        can answer); rerun to continue
   5    the run cannot go on: corrupt checkpoint or world, restart limit,
        workspace changed, model or tool failure, I/O error
+  6    stopped by SIGTERM or SIGINT at the run's next step, after the save
+       that records where it stopped; run the same command again to
+       continue (a second signal while stopping kills the process; a
+       signal during a terminal prompt takes effect after the answer)
   137  (from the shell) the process killed itself with --die-after";
 
 /// Why the command stopped without finishing a run: a message for a person,
@@ -175,6 +184,7 @@ mod tests {
             Exit::Locked,
             Exit::Paused,
             Exit::RunError,
+            Exit::Stopped,
         ];
         for (i, a) in all.iter().enumerate() {
             for b in &all[i + 1..] {

@@ -12,12 +12,15 @@
 //! right after the first `code_patch` returns, before the result is saved.
 //! The second finds the run, resumes it, settles the patch on the resolution
 //! ladder (the lookup finds it in the workspace), finishes the replay and
-//! prints which of the task's checks passed. See `crates/triage/README.md`.
+//! prints which of the task's checks passed. SIGTERM or SIGINT stops a run
+//! at its next step, after the save that records where it stopped (exit 6);
+//! rerunning the command continues it. See `crates/triage/README.md`.
 
 mod checks;
 mod exit;
 mod output;
 mod run;
+mod shutdown;
 mod task;
 mod world;
 
@@ -66,6 +69,13 @@ pub struct Cli {
     #[arg(long, value_name = "TOOL")]
     pub die_after: Option<String>,
 
+    /// For tests: send this process SIGTERM right after a call of TOOL
+    /// returns (the first such call of this life), so the run stops after
+    /// saving that call's result. Hidden from --help; see the README's
+    /// testing section.
+    #[arg(long, value_name = "TOOL", hide = true, conflicts_with = "die_after")]
+    pub signal_after: Option<String>,
+
     /// Whether gated calls (filing an issue) wait for a person's yes.
     #[arg(long, value_enum, value_name = "on|off", default_value = "on")]
     pub approve: Approve,
@@ -80,7 +90,7 @@ pub struct Cli {
     pub json: bool,
 
     /// Print the recorded tasks, one a line, name first, and exit.
-    #[arg(long, conflicts_with_all = ["task", "state", "die_after", "run"])]
+    #[arg(long, conflicts_with_all = ["task", "state", "die_after", "signal_after", "run"])]
     pub list_tasks: bool,
 
     /// Read task files from DIR/*.json instead of the built-in tasks.

@@ -4,8 +4,10 @@
 //! The order matters:
 //!
 //! 1. Everything that can be checked without touching the state directory is
-//!    checked first (task, run ID, `--die-after`), so bad input creates
-//!    nothing.
+//!    checked first (task, run ID, `--die-after`, `--signal-after`), so bad
+//!    input creates nothing. Then the SIGTERM/SIGINT handlers are installed
+//!    ([`Shutdown`]): a signal sets the loop's cancel flag, and the loop
+//!    stops at its next step after saving (exit 6).
 //! 2. The run's lock (`<run>.lock`) is taken before its world is opened:
 //!    opening the file-backed tracker removes temp files a killed writer left,
 //!    which must never race a live writer in another process. The held lock
@@ -16,6 +18,7 @@
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -27,6 +30,7 @@ use serde_json::json;
 use crate::checks::{self, Evidence};
 use crate::exit::{Exit, Failure};
 use crate::output::{self, PauseCause, Printer};
+use crate::shutdown::Shutdown;
 use crate::task::{self, Catalog, Task};
 use crate::world::{Selection, StateDir, World};
 use crate::{Approve, Cli};
@@ -53,19 +57,28 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
     if let Some(id) = &cli.run {
         RunId::parse(id).map_err(Failure::from)?;
     }
-    if let Some(tool) = &cli.die_after {
+    for (option, tool) in tool_options(cli) {
         let known = task::tool_names();
         if !known.contains(tool) {
-            return Err(Failure::usage(
-                "unknown_tool",
-                format!("--die-after {tool:?}: no such tool"),
-            )
-            .hint(format!("the tools are {}", known.join(", "))));
+            return Err(
+                Failure::usage("unknown_tool", format!("{option} {tool:?}: no such tool"))
+                    .hint(format!("the tools are {}", known.join(", "))),
+            );
         }
         if let Some(task) = &task {
-            check_die_after(task, tool)?;
+            check_tool_option(task, option, tool)?;
         }
     }
+
+    // From here on SIGTERM and SIGINT stop the run at its next step, after
+    // the save that records where it stopped (before this, they kill the
+    // process, which the run survives like any crash).
+    let shutdown = Shutdown::install().map_err(|e| {
+        Failure::run(
+            "io",
+            format!("cannot install the SIGTERM/SIGINT handlers: {e}"),
+        )
+    })?;
 
     // 2. The state directory, the run, its lock.
     let sd = StateDir::open(state)?;
@@ -92,8 +105,8 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
             .map_err(Failure::from)?
             .ok_or_else(|| Failure::usage("no_such_run", format!("no run {run}")))?;
         let world = sd.open_world(&run)?;
-        if let Some(tool) = &cli.die_after {
-            check_die_after(&world.task, tool)?;
+        for (option, tool) in tool_options(cli) {
+            check_tool_option(&world.task, option, tool)?;
         }
         (world, Some(state))
     };
@@ -123,7 +136,14 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         Approve::On if io::stdin().is_terminal() => Box::new(TerminalApprover::stdio()),
         Approve::On => Box::new(Unattended),
     };
-    let observer = observer(Arc::clone(printer), cli.die_after.clone());
+    let observer = observer(
+        Arc::clone(printer),
+        Hooks {
+            die_after: cli.die_after.clone(),
+            signal_after: cli.signal_after.clone(),
+            cancel: shutdown.cancel_flag(),
+        },
+    );
     let checkpoints = HeldLock {
         dir: sd.dir(),
         name: lock_name,
@@ -138,7 +158,8 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
     .map_err(|e| Failure::run("bad_task", e.to_string()))?
     .with_approver(approver)
     .with_observer(observer)
-    .with_workspace(workspace);
+    .with_workspace(workspace)
+    .with_cancel(shutdown.cancel_flag());
 
     match agent.run() {
         Ok(result) => {
@@ -150,7 +171,7 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
             };
             Ok(report.print(&result, &tracker.issues(), printer))
         }
-        Err(e) => Err(loop_failure(e, &run, cli, printer)),
+        Err(e) => Err(loop_failure(e, &run, cli, &shutdown, printer)),
     }
 }
 
@@ -240,15 +261,26 @@ fn take_lock(sd: &StateDir, lock_name: &str) -> Result<LockGuard, Failure> {
     })
 }
 
-/// `--die-after TOOL` must name a tool the task calls.
-fn check_die_after(task: &Task, tool: &str) -> Result<(), Failure> {
+/// The options that name a tool: `--die-after`, `--signal-after`.
+fn tool_options(cli: &Cli) -> impl Iterator<Item = (&'static str, &String)> {
+    [
+        ("--die-after", cli.die_after.as_ref()),
+        ("--signal-after", cli.signal_after.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(option, tool)| tool.map(|t| (option, t)))
+}
+
+/// `--die-after TOOL` (and `--signal-after TOOL`) must name a tool the task
+/// calls.
+fn check_tool_option(task: &Task, option: &str, tool: &str) -> Result<(), Failure> {
     let tools = task.tools();
     if tools.contains(&tool) {
         return Ok(());
     }
     Err(Failure::usage(
         "unknown_tool",
-        format!("--die-after {tool}: task {} never calls {tool}", task.name),
+        format!("{option} {tool}: task {} never calls {tool}", task.name),
     )
     .hint(format!("it calls {}", tools.join(", "))))
 }
@@ -303,17 +335,57 @@ fn build_tools(tracker: &tracker::Tracker, workspace: Arc<dyn Dir>, gated: &[Str
     tools
 }
 
-/// The loop's observer: print each event, and with `--die-after TOOL` die
-/// as soon as a call of TOOL returns.
-fn observer(printer: Shared, die_after: Option<String>) -> impl Fn(&Event) + Send {
+/// What the observer does besides printing: the test hooks, and the cancel
+/// flag `--signal-after` waits on.
+struct Hooks {
+    die_after: Option<String>,
+    signal_after: Option<String>,
+    cancel: Arc<AtomicBool>,
+}
+
+/// The loop's observer: print each event; with `--die-after TOOL` die as
+/// soon as a call of TOOL returns; with `--signal-after TOOL` send SIGTERM
+/// to this process once, as soon as a call of TOOL returns.
+fn observer(printer: Shared, hooks: Hooks) -> impl Fn(&Event) + Send {
+    let signalled = AtomicBool::new(false);
     move |e: &Event| {
         let mut p = output::lock(&printer);
         p.event(e);
-        if let (Some(target), Event::ToolReturned { tool, call, .. }) = (&die_after, e) {
-            if target == tool {
-                die_now(&p, tool, call);
-            }
+        let Event::ToolReturned { tool, call, .. } = e else {
+            return;
+        };
+        if hooks.die_after.as_ref() == Some(tool) {
+            die_now(&p, tool, call);
         }
+        if hooks.signal_after.as_ref() == Some(tool) && !signalled.swap(true, Ordering::SeqCst) {
+            signal_now(&p, tool, call, &hooks.cancel);
+        }
+    }
+}
+
+/// Send SIGTERM to this process, a real signal to our own pid, in the same
+/// window `--die-after` dies in: the tool has returned, its result is not
+/// saved. The handler sets the cancel flag; the loop then saves the result
+/// and stops at its next step.
+fn signal_now(p: &Printer, tool: &str, call: &str, cancel: &AtomicBool) {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    p.step(
+        "signal",
+        &format!("--signal-after {tool}: {call} returned; sending SIGTERM to myself (pid {pid}) before its result is saved"),
+        json!({"event": "signal_after", "tool": tool, "call": call, "pid": pid, "signal": "SIGTERM"}),
+    );
+    // SAFETY: sending a signal to our own pid has no memory-safety
+    // preconditions; the handler installed by `Shutdown::install` only
+    // stores to atomics.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+    // POSIX delivers a signal a single-threaded process sends itself before
+    // kill returns, so the flag is already set; should the handler run on
+    // another thread, wait for it rather than let the loop race past.
+    while !cancel.load(Ordering::SeqCst) {
+        std::thread::yield_now();
     }
 }
 
@@ -343,7 +415,13 @@ fn die_now(p: &Printer, tool: &str, call: &str) -> ! {
 }
 
 /// Map the loop's error to the command's failure.
-fn loop_failure(e: agent::Error, run: &RunId, cli: &Cli, printer: &Shared) -> Failure {
+fn loop_failure(
+    e: agent::Error,
+    run: &RunId,
+    cli: &Cli,
+    shutdown: &Shutdown,
+    printer: &Shared,
+) -> Failure {
     use agent::Error as E;
     match e {
         E::Checkpoint(e) => Failure::from(e),
@@ -393,7 +471,15 @@ fn loop_failure(e: agent::Error, run: &RunId, cli: &Cli, printer: &Shared) -> Fa
         E::OutcomeUnknown { .. } => Failure::run("outcome_unknown", e.to_string()),
         E::UnknownTool { .. } => Failure::run("unknown_tool", e.to_string()),
         E::BadCallId { .. } => Failure::run("bad_call_id", e.to_string()),
-        E::Cancelled { .. } => Failure::run("cancelled", e.to_string()),
+        E::Cancelled { phase } => Failure::new(
+            Exit::Stopped,
+            "stopped",
+            format!(
+                "run {run} stopped by {} in phase {phase} after saving; run the same command again to continue",
+                shutdown.cause()
+            ),
+        )
+        .hint(format!("or continue it by its ID: {}", rerun_command(cli, run, None))),
     }
 }
 
