@@ -430,6 +430,11 @@ impl AtTerminal {
         }
     }
 
+    /// The child's process ID, for sending it a signal.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn answer(&mut self, line: &str) {
         self.master.write_all(line.as_bytes()).unwrap();
         self.master.flush().unwrap();
