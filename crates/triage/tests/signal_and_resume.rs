@@ -11,6 +11,7 @@ mod common;
 use common::*;
 use durable::{Phase, Role, State};
 use serde_json::Value;
+use std::os::unix::process::ExitStatusExt;
 
 /// The exit code of a run stopped by SIGTERM or SIGINT.
 const STOPPED: i32 = 6;
@@ -275,4 +276,43 @@ fn sigterm_during_the_approval_prompt_stops_after_the_answer() {
         assert_each_effect_once(&task, &tracker(&state, &run));
         std::fs::remove_dir_all(&state).unwrap();
     }
+}
+
+/// A second signal while the run is stopping takes the default action: the
+/// process dies, and the run survives that like any crash.
+///
+/// Deterministic: the child blocks at its prompt (never answered), and two
+/// different signals are both pending after the two `kill`s return, so both
+/// are delivered; whichever comes second finds the cancel flag set. (Two of
+/// the same signal could merge into one while pending.)
+#[test]
+fn a_second_signal_while_stopping_kills_and_the_rerun_finishes() {
+    let task = task("m1-done-after-delete");
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let s = arg(&state);
+
+    let mut first = AtTerminal::spawn(&["--task", &task.name, "--state", s]);
+    first.wait_for("approve issue_file call call_06 with ");
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        // SAFETY: kill on the pid of our own child, not yet waited for.
+        let rc = unsafe { libc::kill(first.pid() as libc::pid_t, signal) };
+        assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
+    }
+    let out = first.finish();
+    assert!(
+        matches!(out.status.signal(), Some(libc::SIGTERM | libc::SIGINT)),
+        "expected death by the second signal; got {:?}\n--- stdout\n{}--- stderr\n{}",
+        out.status,
+        out.stdout,
+        out.stderr
+    );
+    let run = only_run(&state);
+    assert_eq!(checkpoint(&state, &run).phase, Phase::Tools);
+
+    triage(&["--task", &task.name, "--state", s, "--approve", "off"])
+        .expect_code(0)
+        .expect_stdout("decided   issue_file call_06: approved")
+        .expect_stdout(&all_passed(&task));
+    assert_each_effect_once(&task, &tracker(&state, &run));
 }
