@@ -509,23 +509,37 @@ impl Drop for TableLock {
     }
 }
 
+/// The next free temp name `<prefix><n>.tmp` of an in-memory directory
+/// (deterministic: a counter, so sweeps stay byte-identical), trying at most
+/// [`TEMP_ATTEMPTS`] names.
+pub(crate) fn next_temp_name(
+    prefix: &str,
+    counter: &mut u64,
+    taken: impl Fn(&str) -> bool,
+) -> io::Result<String> {
+    for _ in 0..TEMP_ATTEMPTS {
+        *counter += 1;
+        let name = format!("{prefix}{counter}.tmp");
+        check_name(&name)?;
+        if !taken(&name) {
+            return Ok(name);
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("no free temp name for prefix {prefix:?} after {TEMP_ATTEMPTS} tries"),
+    ))
+}
+
 impl Dir for MemDir {
     fn create_temp(&self, prefix: &str) -> io::Result<String> {
-        let mut inner = self.inner();
-        for _ in 0..TEMP_ATTEMPTS {
-            inner.next_temp += 1;
-            let name = format!("{prefix}{}.tmp", inner.next_temp);
-            check_name(&name)?;
-            if !inner.names.contains_key(&name) {
-                let node = inner.new_node(Arc::from(&[][..]));
-                inner.names.insert(name.clone(), node);
-                return Ok(name);
-            }
-        }
-        Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            format!("no free temp name for prefix {prefix:?} after {TEMP_ATTEMPTS} tries"),
-        ))
+        let mut guard = self.inner();
+        let inner = &mut *guard;
+        let names = &inner.names;
+        let name = next_temp_name(prefix, &mut inner.next_temp, |n| names.contains_key(n))?;
+        let node = inner.new_node(Arc::from(&[][..]));
+        inner.names.insert(name.clone(), node);
+        Ok(name)
     }
 
     fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {

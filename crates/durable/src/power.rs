@@ -44,7 +44,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::dir::{check_name, Dir, LockGuard, LockTable, TEMP_ATTEMPTS};
+use crate::dir::{check_name, next_temp_name, Dir, LockGuard, LockTable};
 
 /// Which of the unsynced operations a power cut keeps. Synced contents and
 /// synced names always survive; these states differ only in the rest.
@@ -384,25 +384,17 @@ fn not_found(name: &str) -> io::Error {
 
 impl Dir for PowerDir {
     fn create_temp(&self, prefix: &str) -> io::Result<String> {
-        let mut inner = self.inner();
-        for _ in 0..TEMP_ATTEMPTS {
-            inner.next_temp += 1;
-            let name = format!("{prefix}{}.tmp", inner.next_temp);
-            check_name(&name)?;
-            if !inner.names.contains_key(&name) {
-                let node = inner.new_node();
-                inner.names.insert(name.clone(), node);
-                inner.pending.push(Op::Create {
-                    name: name.clone(),
-                    node,
-                });
-                return Ok(name);
-            }
-        }
-        Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            format!("no free temp name for prefix {prefix:?} after {TEMP_ATTEMPTS} tries"),
-        ))
+        let mut guard = self.inner();
+        let inner = &mut *guard;
+        let names = &inner.names;
+        let name = next_temp_name(prefix, &mut inner.next_temp, |n| names.contains_key(n))?;
+        let node = inner.new_node();
+        inner.names.insert(name.clone(), node);
+        inner.pending.push(Op::Create {
+            name: name.clone(),
+            node,
+        });
+        Ok(name)
     }
 
     fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
