@@ -18,10 +18,7 @@ fn snapshot() -> PathBuf {
 }
 
 fn cell(row: &Row, title: &str) -> u64 {
-    row.cells
-        .iter()
-        .find(|(t, _)| t == title)
-        .map(|(_, n)| *n)
+    row.cell(title)
         .unwrap_or_else(|| panic!("no column {title} in {row:?}"))
 }
 

@@ -16,11 +16,8 @@ fn sweep(variant: Variant, threads: Option<usize>) -> Report {
 }
 
 fn cell(row: &Row, title: &str) -> u64 {
-    row.cells
-        .iter()
-        .find(|(t, _)| t == title)
-        .map(|(_, n)| *n)
-        .unwrap_or_else(|| panic!("no column {title:?} in {row:?}"))
+    row.cell(title)
+        .unwrap_or_else(|| panic!("no column {title} in {row:?}"))
 }
 
 fn names<'a>(it: impl Iterator<Item = &'a sweep::ScenarioResult>) -> Vec<String> {

@@ -268,16 +268,7 @@ fn a_bad_checkpoint_stops_the_run_and_is_left_as_it_is() {
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state");
     let s = arg(&state);
-    triage(&[
-        "--task",
-        "s2-known-sync-timeout",
-        "--state",
-        s,
-        "--die-after",
-        "search",
-    ])
-    .expect_killed();
-    let run = only_run(&state);
+    let run = killed_run(&state, "s2-known-sync-timeout", "search");
     let file = state.join(format!("{run}.json"));
     let good = fs::read_to_string(&file).unwrap();
 
@@ -320,16 +311,7 @@ fn runs_are_picked_by_the_rules() {
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state");
     let s = arg(&state);
-    triage(&[
-        "--task",
-        "s2-known-sync-timeout",
-        "--state",
-        s,
-        "--die-after",
-        "search",
-    ])
-    .expect_killed();
-    let first = only_run(&state);
+    let first = killed_run(&state, "s2-known-sync-timeout", "search");
 
     // --run must belong to --task.
     triage(&[

@@ -249,6 +249,13 @@ pub fn runs(state: &Path) -> Vec<String> {
 
 /// The one run in a state directory.
 #[track_caller]
+/// Start a new run of `task` under `state` that kills itself right after
+/// `tool` returns; the run's ID.
+pub fn killed_run(state: &Path, task: &str, tool: &str) -> String {
+    triage(&["--task", task, "--state", arg(state), "--die-after", tool]).expect_killed();
+    only_run(state)
+}
+
 pub fn only_run(state: &Path) -> String {
     let runs = runs(state);
     assert_eq!(runs.len(), 1, "runs in {}: {runs:?}", state.display());
