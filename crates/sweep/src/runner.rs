@@ -2,7 +2,7 @@ use crashpoint::{Hit, Outcome};
 use rayon::prelude::*;
 
 use crate::report::{LifeTrace, Report, ScenarioResult};
-use crate::{Baseline, Scenario, Subject, Verdict};
+use crate::{Baseline, Counter, Scenario, Subject, Verdict};
 
 /// How to sweep.
 #[derive(Clone, Debug)]
@@ -116,14 +116,8 @@ pub fn run_with<S: Subject>(
         reason: e.to_string(),
     })?;
 
-    let counters = subject.counters();
-    let clean = replay(
-        subject,
-        &Scenario::default(),
-        Vec::new(),
-        None,
-        config.trace,
-    );
+    let replayer = Replayer::new(subject, config.trace);
+    let clean = replayer.replay(&Scenario::default(), Vec::new(), None);
     if let Some(reason) = &clean.result.failure {
         return Err(Error::CleanRunFailed {
             subject: subject.name(),
@@ -143,7 +137,7 @@ pub fn run_with<S: Subject>(
         pool.install(|| {
             top.into_par_iter()
                 .flat_map_iter(|(sc, order)| {
-                    subtree(subject, sc, order, config, &clean_verdict, progress)
+                    subtree(&replayer, sc, order, config, &clean_verdict, progress)
                 })
                 .collect()
         })
@@ -151,7 +145,7 @@ pub fn run_with<S: Subject>(
     scenarios.sort_by(|a, b| (a.scenario.depth(), &a.order).cmp(&(b.scenario.depth(), &b.order)));
     Ok(Report {
         subject: subject.name(),
-        counters,
+        counters: replayer.counters,
         depth: config.depth,
         partition: config.partition,
         clean: clean.result,
@@ -162,14 +156,14 @@ pub fn run_with<S: Subject>(
 /// Run one scenario and, while depth remains, every scenario that adds one
 /// crash at a hit its final life reached; return those of the partition.
 fn subtree<S: Subject>(
-    subject: &S,
+    replayer: &Replayer<'_, S>,
     sc: Scenario,
     order: Vec<u32>,
     config: &Config,
     clean: &Verdict,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Vec<ScenarioResult> {
-    let ran = replay(subject, &sc, order, Some(clean), config.trace);
+    let ran = replayer.replay(&sc, order, Some(clean));
     progress(Progress::Finished);
     let children = if sc.depth() < config.depth as usize {
         expand(&sc, &ran.result.order, &ran.last_hits)
@@ -184,7 +178,7 @@ fn subtree<S: Subject>(
         progress(Progress::Planned(children.len() as u64));
         let nested: Vec<Vec<ScenarioResult>> = children
             .into_par_iter()
-            .map(|(c, o)| subtree(subject, c, o, config, clean, progress))
+            .map(|(c, o)| subtree(replayer, c, o, config, clean, progress))
             .collect();
         out.extend(nested.into_iter().flatten());
     }
@@ -222,92 +216,101 @@ fn in_partition(sc: &Scenario, partition: Option<(u32, u32)>) -> bool {
 /// ended) and the world's description. The clean run is replayed first, for
 /// counters measured over it.
 pub fn run_one<S: Subject>(subject: &S, scenario: &Scenario) -> ScenarioResult {
-    let clean = replay(subject, &Scenario::default(), Vec::new(), None, false);
-    replay(
-        subject,
-        scenario,
-        Vec::new(),
-        Some(&clean.result.verdict),
-        true,
-    )
-    .result
+    let replayer = Replayer::new(subject, true);
+    let clean = replayer.replay(&Scenario::default(), Vec::new(), None);
+    replayer
+        .replay(scenario, Vec::new(), Some(&clean.result.verdict))
+        .result
 }
 
-fn replay<S: Subject>(
-    subject: &S,
-    scenario: &Scenario,
-    order: Vec<u32>,
-    clean: Option<&Verdict>,
+/// Replays scenarios of one subject, with what stays the same for all of
+/// them computed once (the counters are asked for once per sweep, not once
+/// per scenario).
+struct Replayer<'a, S> {
+    subject: &'a S,
+    counters: Vec<Counter>,
     trace: bool,
-) -> Ran {
-    let mut world = subject.world();
-    let mut failure = None;
-    let mut lives = Vec::new();
-    for (n, target) in scenario.0.iter().enumerate() {
-        let life = crashpoint::crash_at(target.clone(), || subject.life(&mut world));
-        let end = match &life.outcome {
-            Outcome::Crashed(_) => format!("crashed at {target}"),
-            Outcome::Finished(Ok(())) => {
-                format!("finished before reaching {target}: the crash did not fire")
+}
+
+impl<'a, S: Subject> Replayer<'a, S> {
+    fn new(subject: &'a S, trace: bool) -> Self {
+        Replayer {
+            subject,
+            counters: subject.counters(),
+            trace,
+        }
+    }
+
+    fn replay(&self, scenario: &Scenario, order: Vec<u32>, clean: Option<&Verdict>) -> Ran {
+        let mut world = self.subject.world();
+        let mut failure = None;
+        let mut lives = Vec::new();
+        for (n, target) in scenario.0.iter().enumerate() {
+            let life = crashpoint::crash_at(target.clone(), || self.subject.life(&mut world));
+            let end = match &life.outcome {
+                Outcome::Crashed(_) => format!("crashed at {target}"),
+                Outcome::Finished(Ok(())) => {
+                    format!("finished before reaching {target}: the crash did not fire")
+                }
+                Outcome::Finished(Err(e)) => {
+                    format!("stopped with an error before reaching {target}: {e}")
+                }
+                Outcome::Panicked(m) => format!("panicked: {m}"),
+            };
+            if life.outcome.crashed().is_none() {
+                failure = Some(format!("life {}: {end}", n + 1));
             }
-            Outcome::Finished(Err(e)) => {
-                format!("stopped with an error before reaching {target}: {e}")
+            if self.trace {
+                lives.push(LifeTrace::new(Some(target), &life.hits, end));
             }
-            Outcome::Panicked(m) => format!("panicked: {m}"),
+            if failure.is_some() {
+                break;
+            }
+        }
+        let mut last_hits = Vec::new();
+        if failure.is_none() {
+            let life = crashpoint::record(|| self.subject.life(&mut world));
+            let end = match &life.outcome {
+                Outcome::Finished(Ok(())) => "finished".to_owned(),
+                Outcome::Finished(Err(e)) => format!("stopped with an error: {e}"),
+                Outcome::Crashed(h) => format!("crashed at {h} with no crash injected"),
+                Outcome::Panicked(m) => format!("panicked: {m}"),
+            };
+            if !matches!(life.outcome, Outcome::Finished(Ok(()))) {
+                failure = Some(format!("final life {}: {end}", scenario.depth() + 1));
+            }
+            if self.trace {
+                lives.push(LifeTrace::new(None, &life.hits, end));
+            }
+            last_hits = life.hits;
+        }
+        let judged = crashpoint::record(|| self.subject.judge(&world));
+        let verdict = match judged.outcome {
+            Outcome::Finished(v) => v,
+            Outcome::Panicked(m) => {
+                failure.get_or_insert_with(|| format!("the judge panicked: {m}"));
+                Verdict::new()
+            }
+            Outcome::Crashed(h) => {
+                failure.get_or_insert_with(|| format!("the judge crashed at {h}"));
+                Verdict::new()
+            }
         };
-        if life.outcome.crashed().is_none() {
-            failure = Some(format!("life {}: {end}", n + 1));
+        if failure.is_none() {
+            failure = broken_invariants(&verdict, clean, &self.counters);
         }
-        if trace {
-            lives.push(LifeTrace::new(Some(target), &life.hits, end));
+        let world_text = self.trace.then(|| self.subject.describe(&world));
+        Ran {
+            result: ScenarioResult {
+                scenario: scenario.clone(),
+                order,
+                verdict,
+                failure,
+                lives,
+                world: world_text,
+            },
+            last_hits,
         }
-        if failure.is_some() {
-            break;
-        }
-    }
-    let mut last_hits = Vec::new();
-    if failure.is_none() {
-        let life = crashpoint::record(|| subject.life(&mut world));
-        let end = match &life.outcome {
-            Outcome::Finished(Ok(())) => "finished".to_owned(),
-            Outcome::Finished(Err(e)) => format!("stopped with an error: {e}"),
-            Outcome::Crashed(h) => format!("crashed at {h} with no crash injected"),
-            Outcome::Panicked(m) => format!("panicked: {m}"),
-        };
-        if !matches!(life.outcome, Outcome::Finished(Ok(()))) {
-            failure = Some(format!("final life {}: {end}", scenario.depth() + 1));
-        }
-        if trace {
-            lives.push(LifeTrace::new(None, &life.hits, end));
-        }
-        last_hits = life.hits;
-    }
-    let judged = crashpoint::record(|| subject.judge(&world));
-    let verdict = match judged.outcome {
-        Outcome::Finished(v) => v,
-        Outcome::Panicked(m) => {
-            failure.get_or_insert_with(|| format!("the judge panicked: {m}"));
-            Verdict::new()
-        }
-        Outcome::Crashed(h) => {
-            failure.get_or_insert_with(|| format!("the judge crashed at {h}"));
-            Verdict::new()
-        }
-    };
-    if failure.is_none() {
-        failure = broken_invariants(&verdict, clean, &subject.counters());
-    }
-    let world_text = trace.then(|| subject.describe(&world));
-    Ran {
-        result: ScenarioResult {
-            scenario: scenario.clone(),
-            order,
-            verdict,
-            failure,
-            lives,
-            world: world_text,
-        },
-        last_hits,
     }
 }
 
