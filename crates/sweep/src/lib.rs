@@ -80,174 +80,23 @@
 //! println!("{}", sweep::table(&[report.row()]));
 //! ```
 
+mod dyn_subject;
+mod error;
+mod judge;
 mod report;
 mod runner;
 mod scenario;
 pub mod snapshot;
+mod subject;
+mod table;
 
-pub use report::{depth_title, markdown, table, LifeTrace, Report, Row, ScenarioResult};
-pub use runner::{run, run_one, run_with, Config, Error, Progress};
+pub use dyn_subject::DynSubject;
+pub use error::Error;
+pub use judge::{Baseline, Counter, Verdict};
+pub use report::{LifeTrace, Report, ScenarioResult};
+pub use runner::{run, run_one, run_with, Config, Progress};
 pub use scenario::Scenario;
+pub use subject::{LifeError, Subject};
+pub use table::{depth_title, markdown, table, Row};
 
 pub use crashpoint::Hit;
-
-use serde::{Deserialize, Serialize};
-
-/// Why a life stopped on its own (not by a crash): any error converts into
-/// it with `?`, a `String` or `&str` included.
-pub type LifeError = Box<dyn std::error::Error + Send + Sync>;
-
-/// A program to sweep. Implement it for your own durable program.
-pub trait Subject: Sync {
-    /// Everything a crash does not erase. Each scenario gets a fresh one, and
-    /// parallel scenarios never share one.
-    type World: Send;
-
-    /// The row's name in a table, e.g. `keys and markers`.
-    fn name(&self) -> String;
-
-    /// The counters [`judge`](Subject::judge) reports, in table order.
-    fn counters(&self) -> Vec<Counter>;
-
-    /// A fresh world, as before the program's first start.
-    fn world(&self) -> Self::World;
-
-    /// One life: start or resume from the world and run until done. An
-    /// injected crash arrives as a panic from a point and never returns here;
-    /// `Err` means the life stopped with an error of the program's own (any
-    /// error type converts with `?`).
-    fn life(&self, world: &mut Self::World) -> Result<(), LifeError>;
-
-    /// Look at the world once the scenario is over and count.
-    fn judge(&self, world: &Self::World) -> Verdict;
-
-    /// A short human description of the world, printed at the end of a
-    /// scenario's timeline (records, saved state, …).
-    fn describe(&self, _world: &Self::World) -> String {
-        String::new()
-    }
-}
-
-/// What a counter's totals are measured against.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Baseline {
-    /// The count as judged.
-    Zero,
-    /// The count beyond the clean run's (e.g. model calls repeated).
-    Clean,
-}
-
-/// One number the judge reports for each scenario.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counter {
-    /// The name the judge uses in [`Verdict::count`].
-    pub name: String,
-    /// The column title of the counter's total.
-    pub title: String,
-    /// Totals count beyond this baseline.
-    pub baseline: Baseline,
-    /// A scenario whose count (beyond the baseline) is not zero fails.
-    pub required_zero: bool,
-    /// Also show a column counting the scenarios whose count is not zero.
-    pub scenarios_title: Option<String>,
-}
-
-impl Counter {
-    /// A counter named `name`, summed over scenarios, titled by its name.
-    pub fn new(name: &str) -> Self {
-        Counter {
-            name: name.to_owned(),
-            title: name.to_owned(),
-            baseline: Baseline::Zero,
-            required_zero: false,
-            scenarios_title: None,
-        }
-    }
-    /// Title the total column.
-    pub fn titled(mut self, title: &str) -> Self {
-        self.title = title.to_owned();
-        self
-    }
-    /// Count beyond the clean run's value.
-    pub fn over_clean(mut self) -> Self {
-        self.baseline = Baseline::Clean;
-        self
-    }
-    /// Every scenario must count zero here, or it fails.
-    pub fn required(mut self) -> Self {
-        self.required_zero = true;
-        self
-    }
-    /// Add a column, placed before the total, counting scenarios with a
-    /// non-zero count.
-    pub fn with_scenarios(mut self, title: &str) -> Self {
-        self.scenarios_title = Some(title.to_owned());
-        self
-    }
-}
-
-/// What the judge saw in one world: named counts and human-readable notes
-/// (e.g. `issue "B" filed 2 times`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Verdict {
-    /// Counts by counter name, in the order they were set.
-    pub counts: Vec<(String, u64)>,
-    /// What went wrong, in words.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
-
-impl Verdict {
-    /// An empty verdict: every counter zero.
-    pub fn new() -> Self {
-        Verdict::default()
-    }
-    /// Set counter `name` to `n`.
-    pub fn count(mut self, name: &str, n: u64) -> Self {
-        match self.counts.iter_mut().find(|(k, _)| k == name) {
-            Some((_, v)) => *v = n,
-            None => self.counts.push((name.to_owned(), n)),
-        }
-        self
-    }
-    /// Add a note.
-    pub fn note(mut self, note: impl Into<String>) -> Self {
-        self.notes.push(note.into());
-        self
-    }
-    /// Counter `name`, zero if never set.
-    pub fn get(&self, name: &str) -> u64 {
-        self.counts
-            .iter()
-            .find(|(k, _)| k == name)
-            .map_or(0, |(_, v)| *v)
-    }
-}
-
-/// An object-safe view of any [`Subject`], so a program can keep subjects of
-/// different world types in one list (a command line choosing a variant).
-pub trait DynSubject: Sync {
-    /// The subject's name.
-    fn name(&self) -> String;
-    /// [`run_with`] on this subject.
-    fn sweep(&self, config: &Config, progress: &(dyn Fn(Progress) + Sync))
-        -> Result<Report, Error>;
-    /// [`run_one`] on this subject.
-    fn scenario(&self, scenario: &Scenario) -> ScenarioResult;
-}
-
-impl<S: Subject> DynSubject for S {
-    fn name(&self) -> String {
-        Subject::name(self)
-    }
-    fn sweep(
-        &self,
-        config: &Config,
-        progress: &(dyn Fn(Progress) + Sync),
-    ) -> Result<Report, Error> {
-        run_with(self, config, progress)
-    }
-    fn scenario(&self, scenario: &Scenario) -> ScenarioResult {
-        run_one(self, scenario)
-    }
-}

@@ -1,8 +1,14 @@
+//! The runner: the clean run, then every scenario of the sweep replayed from
+//! a fresh world on rayon, gathered into a [`Report`] in a fixed order.
+
 use crashpoint::{Hit, Outcome};
 use rayon::prelude::*;
 
+use crate::error::Error;
+use crate::judge::{broken_invariants, Counter, Verdict};
 use crate::report::{LifeTrace, Report, ScenarioResult};
-use crate::{Baseline, Counter, Scenario, Subject, Verdict};
+use crate::scenario::Scenario;
+use crate::subject::Subject;
 
 /// How to sweep.
 #[derive(Clone, Debug)]
@@ -32,49 +38,6 @@ impl Default for Config {
             trace: false,
         }
     }
-}
-
-/// Why a sweep could not run at all (a failing scenario is not an error: it
-/// is in the [`Report`]).
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The program fails without any crash; nothing can be compared to it.
-    #[error("the clean run of {subject:?} fails, so there is nothing to sweep: {reason}")]
-    CleanRunFailed {
-        /// The subject's name.
-        subject: String,
-        /// What went wrong.
-        reason: String,
-    },
-    /// The thread pool could not be built.
-    #[error("cannot start {threads} worker threads: {reason}")]
-    ThreadPool {
-        /// Threads asked for.
-        threads: usize,
-        /// rayon's reason.
-        reason: String,
-    },
-    /// A partition `k/n` with `k` outside `1..=n`.
-    #[error("partition {k}/{n} is invalid: expected k/n with 1 ≤ k ≤ n")]
-    BadPartition {
-        /// The shard asked for.
-        k: u32,
-        /// The number of shards.
-        n: u32,
-    },
-    /// A counter named that the subject does not report.
-    #[error("{subject:?} reports no counter {counter:?} (it reports: {})", known.join(", "))]
-    UnknownCounter {
-        /// The subject's name.
-        subject: String,
-        /// The counter asked for.
-        counter: String,
-        /// The counters it does report.
-        known: Vec<String>,
-    },
-    /// Partial reports that do not belong to one sweep.
-    #[error("cannot merge these reports: {0}")]
-    Merge(String),
 }
 
 /// Progress of a running sweep, for a progress bar.
@@ -311,40 +274,5 @@ impl<'a, S: Subject> Replayer<'a, S> {
             },
             last_hits,
         }
-    }
-}
-
-/// Why `verdict` breaks the required counters among `counters`, with the
-/// judge's notes, or `None` if it does not.
-pub(crate) fn broken_invariants(
-    verdict: &Verdict,
-    clean: Option<&Verdict>,
-    counters: &[crate::Counter],
-) -> Option<String> {
-    let broken: Vec<String> = counters
-        .iter()
-        .filter(|c| c.required_zero)
-        .filter_map(|c| {
-            let v = over(verdict, clean, c);
-            (v != 0).then(|| format!("{} = {v}", c.title))
-        })
-        .collect();
-    if broken.is_empty() {
-        return None;
-    }
-    let mut msg = broken.join(", ");
-    for note in &verdict.notes {
-        msg.push_str("; ");
-        msg.push_str(note);
-    }
-    Some(msg)
-}
-
-/// A counter's value in `verdict`, beyond its baseline.
-pub(crate) fn over(verdict: &Verdict, clean: Option<&Verdict>, c: &crate::Counter) -> u64 {
-    let v = verdict.get(&c.name);
-    match (c.baseline, clean) {
-        (Baseline::Clean, Some(cl)) => v.saturating_sub(cl.get(&c.name)),
-        _ => v,
     }
 }

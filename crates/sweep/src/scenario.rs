@@ -1,3 +1,5 @@
+//! The scenario: which hit each life crashes at, by a name that parses back.
+
 use std::fmt;
 use std::str::FromStr;
 

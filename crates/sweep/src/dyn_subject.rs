@@ -1,0 +1,36 @@
+//! An object-safe view of any [`Subject`], for a program that keeps
+//! subjects of different world types in one list.
+
+use crate::error::Error;
+use crate::report::{Report, ScenarioResult};
+use crate::runner::{run_one, run_with, Config, Progress};
+use crate::scenario::Scenario;
+use crate::subject::Subject;
+
+/// An object-safe view of any [`Subject`], so a program can keep subjects of
+/// different world types in one list (a command line choosing a variant).
+pub trait DynSubject: Sync {
+    /// The subject's name.
+    fn name(&self) -> String;
+    /// [`run_with`] on this subject.
+    fn sweep(&self, config: &Config, progress: &(dyn Fn(Progress) + Sync))
+        -> Result<Report, Error>;
+    /// [`run_one`] on this subject.
+    fn scenario(&self, scenario: &Scenario) -> ScenarioResult;
+}
+
+impl<S: Subject> DynSubject for S {
+    fn name(&self) -> String {
+        Subject::name(self)
+    }
+    fn sweep(
+        &self,
+        config: &Config,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<Report, Error> {
+        run_with(self, config, progress)
+    }
+    fn scenario(&self, scenario: &Scenario) -> ScenarioResult {
+        run_one(self, scenario)
+    }
+}

@@ -1,0 +1,105 @@
+//! The table: a report's [`Row`], rendered as plain text or Markdown, the
+//! same byte for byte on every terminal.
+
+use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+/// One row of a sweep table: the scenario counts per depth, then each
+/// counter's columns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    /// The subject's name.
+    pub variant: String,
+    /// Scenarios with 1, 2, … crashes (`once`, `twice`, …).
+    pub depth_counts: Vec<u64>,
+    /// (column title, value), in table order.
+    pub cells: Vec<(String, u64)>,
+    /// Scenarios that failed (not shown in the table).
+    pub failed: u64,
+}
+
+/// The title of the column counting scenarios with `depth` crashes.
+pub fn depth_title(depth: usize) -> String {
+    match depth {
+        1 => "once".into(),
+        2 => "twice".into(),
+        3 => "thrice".into(),
+        k => format!("{k} times"),
+    }
+}
+
+fn json_key(title: &str) -> String {
+    title
+        .replace('+', "_plus")
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+}
+
+impl Row {
+    /// The value of the column titled `title` (a counter's total or its
+    /// "scenarios with" column).
+    pub fn cell(&self, title: &str) -> Option<u64> {
+        self.cells.iter().find(|(t, _)| t == title).map(|(_, n)| *n)
+    }
+
+    fn headers(&self) -> Vec<String> {
+        let mut h = vec!["variant".to_owned()];
+        h.extend((1..=self.depth_counts.len()).map(depth_title));
+        h.extend(self.cells.iter().map(|(t, _)| t.clone()));
+        h
+    }
+    fn values(&self) -> Vec<String> {
+        let mut v = vec![self.variant.clone()];
+        v.extend(self.depth_counts.iter().map(u64::to_string));
+        v.extend(self.cells.iter().map(|(_, n)| n.to_string()));
+        v
+    }
+}
+
+impl Serialize for Row {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("variant", &self.variant)?;
+        for (i, n) in self.depth_counts.iter().enumerate() {
+            m.serialize_entry(&depth_title(i + 1), n)?;
+        }
+        for (t, n) in &self.cells {
+            m.serialize_entry(&json_key(t), n)?;
+        }
+        m.end()
+    }
+}
+
+fn build(rows: &[Row], preset: &str) -> Table {
+    let mut t = Table::new();
+    t.load_preset(preset)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_width(200);
+    if let Some(first) = rows.first() {
+        t.set_header(first.headers());
+    }
+    for r in rows {
+        t.add_row(r.values());
+    }
+    let ncols = rows.first().map_or(0, |r| r.headers().len());
+    for i in 1..ncols {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+/// Rows as a plain-text table, independent of the terminal's width.
+pub fn table(rows: &[Row]) -> String {
+    let mut s = build(rows, presets::ASCII_BORDERS_ONLY_CONDENSED).to_string();
+    s.push('\n');
+    s
+}
+
+/// Rows as a Markdown table.
+pub fn markdown(rows: &[Row]) -> String {
+    let mut s = build(rows, presets::ASCII_MARKDOWN).to_string();
+    s.push('\n');
+    s
+}
