@@ -42,7 +42,7 @@ pub fn all() -> Vec<Variant> {
             }),
         });
     }
-    for (slug, title) in designs::beyond::variants() {
+    for (slug, title) in designs::variants::variants() {
         let s = slug.clone();
         v.push(Variant {
             slug,
@@ -72,11 +72,11 @@ pub fn all() -> Vec<Variant> {
 
 /// A variant of issue 7's modes (power loss, a person who errs, a model
 /// that changes its mind, a tracker that crashes): the curated ones are
-/// listed, and any combination of `designs::beyond` is accepted by slug.
+/// listed, and any combination of `designs::variants` is accepted by slug.
 fn beyond(slug: &str, job: Option<&Path>) -> Result<Box<dyn DynSubject>, String> {
     let path = job.map_or_else(designs::default_script_path, Path::to_path_buf);
     let script = Script::load(&path).map_err(|e| e.to_string())?;
-    designs::beyond::subject(slug, &script).ok_or_else(|| format!("unknown variant {slug:?}"))
+    designs::variants::subject(slug, &script).ok_or_else(|| format!("unknown variant {slug:?}"))
 }
 
 /// The slug of the variant whose row title is `title`.
@@ -85,7 +85,7 @@ pub fn slug_of(title: &str) -> Option<String> {
         .into_iter()
         .find(|v| v.title == title)
         .map(|v| v.slug)
-        .or_else(|| designs::beyond::slug_of(title))
+        .or_else(|| designs::variants::slug_of(title))
 }
 
 /// The listing printed by `--list`.
@@ -108,7 +108,7 @@ pub fn subject(
     let all = all();
     match all.iter().find(|v| v.slug == slug) {
         Some(v) => (v.build)(job, storage),
-        None if designs::beyond::variant(slug).is_some() => beyond(slug, job),
+        None if designs::variants::variant(slug).is_some() => beyond(slug, job),
         None => Err(format!(
             "unknown variant {slug:?}; known: {}",
             all.iter()

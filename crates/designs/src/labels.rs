@@ -8,13 +8,13 @@
 //! was on file, its reply was lost and the model asked again, it was sent
 //! again with no marker to warn, or a marker put it on the ladder (rerun
 //! because harmless, or a person asked). The judge reports each crash as a
-//! count `label <stage>/<rung>` and a note in words, so the `--scenario`
+//! count `label <stage>/<settlement>` and a note in words, so the `--scenario`
 //! timeline and the JSON report carry it, and [`summary`] counts them.
 
 use durable::State;
 use sweep::Report;
 
-use crate::beyond::grid;
+use crate::grid::grid;
 
 /// Where the in-flight call stood when the life crashed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -65,9 +65,11 @@ impl Stage {
     }
 }
 
-/// How the restart settled the call the crash left in flight.
+/// How the restart settled the call the crash left in flight: before the
+/// ladder (nothing to settle, on file, reply lost, made blind), on one of its
+/// rungs (rerun, a person), or never.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Rung {
+pub enum Settlement {
     /// No call was in flight.
     Nothing,
     /// The restart found the call's result in the checkpoint and skipped it.
@@ -81,63 +83,63 @@ pub enum Rung {
     /// the ladder, rerun.
     Rerun,
     /// A marker, and a repeat is not harmless: rung 3, a person was asked.
-    /// (The designs have no rung 2: the seed's designs ask the person, who
-    /// looks the request up.)
+    /// (The designs have no rung 2: the book chapter's designs ask the
+    /// person, who looks the request up.)
     Person,
     /// The scenario ended before the restart reached the call (the run
     /// stopped with an error).
     Unsettled,
 }
 
-impl Rung {
-    /// Every rung, in ladder order.
-    pub const ALL: [Rung; 7] = [
-        Rung::Nothing,
-        Rung::OnFile,
-        Rung::ReplyLost,
-        Rung::Blind,
-        Rung::Rerun,
-        Rung::Person,
-        Rung::Unsettled,
+impl Settlement {
+    /// Every settlement, in ladder order.
+    pub const ALL: [Settlement; 7] = [
+        Settlement::Nothing,
+        Settlement::OnFile,
+        Settlement::ReplyLost,
+        Settlement::Blind,
+        Settlement::Rerun,
+        Settlement::Person,
+        Settlement::Unsettled,
     ];
 
     /// The short name used in counts.
     pub fn slug(self) -> &'static str {
         match self {
-            Rung::Nothing => "nothing",
-            Rung::OnFile => "on-file",
-            Rung::ReplyLost => "re-asked",
-            Rung::Blind => "blind",
-            Rung::Rerun => "rerun",
-            Rung::Person => "person",
-            Rung::Unsettled => "unsettled",
+            Settlement::Nothing => "nothing",
+            Settlement::OnFile => "on-file",
+            Settlement::ReplyLost => "re-asked",
+            Settlement::Blind => "blind",
+            Settlement::Rerun => "rerun",
+            Settlement::Person => "person",
+            Settlement::Unsettled => "unsettled",
         }
     }
 
     /// In words.
     pub fn title(self) -> &'static str {
         match self {
-            Rung::Nothing => "nothing to settle",
-            Rung::OnFile => "result on file, skipped",
-            Rung::ReplyLost => "reply lost, model asked again",
-            Rung::Blind => "no marker: made the call blind",
-            Rung::Rerun => "rung 1: rerun, harmless",
-            Rung::Person => "rung 3: asked a person",
-            Rung::Unsettled => "never settled: the run stopped",
+            Settlement::Nothing => "nothing to settle",
+            Settlement::OnFile => "result on file, skipped",
+            Settlement::ReplyLost => "reply lost, model asked again",
+            Settlement::Blind => "no marker: made the call blind",
+            Settlement::Rerun => "rung 1: rerun, harmless",
+            Settlement::Person => "rung 3: asked a person",
+            Settlement::Unsettled => "never settled: the run stopped",
         }
     }
 }
 
 /// The count name of a label.
-pub fn count_name(stage: Stage, rung: Rung) -> String {
+pub fn count_name(stage: Stage, rung: Settlement) -> String {
     format!("label {}/{}", stage.slug(), rung.slug())
 }
 
 /// The label a count name stands for.
-pub fn parse_count_name(name: &str) -> Option<(Stage, Rung)> {
+pub fn parse_count_name(name: &str) -> Option<(Stage, Settlement)> {
     let (s, r) = name.strip_prefix("label ")?.split_once('/')?;
     let stage = Stage::ALL.into_iter().find(|x| x.slug() == s)?;
-    let rung = Rung::ALL.into_iter().find(|x| x.slug() == r)?;
+    let rung = Settlement::ALL.into_iter().find(|x| x.slug() == r)?;
     Some((stage, rung))
 }
 
@@ -154,7 +156,7 @@ pub(crate) struct Crash {
     call: Option<String>,
     turn: usize,
     stage: Stage,
-    rung: Option<Rung>,
+    rung: Option<Settlement>,
 }
 
 /// The labels of one scenario, kept in its world.
@@ -179,7 +181,7 @@ impl Labels {
                     call: None,
                     turn: 0,
                     stage: Stage::NoCall,
-                    rung: Some(Rung::Nothing),
+                    rung: Some(Settlement::Nothing),
                 },
             };
             self.crashes.push(crash);
@@ -208,7 +210,7 @@ impl Labels {
     }
 
     /// The restart settled `call` by `rung`.
-    pub(crate) fn settle(&mut self, call: &str, rung: Rung) {
+    pub(crate) fn settle(&mut self, call: &str, rung: Settlement) {
         for c in self.pending() {
             if c.call.as_deref() == Some(call) {
                 c.rung = Some(rung);
@@ -223,7 +225,7 @@ impl Labels {
                 .as_ref()
                 .is_some_and(|id| st.results.contains_key(id))
             {
-                c.rung = Some(Rung::OnFile);
+                c.rung = Some(Settlement::OnFile);
             }
         }
     }
@@ -233,17 +235,17 @@ impl Labels {
     pub(crate) fn asking(&mut self, turn: usize) {
         for c in self.pending() {
             if c.turn >= turn {
-                c.rung = Some(Rung::ReplyLost);
+                c.rung = Some(Settlement::ReplyLost);
             }
         }
     }
 
     /// Every crash as (stage, rung, call), unsettled ones as such.
-    pub(crate) fn crashes(&self) -> impl Iterator<Item = (Stage, Rung, Option<&str>)> {
+    pub(crate) fn crashes(&self) -> impl Iterator<Item = (Stage, Settlement, Option<&str>)> {
         self.crashes.iter().map(|c| {
             (
                 c.stage,
-                c.rung.unwrap_or(Rung::Unsettled),
+                c.rung.unwrap_or(Settlement::Unsettled),
                 c.call.as_deref(),
             )
         })
@@ -256,13 +258,13 @@ impl Labels {
 pub fn summary(columns: &[(String, &Report)]) -> String {
     let mut header = vec!["where the call stood -> how the restart settled it".to_owned()];
     header.extend(columns.iter().map(|(t, _)| t.clone()));
-    let tally = |r: &Report, stage: Stage, rung: Rung| -> u64 {
+    let tally = |r: &Report, stage: Stage, rung: Settlement| -> u64 {
         let name = count_name(stage, rung);
         r.scenarios.iter().map(|s| s.verdict.get(&name)).sum()
     };
     let mut rows = Vec::new();
     for stage in Stage::ALL {
-        for rung in Rung::ALL {
+        for rung in Settlement::ALL {
             let counts: Vec<u64> = columns.iter().map(|(_, r)| tally(r, stage, rung)).collect();
             if counts.iter().all(|n| *n == 0) {
                 continue;

@@ -1,11 +1,12 @@
-//! The sweeps beyond the seed's stated limits (issue 7), every scenario run,
-//! compared with the reviewed snapshot `snapshots/beyond.txt`.
+//! The sweeps beyond the book chapter's stated limits (issue 7), every
+//! scenario run, compared with the reviewed snapshot `snapshots/beyond.txt`.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use designs::beyond::{self, Variant};
-use designs::labels::{self, Rung, Stage};
+use designs::labels::{self, Settlement, Stage};
+use designs::tables;
+use designs::variants::{self, DesignVariant};
 use designs::{Design, Script, Writer};
 use durable::CrashState;
 use sweep::{Config, Report};
@@ -18,7 +19,7 @@ fn snapshot() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../snapshots/beyond.txt")
 }
 
-fn run_all(vs: Vec<Variant>) -> Vec<(Variant, Report)> {
+fn run_all(vs: Vec<DesignVariant>) -> Vec<(DesignVariant, Report)> {
     let script = script();
     vs.into_iter()
         .map(|v| {
@@ -29,21 +30,21 @@ fn run_all(vs: Vec<Variant>) -> Vec<(Variant, Report)> {
 }
 
 /// Every power-loss sweep, run once and shared by the tests below.
-fn power() -> &'static [(Variant, Report)] {
-    static CELL: OnceLock<Vec<(Variant, Report)>> = OnceLock::new();
-    CELL.get_or_init(|| run_all(beyond::power_variants()))
+fn power() -> &'static [(DesignVariant, Report)] {
+    static CELL: OnceLock<Vec<(DesignVariant, Report)>> = OnceLock::new();
+    CELL.get_or_init(|| run_all(variants::power_variants()))
 }
 
 /// Every wrong-person sweep.
-fn person() -> &'static [(Variant, Report)] {
-    static CELL: OnceLock<Vec<(Variant, Report)>> = OnceLock::new();
-    CELL.get_or_init(|| run_all(beyond::person_variants()))
+fn person() -> &'static [(DesignVariant, Report)] {
+    static CELL: OnceLock<Vec<(DesignVariant, Report)>> = OnceLock::new();
+    CELL.get_or_init(|| run_all(variants::person_variants()))
 }
 
 /// Every changing-model sweep.
-fn models() -> &'static [(Variant, Report)] {
-    static CELL: OnceLock<Vec<(Variant, Report)>> = OnceLock::new();
-    CELL.get_or_init(|| run_all(beyond::model_variants()))
+fn models() -> &'static [(DesignVariant, Report)] {
+    static CELL: OnceLock<Vec<(DesignVariant, Report)>> = OnceLock::new();
+    CELL.get_or_init(|| run_all(variants::model_variants()))
 }
 
 /// The seed's five designs, as the seed swept them (labels come with them).
@@ -65,12 +66,12 @@ fn seed() -> &'static [(Design, Report)] {
 }
 
 /// Every crashing-tracker sweep.
-fn trackers() -> &'static [(Variant, Report)] {
-    static CELL: OnceLock<Vec<(Variant, Report)>> = OnceLock::new();
-    CELL.get_or_init(|| run_all(beyond::tracker_variants()))
+fn trackers() -> &'static [(DesignVariant, Report)] {
+    static CELL: OnceLock<Vec<(DesignVariant, Report)>> = OnceLock::new();
+    CELL.get_or_init(|| run_all(variants::tracker_variants()))
 }
 
-fn report(reports: &'static [(Variant, Report)], slug: &str) -> &'static Report {
+fn report(reports: &'static [(DesignVariant, Report)], slug: &str) -> &'static Report {
     reports
         .iter()
         .find(|(v, _)| v.slug == slug)
@@ -87,7 +88,7 @@ fn first_failure(r: &Report) -> Option<(String, String)> {
     })
 }
 
-fn rows_table<'a>(reports: impl IntoIterator<Item = &'a (Variant, Report)>) -> String {
+fn rows_table<'a>(reports: impl IntoIterator<Item = &'a (DesignVariant, Report)>) -> String {
     let rows: Vec<sweep::Row> = reports.into_iter().map(|(_, r)| r.row()).collect();
     sweep::table(&rows)
 }
@@ -103,9 +104,9 @@ fn power_section() -> String {
         "The seed's sweep is the `process` column of the `syncs off (seed)` row: it passes,\n\
          and so does every mutation; it checks the order of the saves, not that they reach the disk.\n\n",
     );
-    out.push_str(&beyond::power_grid(p));
+    out.push_str(&tables::power_grid(p));
     out.push_str("\nFailing sweeps, each with its first failing scenario:\n");
-    out.push_str(&beyond::failures_list(p));
+    out.push_str(&tables::failures_list(p));
     out.push_str("\nEvery writer when nothing unsynced survives (`lose`):\n");
     out.push_str(&rows_table(p.iter().filter(|(v, _)| {
         v.modes
@@ -135,7 +136,7 @@ fn person_section() -> String {
             .map(|(_, r)| r.row())
             .collect();
         rows.extend(mine.iter().cloned());
-        rows.push(beyond::sum_rows(
+        rows.push(tables::sum_rows(
             &format!("{} | every k", design.title()),
             &mine,
         ));
@@ -181,7 +182,7 @@ fn tracker_section() -> String {
     );
     out.push_str(&rows_table(t));
     out.push_str("\nFailing sweeps, each with its first failing scenario:\n");
-    out.push_str(&beyond::failures_list(t));
+    out.push_str(&tables::failures_list(t));
     out.push_str("\nOutcome labels of the crashing-tracker sweeps (right layout):\n");
     let columns: Vec<(String, &Report)> = t
         .iter()
@@ -314,12 +315,12 @@ fn a_writer_that_overwrites_in_place_is_caught() {
 #[test]
 fn every_variant_has_a_slug_that_builds_it() {
     let script = script();
-    for (slug, title) in beyond::variants() {
-        let s = beyond::subject(&slug, &script).unwrap_or_else(|| panic!("{slug}"));
+    for (slug, title) in variants::variants() {
+        let s = variants::subject(&slug, &script).unwrap_or_else(|| panic!("{slug}"));
         assert_eq!(s.name(), title);
-        assert_eq!(beyond::slug_of(&title).as_deref(), Some(slug.as_str()));
+        assert_eq!(variants::slug_of(&title).as_deref(), Some(slug.as_str()));
     }
-    assert!(beyond::subject("no-such-variant", &script).is_none());
+    assert!(variants::subject("no-such-variant", &script).is_none());
     let _ = Design::ALL;
 }
 
@@ -330,7 +331,7 @@ fn the_person_variants_cover_every_question() {
     let subject = Design::Markers.subject(&script(), designs::Storage::Memory);
     let r = sweep::run(&subject, &Config::default()).unwrap();
     let most = r.scenarios.iter().map(|s| s.verdict.get("asks")).max();
-    assert_eq!(most, Some(beyond::MAX_QUESTIONS));
+    assert_eq!(most, Some(variants::MAX_QUESTIONS));
 }
 
 /// "The keyed loop must stay at zero, since it never asks."
@@ -382,7 +383,7 @@ fn a_model_that_changes_its_mind_hurts_only_the_loop_that_asks_again() {
     }
 }
 
-fn labels_of(s: &sweep::ScenarioResult) -> Vec<(Stage, Rung)> {
+fn labels_of(s: &sweep::ScenarioResult) -> Vec<(Stage, Settlement)> {
     s.verdict
         .counts
         .iter()
@@ -405,7 +406,7 @@ fn every_crash_is_labelled_and_settled() {
             assert_eq!(l.len(), s.scenario.depth(), "{} {}", r.subject, s.scenario);
             if s.failure.is_none() {
                 assert!(
-                    l.iter().all(|(_, rung)| *rung != Rung::Unsettled),
+                    l.iter().all(|(_, rung)| *rung != Settlement::Unsettled),
                     "{} {}",
                     r.subject,
                     s.scenario
@@ -426,7 +427,7 @@ fn duplicates_are_calls_that_went_out_and_were_made_again_blind() {
             assert!(
                 l.iter().any(|(stage, rung)| {
                     matches!(stage, Stage::Sent | Stage::Acknowledged)
-                        && matches!(rung, Rung::Blind | Rung::ReplyLost)
+                        && matches!(rung, Settlement::Blind | Settlement::ReplyLost)
                 }),
                 "{d:?} {}: {l:?}",
                 s.scenario
@@ -434,7 +435,7 @@ fn duplicates_are_calls_that_went_out_and_were_made_again_blind() {
         }
         if d.slug().contains("markers") {
             let blind_after_sending = r.scenarios.iter().flat_map(labels_of).any(|(st, ru)| {
-                matches!(st, Stage::Sent | Stage::Acknowledged) && ru == Rung::Blind
+                matches!(st, Stage::Sent | Stage::Acknowledged) && ru == Settlement::Blind
             });
             assert!(!blind_after_sending, "{d:?}");
         }
@@ -446,7 +447,7 @@ fn duplicates_are_calls_that_went_out_and_were_made_again_blind() {
         .iter()
         .find(|s| s.scenario.to_string() == "tracker accepted#1")
         .unwrap();
-    assert_eq!(labels_of(s), [(Stage::Sent, Rung::ReplyLost)]);
+    assert_eq!(labels_of(s), [(Stage::Sent, Settlement::ReplyLost)]);
 }
 
 /// "A request the tracker accepted but did not make durable is lost; the loop
@@ -496,7 +497,7 @@ fn one_thread_or_many_give_the_same_rows() {
         "tracker-crash-keys-markers",
         "model-new-calls-save-once-per-turn",
     ] {
-        let v = beyond::variant(slug).unwrap();
+        let v = variants::variant(slug).unwrap();
         let one = sweep::run(
             &v.subject(&script),
             &Config {

@@ -1,25 +1,30 @@
-//! The sweeps beyond the seed's stated limits (issue 7), by command-line
-//! name: power loss instead of a panic, and more to come.
-//!
-//! Each variant is one of the five designs run with [`Modes`]; its slug is
-//! what `cargo xtask sweep --variant` takes, and its title is its row's name.
+//! The named variants beyond the book chapter's table (issue 7): each is one
+//! of the five designs run with [`Modes`] — power loss instead of a panic, a
+//! person who errs, a model that answers a repeated question differently, a
+//! tracker that crashes. Its slug is what `cargo xtask sweep --variant`
+//! takes, and its title is its row's name; [`variants`] lists the reviewed
+//! snapshot's, and [`variant`] finds any combination by slug.
 //!
 //! ```
 //! let script = designs::Script::load(designs::default_script_path()).unwrap();
 //! let slug = "power-real-lose-keys-markers";
-//! assert!(designs::beyond::variants().iter().any(|(s, _)| s == slug));
-//! let subject = designs::beyond::subject(slug, &script).unwrap();
+//! assert!(designs::variants::variants().iter().any(|(s, _)| s == slug));
+//! let subject = designs::variants::subject(slug, &script).unwrap();
 //! assert_eq!(subject.name(), "keys and markers | real writer | lose");
 //! ```
 
 use durable::CrashState;
-use sweep::{DynSubject, Report};
+use sweep::DynSubject;
 
-use crate::{Design, DesignSubject, Model, Modes, Person, Power, Script, Storage, Writer};
+use crate::design::Design;
+use crate::harder_worlds::{ModelBehaviour, Modes, Person, Power, Writer};
+use crate::script::Script;
+use crate::subject::DesignSubject;
+use crate::world::Storage;
 
 /// One sweepable variant: a design with modes, and its names.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Variant {
+pub struct DesignVariant {
     /// The command-line name.
     pub slug: String,
     /// The design.
@@ -28,9 +33,9 @@ pub struct Variant {
     pub modes: Modes,
 }
 
-impl Variant {
-    fn new(slug: String, design: Design, modes: Modes) -> Variant {
-        Variant {
+impl DesignVariant {
+    fn new(slug: String, design: Design, modes: Modes) -> DesignVariant {
+        DesignVariant {
             slug,
             design,
             modes,
@@ -57,8 +62,8 @@ impl Variant {
 
 /// A power-loss variant: `design`'s checkpoints written by `writer`, each
 /// crash a power cut keeping what `state` says.
-pub fn power(design: Design, writer: Writer, state: CrashState) -> Variant {
-    Variant::new(
+pub fn power(design: Design, writer: Writer, state: CrashState) -> DesignVariant {
+    DesignVariant::new(
         format!("power-{}-{}-{}", writer.slug(), state.slug(), design.slug()),
         design,
         Modes {
@@ -69,8 +74,8 @@ pub fn power(design: Design, writer: Writer, state: CrashState) -> Variant {
 }
 
 /// A person who answers the `k`-th question of each scenario wrong.
-pub fn person(design: Design, k: u64) -> Variant {
-    Variant::new(
+pub fn person(design: Design, k: u64) -> DesignVariant {
+    DesignVariant::new(
         format!("person-wrong-{k}-{}", design.slug()),
         design,
         Modes {
@@ -82,10 +87,10 @@ pub fn person(design: Design, k: u64) -> Variant {
 
 /// A model that answers a repeated question as `model` says; with `keys`,
 /// the design also sends keys to a tracker that honours them (for `save once
-/// per turn + keys`, which no design of the seed's table is).
-pub fn model(design: Design, keys: bool, model: Model) -> Variant {
+/// per turn + keys`, which no design of the book chapter's table is).
+pub fn model(design: Design, keys: bool, model: ModelBehaviour) -> DesignVariant {
     let keys = keys && !design.sends_keys();
-    Variant::new(
+    DesignVariant::new(
         format!(
             "model-{}-{}{}",
             model.slug(),
@@ -104,7 +109,7 @@ pub fn model(design: Design, keys: bool, model: Model) -> Variant {
 /// The changing-model variants of the reviewed snapshot: the design that
 /// asks again after acting (save once per turn, without and with keys) and
 /// two that save the reply first (+ idempotency keys, keys and markers).
-pub fn model_variants() -> Vec<Variant> {
+pub fn model_variants() -> Vec<DesignVariant> {
     let mut v = Vec::new();
     for (design, keys) in [
         (Design::SaveOncePerTurn, false),
@@ -112,7 +117,7 @@ pub fn model_variants() -> Vec<Variant> {
         (Design::Keys, false),
         (Design::KeysMarkers, false),
     ] {
-        for m in Model::ALL {
+        for m in ModelBehaviour::ALL {
             v.push(model(design, keys, m));
         }
     }
@@ -122,14 +127,14 @@ pub fn model_variants() -> Vec<Variant> {
 /// A log-backed tracker that crashes with the loop (at its own points as
 /// well as the loop's) and restarts from its files, keeping keys as `layout`
 /// says.
-pub fn tracker_crash(design: Design, layout: tracker::LogLayout) -> Variant {
+pub fn tracker_crash(design: Design, layout: tracker::LogLayout) -> DesignVariant {
     let slug = match layout {
         tracker::LogLayout::KeysInLog => format!("tracker-crash-{}", design.slug()),
         tracker::LogLayout::KeysInIndexOnly => {
             format!("tracker-crash-keys-in-index-{}", design.slug())
         }
     };
-    Variant::new(
+    DesignVariant::new(
         slug,
         design,
         Modes {
@@ -142,8 +147,8 @@ pub fn tracker_crash(design: Design, layout: tracker::LogLayout) -> Variant {
 /// The crashing-tracker variants of the reviewed snapshot: all five designs
 /// against the right log layout, and the two keyed ones against the layout
 /// that keeps keys in the index only.
-pub fn tracker_variants() -> Vec<Variant> {
-    let mut v: Vec<Variant> = Design::ALL
+pub fn tracker_variants() -> Vec<DesignVariant> {
+    let mut v: Vec<DesignVariant> = Design::ALL
         .into_iter()
         .map(|d| tracker_crash(d, tracker::LogLayout::KeysInLog))
         .collect();
@@ -159,7 +164,7 @@ pub const MAX_QUESTIONS: u64 = 2;
 
 /// The wrong-person variants of the reviewed snapshot: the two designs with
 /// markers (the only ones that ask), k over every question a scenario asks.
-pub fn person_variants() -> Vec<Variant> {
+pub fn person_variants() -> Vec<DesignVariant> {
     let mut v = Vec::new();
     for design in [Design::Markers, Design::KeysMarkers] {
         for k in 1..=MAX_QUESTIONS {
@@ -172,9 +177,9 @@ pub fn person_variants() -> Vec<Variant> {
 /// The power-loss variants of the reviewed snapshot: every writer under every
 /// crash state in the keyed design (a lost or torn checkpoint shows as a run
 /// that stops on a corrupt file, or as repeated model calls), and the real
-/// writer, the seed's setting and the missing directory fsync in the keyless
-/// markers design too (a lost marker shows there as a duplicate).
-pub fn power_variants() -> Vec<Variant> {
+/// writer, the book chapter's setting and the missing directory fsync in the
+/// keyless markers design too (a lost marker shows there as a duplicate).
+pub fn power_variants() -> Vec<DesignVariant> {
     let mut v = Vec::new();
     for writer in Writer::ALL {
         for state in CrashState::ALL {
@@ -190,7 +195,7 @@ pub fn power_variants() -> Vec<Variant> {
 }
 
 /// Every variant any slug can name (a superset of [`variants`]).
-fn space() -> Vec<Variant> {
+fn space() -> Vec<DesignVariant> {
     let mut v = Vec::new();
     for design in Design::ALL {
         for writer in Writer::ALL {
@@ -203,7 +208,7 @@ fn space() -> Vec<Variant> {
         }
         v.push(tracker_crash(design, tracker::LogLayout::KeysInLog));
         v.push(tracker_crash(design, tracker::LogLayout::KeysInIndexOnly));
-        for m in Model::ALL {
+        for m in ModelBehaviour::ALL {
             v.push(model(design, false, m));
             if !design.sends_keys() {
                 v.push(model(design, true, m));
@@ -225,7 +230,7 @@ pub fn variants() -> Vec<(String, String)> {
         .collect()
 }
 
-fn curated() -> Vec<Variant> {
+fn curated() -> Vec<DesignVariant> {
     let mut v = power_variants();
     v.extend(person_variants());
     v.extend(model_variants());
@@ -235,7 +240,7 @@ fn curated() -> Vec<Variant> {
 
 /// The variant named `slug`: any combination the slugs can spell, not only
 /// those of [`variants`].
-pub fn variant(slug: &str) -> Option<Variant> {
+pub fn variant(slug: &str) -> Option<DesignVariant> {
     space().into_iter().find(|v| v.slug == slug)
 }
 
@@ -250,127 +255,4 @@ pub fn slug_of(title: &str) -> Option<String> {
         .into_iter()
         .find(|v| v.title() == title)
         .map(|v| v.slug)
-}
-
-/// A plain-text grid in the style of [`sweep::table`]: a header, then rows;
-/// the first column left-aligned, the others right-aligned.
-pub fn grid(header: &[String], rows: &[Vec<String>]) -> String {
-    let ncols = header.len();
-    let mut width = vec![0usize; ncols];
-    for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
-        for (i, c) in r.iter().enumerate().take(ncols) {
-            width[i] = width[i].max(c.chars().count());
-        }
-    }
-    let line = |r: &[String]| {
-        let cells: Vec<String> = (0..ncols)
-            .map(|i| {
-                let c = r.get(i).map_or("", String::as_str);
-                let pad = " ".repeat(width[i] - c.chars().count());
-                if i == 0 {
-                    format!("{c}{pad}")
-                } else {
-                    format!("{pad}{c}")
-                }
-            })
-            .collect();
-        format!("| {} |\n", cells.join("   "))
-    };
-    let inner = width.iter().sum::<usize>() + 3 * ncols.saturating_sub(1) + 2;
-    let mut out = format!("+{}+\n", "-".repeat(inner));
-    out.push_str(&line(header));
-    out.push_str(&format!("+{}+\n", "=".repeat(inner)));
-    for r in rows {
-        out.push_str(&line(r));
-    }
-    out.push_str(&format!("+{}+\n", "-".repeat(inner)));
-    out
-}
-
-/// The power-loss grid: one row per design and writer, one column per crash
-/// state, each cell the scenarios that failed (lost or duplicated an effect,
-/// or stopped on a checkpoint it could not read) out of those run.
-pub fn power_grid(reports: &[(Variant, Report)]) -> String {
-    let mut header = vec!["failing scenarios: design | writer".to_owned()];
-    header.extend(CrashState::ALL.iter().map(|s| s.slug().to_owned()));
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut keys: Vec<(Design, Writer)> = Vec::new();
-    for (v, _) in reports {
-        if let Some(p) = v.modes.power {
-            if !keys.contains(&(v.design, p.writer)) {
-                keys.push((v.design, p.writer));
-            }
-        }
-    }
-    for (design, writer) in keys {
-        let mut row = vec![format!("{} | {}", design.title(), writer.title())];
-        for state in CrashState::ALL {
-            let cell = reports
-                .iter()
-                .find(|(v, _)| v.design == design && v.modes.power == Some(Power { writer, state }))
-                .map_or_else(
-                    || "-".to_owned(),
-                    |(_, r)| format!("{}/{}", r.failures().count(), r.scenarios.len()),
-                );
-            row.push(cell);
-        }
-        rows.push(row);
-    }
-    grid(&header, &rows)
-}
-
-/// One line per failing sweep: how many scenarios failed and the first of
-/// them by name, with why (the command `--scenario` reruns it).
-pub fn failures_list(reports: &[(Variant, Report)]) -> String {
-    let mut out = String::new();
-    for (v, r) in reports {
-        let n = r.failures().count();
-        if let Some(first) = r.failures().next() {
-            out.push_str(&format!(
-                "{}: {n} failing; first: {} ({})\n",
-                v.title(),
-                first.scenario,
-                short_reason(first.failure.as_deref().unwrap_or(""))
-            ));
-        }
-    }
-    out
-}
-
-/// A failure message cut to its cause: `final life 2: stopped with an error:
-/// truncated checkpoint power:/x.json: …` becomes `truncated checkpoint`,
-/// `dups = 1; issue … made 2 times` becomes `dups = 1`.
-fn short_reason(failure: &str) -> &str {
-    let cause = failure
-        .split_once("stopped with an error: ")
-        .map_or(failure, |(_, rest)| rest);
-    let cause = cause.split(';').next().unwrap_or(cause);
-    cause.split(" power:/").next().unwrap_or(cause).trim()
-}
-
-/// Rows summed cell by cell into one titled `title` (scenario counts and
-/// every column), for a total over variants that split one sweep in parts.
-pub fn sum_rows(title: &str, rows: &[sweep::Row]) -> sweep::Row {
-    let mut total = sweep::Row {
-        variant: title.to_owned(),
-        depth_counts: Vec::new(),
-        cells: Vec::new(),
-        failed: 0,
-    };
-    for r in rows {
-        if total.depth_counts.len() < r.depth_counts.len() {
-            total.depth_counts.resize(r.depth_counts.len(), 0);
-        }
-        for (t, n) in total.depth_counts.iter_mut().zip(&r.depth_counts) {
-            *t += n;
-        }
-        for (title, n) in &r.cells {
-            match total.cells.iter_mut().find(|(t, _)| t == title) {
-                Some((_, m)) => *m += n,
-                None => total.cells.push((title.clone(), *n)),
-            }
-        }
-        total.failed += r.failed;
-    }
-    total
 }

@@ -1,39 +1,43 @@
-//! Options that take a design beyond the seed's stated limits. Every option
-//! defaults to the seed's behaviour, so `Modes::default()` is the seed's
-//! sweep, row for row.
+//! The harder worlds a design can run in, beyond the book chapter's sweep:
+//! power cuts with the real checkpoint writer or a mutation of it, a person
+//! who answers wrong, a model that answers a repeated question differently,
+//! keys added to a design without them, a tracker that crashes. Every option
+//! defaults to the chapter's behaviour, so `Modes::default()` is the
+//! chapter's sweep, row for row.
 
 use std::sync::Arc;
 
 use durable::{CrashState, Dir, MutantDir, Mutation, PowerDir};
 
-/// Everything a design can be run with beyond the seed's sweep.
+/// Everything a design can be run with beyond the book chapter's sweep.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Modes {
     /// Checkpoints live in a [`PowerDir`] whose crashes are power cuts in a
     /// chosen [`CrashState`], written by a chosen [`Writer`]. `None`: the
-    /// seed's world (a panic is the only crash, saves unsynced).
+    /// book chapter's world (a panic is the only crash, saves unsynced).
     pub power: Option<Power>,
     /// Who settles a call whose outcome the loop cannot know.
     pub person: Person,
-    /// `None`: the seed's scripted model, judged by exact text. `Some`: the
-    /// given model, judged by intent (a reworded issue or comment counts as
-    /// the one it stands for) with a column for reworded records.
-    pub model: Option<Model>,
+    /// `None`: the book chapter's scripted model, judged by exact text.
+    /// `Some`: the given model, judged by intent (a reworded issue or comment
+    /// counts as the one it stands for) with a column for reworded records.
+    pub model: Option<ModelBehaviour>,
     /// Send idempotency keys (to a tracker that honours them) even if the
     /// design does not: `save once per turn + keys`.
     pub keys: bool,
-    /// `None`: the seed's tracker, in memory, which never crashes. `Some`: a
-    /// log-backed tracker ([`tracker::Tracker::open_log_with`]) with its own
-    /// crash points, restarted from its files after every crash (the
-    /// tracker's or the loop's: one crash takes both down).
+    /// `None`: the book chapter's tracker, in memory, which never crashes.
+    /// `Some`: a log-backed tracker ([`tracker::Tracker::open_log_with`])
+    /// with its own crash points, restarted from its files after every crash
+    /// (the tracker's or the loop's: one crash takes both down).
     pub tracker: Option<tracker::LogLayout>,
 }
 
 /// How the model answers when it is asked again for a turn: after a crash
 /// lost the reply it gave, or the turn's results.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Model {
-    /// The same reply with the same call IDs (the seed's scripted model).
+pub enum ModelBehaviour {
+    /// The same reply with the same call IDs (the book chapter's scripted
+    /// model).
     #[default]
     Scripted,
     /// The same calls with new call IDs (`call-1~2` on the second ask), as a
@@ -44,25 +48,29 @@ pub enum Model {
     NewCalls,
 }
 
-impl Model {
+impl ModelBehaviour {
     /// Every model, the scripted one first.
-    pub const ALL: [Model; 3] = [Model::Scripted, Model::NewIds, Model::NewCalls];
+    pub const ALL: [ModelBehaviour; 3] = [
+        ModelBehaviour::Scripted,
+        ModelBehaviour::NewIds,
+        ModelBehaviour::NewCalls,
+    ];
 
     /// The command-line name.
     pub fn slug(self) -> &'static str {
         match self {
-            Model::Scripted => "scripted",
-            Model::NewIds => "new-ids",
-            Model::NewCalls => "new-calls",
+            ModelBehaviour::Scripted => "scripted",
+            ModelBehaviour::NewIds => "new-ids",
+            ModelBehaviour::NewCalls => "new-calls",
         }
     }
 
     /// A short description for row titles.
     pub fn title(self) -> &'static str {
         match self {
-            Model::Scripted => "model repeats itself",
-            Model::NewIds => "model: new call IDs",
-            Model::NewCalls => "model: other calls",
+            ModelBehaviour::Scripted => "model repeats itself",
+            ModelBehaviour::NewIds => "model: new call IDs",
+            ModelBehaviour::NewCalls => "model: other calls",
         }
     }
 }
@@ -71,7 +79,7 @@ impl Model {
 /// call took effect, when a rerun would not be harmless.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Person {
-    /// Always answers right (the seed's person).
+    /// Always answers right (the book chapter's person).
     #[default]
     Right,
     /// Answers the `k`-th question of the scenario (1-based, counted over
@@ -97,7 +105,7 @@ pub struct Power {
 pub enum Writer {
     /// Temp file, write, fsync, rename, fsync the directory.
     Real,
-    /// The seed's sweep setting: both fsyncs turned off
+    /// The book chapter's sweep setting: both fsyncs turned off
     /// (`Options { sync: false }`), so a sweep finishes in seconds.
     SyncsOff,
     /// The real writer without the file fsync before the rename.

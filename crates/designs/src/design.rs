@@ -1,0 +1,73 @@
+//! The five designs of the comparison table: what each saves, and whether
+//! it sends keys or writes markers. ([`Design::subject`], which makes one a
+//! sweep subject, is with [`DesignSubject`](crate::DesignSubject).)
+
+use crate::harder_worlds::Modes;
+
+/// One version of the loop being compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Design {
+    /// Saves only at the end of each turn: a crash mid-turn forgets the reply.
+    SaveOncePerTurn,
+    /// Saves the reply before running its calls, and each result.
+    SaveAfterReply,
+    /// As above, and sends an idempotency key the tracker honours.
+    Keys,
+    /// As above without keys, and writes a marker before each mutating call.
+    Markers,
+    /// Keys and markers: the design the chapter settles on.
+    KeysMarkers,
+}
+
+impl Design {
+    /// All five, in the table's order.
+    pub const ALL: [Design; 5] = [
+        Design::SaveOncePerTurn,
+        Design::SaveAfterReply,
+        Design::Keys,
+        Design::Markers,
+        Design::KeysMarkers,
+    ];
+
+    /// The row title of the book chapter's table.
+    pub fn title(self) -> &'static str {
+        match self {
+            Design::SaveOncePerTurn => "save once per turn",
+            Design::SaveAfterReply => "save after the reply",
+            Design::Keys => "+ idempotency keys",
+            Design::Markers => "+ attempt markers, no keys",
+            Design::KeysMarkers => "keys and markers",
+        }
+    }
+
+    /// The command-line name (`--variant`).
+    pub fn slug(self) -> &'static str {
+        match self {
+            Design::SaveOncePerTurn => "save-once-per-turn",
+            Design::SaveAfterReply => "save-after-reply",
+            Design::Keys => "keys",
+            Design::Markers => "markers",
+            Design::KeysMarkers => "keys-markers",
+        }
+    }
+
+    /// The design named by `slug`.
+    pub fn from_slug(slug: &str) -> Option<Design> {
+        Design::ALL.into_iter().find(|d| d.slug() == slug)
+    }
+
+    pub(crate) fn saves_each_step(self) -> bool {
+        self != Design::SaveOncePerTurn
+    }
+    pub(crate) fn sends_keys(self) -> bool {
+        matches!(self, Design::Keys | Design::KeysMarkers)
+    }
+    pub(crate) fn marks(self) -> bool {
+        matches!(self, Design::Markers | Design::KeysMarkers)
+    }
+    /// Whether the design, run with `modes`, sends idempotency keys: its own
+    /// or added by [`Modes::keys`].
+    pub(crate) fn sends_keys_with(self, modes: &Modes) -> bool {
+        self.sends_keys() || modes.keys
+    }
+}

@@ -1,0 +1,36 @@
+//! A plain-text grid, for the tables that are not rows of a sweep.
+
+/// A plain-text grid in the style of [`sweep::table`]: a header, then rows;
+/// the first column left-aligned, the others right-aligned.
+pub fn grid(header: &[String], rows: &[Vec<String>]) -> String {
+    let ncols = header.len();
+    let mut width = vec![0usize; ncols];
+    for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
+        for (i, c) in r.iter().enumerate().take(ncols) {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let line = |r: &[String]| {
+        let cells: Vec<String> = (0..ncols)
+            .map(|i| {
+                let c = r.get(i).map_or("", String::as_str);
+                let pad = " ".repeat(width[i] - c.chars().count());
+                if i == 0 {
+                    format!("{c}{pad}")
+                } else {
+                    format!("{pad}{c}")
+                }
+            })
+            .collect();
+        format!("| {} |\n", cells.join("   "))
+    };
+    let inner = width.iter().sum::<usize>() + 3 * ncols.saturating_sub(1) + 2;
+    let mut out = format!("+{}+\n", "-".repeat(inner));
+    out.push_str(&line(header));
+    out.push_str(&format!("+{}+\n", "=".repeat(inner)));
+    for r in rows {
+        out.push_str(&line(r));
+    }
+    out.push_str(&format!("+{}+\n", "-".repeat(inner)));
+    out
+}

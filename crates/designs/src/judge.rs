@@ -1,0 +1,159 @@
+//! The judge: the columns a design's row has, and how a world is counted —
+//! each scripted effect found once, twice or never, by exact text or (for a
+//! model that rewords) by intent — with a label for every crash.
+
+use sweep::{Counter, Verdict};
+
+use crate::design::Design;
+use crate::harder_worlds::{Modes, Person};
+use crate::labels;
+use crate::script::{Op, Script};
+use crate::world::World;
+
+/// The columns of a design's row: the book chapter's four when run without
+/// modes, else those the modes add, required to be zero where a correct
+/// design must count zero.
+pub(crate) fn counters(design: Design, modes: &Modes) -> Vec<Counter> {
+    if *modes == Modes::default() {
+        // The book chapter's columns, exactly.
+        return vec![
+            Counter::new("dups").with_scenarios("with dups"),
+            Counter::new("missing"),
+            Counter::new("asks"),
+            Counter::new("model calls").titled("calls+").over_clean(),
+        ];
+    }
+    // A power-loss row tests the writer: whatever the design, a correct
+    // writer loses nothing, so every scenario must count zero.
+    // So does a crashing-tracker row of a design that claims to do
+    // nothing twice (keys or markers): the tracker's restart must not
+    // change that.
+    let strict = modes.power.is_some()
+        || (modes.tracker.is_some() && (design.sends_keys_with(modes) || design.marks()));
+    let must = |c: Counter| if strict { c.required() } else { c };
+    let mut c = vec![
+        must(Counter::new("dups").with_scenarios("with dups")),
+        must(Counter::new("missing")),
+        Counter::new("asks"),
+    ];
+    if modes.person != Person::Right {
+        c.push(Counter::new("wrong answers"));
+    }
+    c.push(Counter::new("model calls").titled("calls+").over_clean());
+    if modes.model.is_some() {
+        c.push(Counter::new("reworded"));
+    }
+    if modes.power.is_some() {
+        c.push(must(Counter::new("lost saves")));
+    }
+    c.push(must(Counter::new("stopped")));
+    c
+}
+
+/// Count what went wrong in the world `w` a scenario of `script`, run with
+/// `modes`, left behind: duplicated and missing effects, questions, model
+/// calls, and what the modes add; every crash's label; notes in words.
+pub(crate) fn judge(script: &Script, modes: &Modes, w: &World) -> Verdict {
+    let issues = w.tracker.issues();
+    let (mut dups, mut missing) = (0u64, 0u64);
+    let mut v = Verdict::new();
+    // A record stands for a scripted effect when its text is the
+    // script's, or (judging by intent) the script's reworded by a model
+    // that was asked again.
+    let by_intent = modes.model.is_some();
+    let same = |text: &str, scripted: &str| {
+        text == scripted
+            || (by_intent
+                && text
+                    .strip_prefix(scripted)
+                    .is_some_and(|rest| rest.starts_with(" (take ")))
+    };
+    let comments = || issues.iter().flat_map(|i| &i.comments);
+    for call in script.effects() {
+        let (what, n) = match &call.op {
+            Op::FileIssue { title, body } => (
+                format!("issue {title:?}"),
+                issues
+                    .iter()
+                    .filter(|i| same(&i.title, title) && same(&i.body, body))
+                    .count(),
+            ),
+            Op::Comment { body, .. } => (
+                format!("comment {body:?}"),
+                comments().filter(|c| same(&c.body, body)).count(),
+            ),
+            Op::Search { .. } => continue,
+        };
+        match n {
+            0 => {
+                missing += 1;
+                v = v.note(format!("{what} never made it to the tracker"));
+            }
+            1 => {}
+            n => {
+                dups += n as u64 - 1;
+                v = v.note(format!("{what} made {n} times"));
+            }
+        }
+    }
+    let mut reworded = None;
+    if by_intent {
+        let scripted: Vec<&str> = script
+            .effects()
+            .flat_map(|c| match &c.op {
+                Op::FileIssue { title, body } => vec![title.as_str(), body.as_str()],
+                Op::Comment { body, .. } => vec![body.as_str()],
+                Op::Search { .. } => Vec::new(),
+            })
+            .collect();
+        let n = issues
+            .iter()
+            .filter(|i| !scripted.contains(&i.title.as_str()))
+            .count()
+            + comments()
+                .filter(|c| !scripted.contains(&c.body.as_str()))
+                .count();
+        if n > 0 {
+            v = v.note(format!(
+                "{n} record(s) worded as a model asked again worded them: a lookup by \
+                     the first wording cannot find them"
+            ));
+        }
+        reworded = Some(n as u64);
+    }
+    if let Some(e) = &w.stopped {
+        v = v.note(format!("the run stopped: {e}"));
+    }
+    if w.lost_saves > 0 {
+        v = v.note(format!(
+            "{} restart(s) resumed from an older checkpoint than the last save that returned",
+            w.lost_saves
+        ));
+    }
+    v = v
+        .count("dups", dups)
+        .count("missing", missing)
+        .count("asks", w.asks)
+        .count("model calls", w.model_calls);
+    if *modes != Modes::default() {
+        v = v
+            .count("lost saves", w.lost_saves)
+            .count("stopped", u64::from(w.stopped.is_some()))
+            .count("wrong answers", w.wrong_answers);
+    }
+    if let Some(n) = reworded {
+        v = v.count("reworded", n);
+    }
+    for (i, (stage, rung, call)) in w.labels.crashes().enumerate() {
+        let name = labels::count_name(stage, rung);
+        let n = v.get(&name);
+        v = v.count(&name, n + 1).note(format!(
+            "crash {}: {}{} -> {}",
+            i + 1,
+            call.map(|c| format!("{c} ")).unwrap_or_default(),
+            stage.title(),
+            rung.title()
+        ));
+    }
+    v
+}

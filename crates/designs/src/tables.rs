@@ -1,0 +1,100 @@
+//! Tables over several sweeps of the variants: the power-loss grid, the
+//! failing sweeps with their first failing scenario, rows summed into one,
+//! and the plain-text [`grid`] they are drawn in.
+
+use durable::CrashState;
+use sweep::Report;
+
+use crate::design::Design;
+use crate::harder_worlds::{Power, Writer};
+use crate::variants::DesignVariant;
+
+pub use crate::grid::grid;
+
+/// The power-loss grid: one row per design and writer, one column per crash
+/// state, each cell the scenarios that failed (lost or duplicated an effect,
+/// or stopped on a checkpoint it could not read) out of those run.
+pub fn power_grid(reports: &[(DesignVariant, Report)]) -> String {
+    let mut header = vec!["failing scenarios: design | writer".to_owned()];
+    header.extend(CrashState::ALL.iter().map(|s| s.slug().to_owned()));
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut keys: Vec<(Design, Writer)> = Vec::new();
+    for (v, _) in reports {
+        if let Some(p) = v.modes.power {
+            if !keys.contains(&(v.design, p.writer)) {
+                keys.push((v.design, p.writer));
+            }
+        }
+    }
+    for (design, writer) in keys {
+        let mut row = vec![format!("{} | {}", design.title(), writer.title())];
+        for state in CrashState::ALL {
+            let cell = reports
+                .iter()
+                .find(|(v, _)| v.design == design && v.modes.power == Some(Power { writer, state }))
+                .map_or_else(
+                    || "-".to_owned(),
+                    |(_, r)| format!("{}/{}", r.failures().count(), r.scenarios.len()),
+                );
+            row.push(cell);
+        }
+        rows.push(row);
+    }
+    grid(&header, &rows)
+}
+
+/// One line per failing sweep: how many scenarios failed and the first of
+/// them by name, with why (the command `--scenario` reruns it).
+pub fn failures_list(reports: &[(DesignVariant, Report)]) -> String {
+    let mut out = String::new();
+    for (v, r) in reports {
+        let n = r.failures().count();
+        if let Some(first) = r.failures().next() {
+            out.push_str(&format!(
+                "{}: {n} failing; first: {} ({})\n",
+                v.title(),
+                first.scenario,
+                short_reason(first.failure.as_deref().unwrap_or(""))
+            ));
+        }
+    }
+    out
+}
+
+/// A failure message cut to its cause: `final life 2: stopped with an error:
+/// truncated checkpoint power:/x.json: …` becomes `truncated checkpoint`,
+/// `dups = 1; issue … made 2 times` becomes `dups = 1`.
+fn short_reason(failure: &str) -> &str {
+    let cause = failure
+        .split_once("stopped with an error: ")
+        .map_or(failure, |(_, rest)| rest);
+    let cause = cause.split(';').next().unwrap_or(cause);
+    cause.split(" power:/").next().unwrap_or(cause).trim()
+}
+
+/// Rows summed cell by cell into one titled `title` (scenario counts and
+/// every column), for a total over variants that split one sweep in parts.
+pub fn sum_rows(title: &str, rows: &[sweep::Row]) -> sweep::Row {
+    let mut total = sweep::Row {
+        variant: title.to_owned(),
+        depth_counts: Vec::new(),
+        cells: Vec::new(),
+        failed: 0,
+    };
+    for r in rows {
+        if total.depth_counts.len() < r.depth_counts.len() {
+            total.depth_counts.resize(r.depth_counts.len(), 0);
+        }
+        for (t, n) in total.depth_counts.iter_mut().zip(&r.depth_counts) {
+            *t += n;
+        }
+        for (title, n) in &r.cells {
+            match total.cells.iter_mut().find(|(t, _)| t == title) {
+                Some((_, m)) => *m += n,
+                None => total.cells.push((title.clone(), *n)),
+            }
+        }
+        total.failed += r.failed;
+    }
+    total
+}

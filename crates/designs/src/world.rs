@@ -1,0 +1,208 @@
+//! A world: everything a crash does not erase — the checkpoint directory,
+//! the tracker's records, and the observer's tallies — and what a process
+//! does to it when it boots, saves, opens its checkpoint and shuts down.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use durable::{Checkpoint, Dir, MemDir, PowerDir, RunId, State};
+use tracker::{LogLayout, Mode, Tracker};
+
+use crate::harder_worlds::Modes;
+use crate::labels::Labels;
+
+/// The run ID of the scripted job in every world's checkpoint directory.
+pub(crate) const RUN: &str = "triage-job";
+
+/// Where a world keeps its checkpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// An in-memory directory (fast sweeps).
+    Memory,
+    /// A real temporary directory per world (syncs off, as in the book
+    /// chapter).
+    Disk,
+}
+
+/// What a crash does not erase: the checkpoint directory, the tracker's
+/// records, and the observer's tallies of model calls and questions.
+#[derive(Debug)]
+pub struct World {
+    pub(crate) dir: Arc<dyn Dir>,
+    pub(crate) _tmp: Option<tempfile::TempDir>,
+    pub(crate) tracker: Tracker,
+    pub(crate) model_calls: u64,
+    pub(crate) asks: u64,
+    /// The checkpoint directory when crashes are power cuts.
+    pub(crate) power: Option<PowerDir>,
+    /// A life is running: set when it starts, cleared when it returns. A life
+    /// that finds it set knows the one before it crashed.
+    pub(crate) alive: bool,
+    /// Why the last life stopped with an error of the loop's own.
+    pub(crate) stopped: Option<String>,
+    /// The last state whose save returned (restart count left out).
+    pub(crate) saved: Option<State>,
+    /// The state being saved, until its save returns.
+    pub(crate) saving: Option<State>,
+    /// Lives that resumed from something other than the last save that
+    /// returned or the one under way: a save the loop relied on was lost.
+    pub(crate) lost_saves: u64,
+    /// Questions the person answered wrong.
+    pub(crate) wrong_answers: u64,
+    /// How many times the model was asked for each turn (by index).
+    pub(crate) asked: BTreeMap<usize, u32>,
+    /// Each scripted call ID → the ID the model gave that call in its latest
+    /// reply (they differ once a model that mints new IDs is asked again).
+    pub(crate) ids: BTreeMap<String, String>,
+    /// Where the call in flight stood at each crash, and how it was settled.
+    pub(crate) labels: Labels,
+    /// A crashing tracker's directory and layout, to restart it from.
+    pub(crate) tracker_files: Option<(MemDir, LogLayout)>,
+}
+
+/// A state as the loop's progress, without the restart count that
+/// `Checkpoint::open` bumps by itself.
+fn progress(st: &State) -> State {
+    let mut p = st.clone();
+    p.resumes = 0;
+    p
+}
+
+impl World {
+    /// A process starts. Returns whether the previous one crashed; in a
+    /// power-loss world the crash was a power cut, applied now; with a
+    /// crashing tracker, the tracker restarts from its own files.
+    pub(crate) fn boot(&mut self) -> Result<bool, String> {
+        let crashed = std::mem::replace(&mut self.alive, true);
+        if let Some(p) = &self.power {
+            let cut = p.boot();
+            debug_assert_eq!(cut, crashed, "the directory and the world agree on crashes");
+        }
+        self.labels.boot(crashed);
+        if let (true, Some((files, layout))) = (crashed, &self.tracker_files) {
+            let mode = self.tracker.mode();
+            self.tracker = Tracker::open_log_with(Arc::new(files.clone()), mode, *layout)
+                .map_err(|e| format!("the tracker cannot restart: {e}"))?;
+        }
+        Ok(crashed)
+    }
+
+    /// Save through `cp`, remembering what is under way and what returned.
+    pub(crate) fn save(&mut self, cp: &mut Checkpoint, st: &State) -> Result<(), String> {
+        self.saving = Some(progress(st));
+        cp.save(st).map_err(|e| e.to_string())?;
+        self.saved = self.saving.take();
+        Ok(())
+    }
+
+    /// The checkpoint a life opened must hold the last save that returned,
+    /// or the one that was under way when the previous life died: a
+    /// returned save is the loop's promise that it may act on it.
+    pub(crate) fn opened(&mut self, st: &State) {
+        let now = progress(st);
+        if let Some(saved) = &self.saved {
+            if *saved != now && self.saving.as_ref() != Some(&now) {
+                self.lost_saves += 1;
+            }
+        }
+        self.saved = Some(now);
+        self.saving = None;
+        self.labels.opened(st);
+    }
+
+    /// The process ends without a crash (finished, or stopped by an error).
+    pub(crate) fn shutdown(&mut self, result: &Result<(), String>) {
+        self.alive = false;
+        self.stopped = result.as_ref().err().cloned();
+        if let Some(p) = &self.power {
+            p.shutdown();
+        }
+    }
+
+    /// A fresh world for a design run with `modes`, its checkpoints kept as
+    /// `storage` says (a power-loss world keeps them in a [`PowerDir`]), its
+    /// tracker honouring keys if `keyed`.
+    pub(crate) fn new(modes: &Modes, storage: Storage, keyed: bool) -> World {
+        let mut power = None;
+        let (dir, tmp): (Arc<dyn Dir>, _) = match (modes.power, storage) {
+            (Some(p), _) => {
+                let d = PowerDir::new(p.state);
+                power = Some(d.clone());
+                (p.writer.wrap(d), None)
+            }
+            (None, Storage::Memory) => (Arc::new(MemDir::new()), None),
+            (None, Storage::Disk) => match tempfile::tempdir()
+                .and_then(|t| durable::DiskDir::new(t.path()).map(|d| (d, t)))
+            {
+                Ok((d, t)) => (Arc::new(d), Some(t)),
+                // A world must exist; without a temp dir, fall back to memory
+                // rather than abort a whole sweep.
+                Err(_) => (Arc::new(MemDir::new()), None),
+            },
+        };
+        let mode = if keyed { Mode::Keyed } else { Mode::Keyless };
+        let tracker_files = modes.tracker.map(|layout| (MemDir::new(), layout));
+        let tracker = match &tracker_files {
+            // A new directory always opens; if it did not, the first life
+            // would report it (an empty in-memory tracker stands in).
+            Some((files, layout)) => Tracker::open_log_with(Arc::new(files.clone()), mode, *layout)
+                .unwrap_or_else(|_| Tracker::new(mode)),
+            None => Tracker::new(mode),
+        };
+        World {
+            dir,
+            _tmp: tmp,
+            tracker,
+            model_calls: 0,
+            asks: 0,
+            power,
+            alive: false,
+            stopped: None,
+            saved: None,
+            saving: None,
+            lost_saves: 0,
+            wrong_answers: 0,
+            asked: BTreeMap::new(),
+            ids: BTreeMap::new(),
+            labels: Labels::default(),
+            tracker_files,
+        }
+    }
+
+    /// The world in words: the tracker's records, the tallies, the power
+    /// cuts, why the run stopped, and the checkpoint on file.
+    pub(crate) fn describe(&self) -> String {
+        let mut out = String::new();
+        for i in self.tracker.issues() {
+            out.push_str(&format!("issue #{} {:?}\n", i.number, i.title));
+            for c in &i.comments {
+                out.push_str(&format!("    comment #{} {:?}\n", c.id, c.body));
+            }
+        }
+        out.push_str(&format!(
+            "model calls: {}, questions to a person: {}\n",
+            self.model_calls, self.asks
+        ));
+        if let Some(p) = &self.power {
+            out.push_str(&format!(
+                "power cuts: {} ({})\n",
+                p.cuts(),
+                p.state().title()
+            ));
+        }
+        if let Some(e) = &self.stopped {
+            out.push_str(&format!("stopped: {e}\n"));
+        }
+        if let Ok(run) = RunId::parse(RUN) {
+            match Checkpoint::load(self.dir.as_ref(), &run) {
+                Ok(Some(st)) => out.push_str(&format!(
+                    "checkpoint: phase {:?}, turns {}, resumes {}\n",
+                    st.phase, st.turns, st.resumes
+                )),
+                Ok(None) => out.push_str("checkpoint: none\n"),
+                Err(e) => out.push_str(&format!("checkpoint: {e}\n")),
+            }
+        }
+        out
+    }
+}
