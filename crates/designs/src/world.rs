@@ -29,21 +29,21 @@ pub enum Storage {
 #[derive(Debug)]
 pub struct World {
     pub(crate) dir: Arc<dyn Dir>,
-    pub(crate) _tmp: Option<tempfile::TempDir>,
+    _tmp: Option<tempfile::TempDir>,
     pub(crate) tracker: Tracker,
     pub(crate) model_calls: u64,
     pub(crate) asks: u64,
     /// The checkpoint directory when crashes are power cuts.
-    pub(crate) power: Option<PowerDir>,
+    power: Option<PowerDir>,
     /// A life is running: set when it starts, cleared when it returns. A life
     /// that finds it set knows the one before it crashed.
-    pub(crate) alive: bool,
+    alive: bool,
     /// Why the last life stopped with an error of the loop's own.
     pub(crate) stopped: Option<String>,
     /// The last state whose save returned (restart count left out).
-    pub(crate) saved: Option<State>,
+    saved: Option<State>,
     /// The state being saved, until its save returns.
-    pub(crate) saving: Option<State>,
+    saving: Option<State>,
     /// Lives that resumed from something other than the last save that
     /// returned or the one under way: a save the loop relied on was lost.
     pub(crate) lost_saves: u64,
@@ -57,7 +57,7 @@ pub struct World {
     /// Where the call in flight stood at each crash, and how it was settled.
     pub(crate) labels: Labels,
     /// A crashing tracker's directory and layout, to restart it from.
-    pub(crate) tracker_files: Option<(MemDir, LogLayout)>,
+    tracker_files: Option<(MemDir, LogLayout)>,
 }
 
 /// A state as the loop's progress, without the restart count that
