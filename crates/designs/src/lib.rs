@@ -49,7 +49,7 @@ use durable::{
 use sweep::{Counter, Subject, Verdict};
 
 use labels::{Labels, Rung, Stage};
-use tracker::{LogLayout, Lookup, Mode, Request, Tracker};
+use tracker::{LogLayout, LookupAnswer, Mode, Request, Tracker};
 
 pub use modes::{Model, Modes, Person, Power, Writer, MID_OVERWRITE};
 pub use script::{Call, Op, Script, ScriptError};
@@ -403,8 +403,8 @@ impl DesignSubject {
         // The person looks at the tracker and answers; the lookup is the
         // truth they see.
         let truth = match w.tracker.lookup(&req, None) {
-            Lookup::Found(resp) => Some(resp),
-            Lookup::NotFound | Lookup::CantTell => None,
+            LookupAnswer::Found(resp) => Some(resp),
+            LookupAnswer::NotFound | LookupAnswer::CantTell => None,
         };
         let wrong = self.modes.person == Person::WrongAt(w.asks);
         if wrong {
