@@ -1,4 +1,4 @@
-//! The real loop under power loss (issue 7 §1 on `crates/agent`): the
+//! The real loop under power loss (issue 7 §1 on the `agent` loop): the
 //! checkpoint directory and the workspace lose what was not synced when a
 //! life dies, in each of the six crash states. The real writer (temp file,
 //! fsync, rename, fsync the directory) must come through every scenario with
@@ -164,6 +164,8 @@ fn the_real_writer_comes_through_every_power_cut_and_dropped_fsyncs_are_caught()
     }
 
     let rows: Vec<Row> = real.iter().map(|(_, r)| r.row()).collect();
+    // The header names the file's old place (crates/agent): the reviewed
+    // snapshot stays byte-identical until its owner updates it.
     let mut out = String::from(
         "# The real loop under power loss (issue 7 §1 on crates/agent): reviewed output of \
          crates/agent/tests/loop_power.rs; real writer at depth 2, mutations at depth 1\n\n",
