@@ -30,13 +30,13 @@ pub fn all() -> Vec<Variant> {
             }),
         });
     }
-    for l in agent::sweep::variants() {
-        let slug = l.slug;
+    for l in loop_sweep::variants() {
+        let slug = l.slug();
         v.push(Variant {
-            slug: slug.to_owned(),
-            title: l.title.to_owned(),
+            slug: slug.clone(),
+            title: l.title(),
             build: Box::new(move |job, _storage| {
-                agent::sweep::subject(slug, job)
+                loop_sweep::subject(&slug, job)
                     .map(|s| Box::new(s) as Box<dyn DynSubject>)
                     .map_err(|e| e.to_string())
             }),

@@ -26,21 +26,47 @@
 //!   for the [`Approver`]'s yes; "later" pauses the run.
 //! * **Events**: an [`Observer`] sees one [`Event`] per step.
 //!
-//! [`sweep`] crashes this loop at every point it has, and counts.
+//! What is where: [`Agent`] (the run as built) and its one-life entry
+//! [`Agent::run`]; the phases of a life, each call's gate and marker, and
+//! the [resolution ladder](Rung) each in a file of its own; the seams
+//! [`Model`], [`Tool`], [`Approver`], [`Clock`], [`Observer`]; recorded
+//! jobs as data ([`Transcript`]) and their replay ([`ScriptedModel`]).
 //!
-//! A command wires the same pieces to disk: checkpoints in a
-//! [`durable::DiskDir`], a file-backed [`tracker::Tracker::open_dir`], the
-//! workspace in another `DiskDir` ([`tools::triage`] builds the four tools
-//! on them), a [`TerminalApprover`] (or [`ApproveAll`]), an [`Observer`]
-//! that prints each [`Event`] (and may kill the process on
-//! [`Event::ToolReturned`], before the result is saved), and a cancel flag
-//! set by its signal handler. Each stop is an [`Error`] variant to map to
-//! an exit code: `Checkpoint(durable::Error::Locked)`, `Paused`,
-//! `Cancelled`, the limits, `Checkpoint(durable::Error::WorkspaceChanged)`.
+//! The loop knows nothing of any particular service. The triage job's
+//! tools (`issue_file`, `issue_comment`, `search` on a tracker, `code_patch`
+//! in the workspace) are the `triage-tools` crate; the loop's own crash
+//! sweep, which crashes this loop at every point it has and counts, is the
+//! `loop-sweep` crate.
+//!
+//! A command wires the pieces to disk: checkpoints in a
+//! [`durable::DiskDir`], the tools on their services (`triage-tools`
+//! builds the four on a file-backed tracker and a workspace `DiskDir`), a
+//! [`TerminalApprover`] (or [`ApproveAll`]), an [`Observer`] that prints
+//! each [`Event`] (and may kill the process on [`Event::ToolReturned`],
+//! before the result is saved), and a cancel flag set by its signal
+//! handler. Each stop is an [`Error`] variant to map to an exit code:
+//! `Checkpoint(durable::Error::Locked)`, `Paused`, `Cancelled`, the limits,
+//! `Checkpoint(durable::Error::WorkspaceChanged)`.
+//!
+//! # Testing
+//!
+//! Production and test doubles are told apart by what a production run
+//! uses. Replaying a recorded [`Transcript`] with a [`ScriptedModel`] is
+//! the `triage` command's production mode, so both are always built. The
+//! doubles — `testing::ScriptedApprover` (a person answering with
+//! closures) and `testing::ManualClock` (a clock that moves only when
+//! told) — are in the `testing` module, behind the `testing` cargo
+//! feature (the convention of tokio's `test-util`), off by default: enable
+//! it in `[dev-dependencies]` for tests, or in `[dependencies]` of a crate
+//! that exists to test (a crash sweep).
+//!
+//! # Example
 //!
 //! A scripted job on an in-memory world, crashed once in the window no
 //! checkpoint can close (after the tracker filed the issue, before the
-//! result was saved), then resumed:
+//! result was saved), then resumed. The tools are the triage job's, from
+//! the `triage-tools` crate (a dev-dependency here; a user brings their own
+//! [`Tool`]s):
 //!
 //! ```
 //! use std::sync::Arc;
@@ -63,7 +89,7 @@
 //! let workspace = MemDir::new();
 //! let tracker = Tracker::new(Mode::Keyed);
 //! let life = || -> Result<Agent, Box<dyn std::error::Error>> {
-//!     let tools = agent::tools::triage(&tracker, Arc::new(workspace.clone()));
+//!     let tools = triage_tools::triage(&tracker, Arc::new(workspace.clone()));
 //!     let run = RunId::parse("doc-run")?;
 //!     Ok(Agent::scripted(run, Arc::new(checkpoints.clone()), transcript.clone(), tools)?
 //!         .with_options(Options { sync: false, ..Options::default() })
@@ -94,27 +120,32 @@
 
 mod agent;
 mod approver;
+mod call;
 mod clock;
 mod error;
+mod ladder;
+mod life;
 mod limits;
 mod model;
 mod observer;
+mod replay;
 mod result;
-pub mod sweep;
+mod resume;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tool;
-pub mod tools;
 mod transcript;
 
 pub use crate::agent::{Agent, UNKNOWN_TRIES};
 pub use approver::{
-    Approval, ApproveAll, Approver, Asked, Decision, Question, Resolution, ScriptedApprover,
-    TerminalApprover, Unattended,
+    Approval, ApproveAll, Approver, Decision, Question, Resolution, TerminalApprover, Unattended,
 };
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, SystemClock};
 pub use error::Error;
 pub use limits::Limits;
-pub use model::{Model, ModelError, Reply, ScriptedModel};
+pub use model::{Model, ModelError, Reply};
 pub use observer::{Event, Observer, Quiet, Returned, Rung};
+pub use replay::ScriptedModel;
 pub use result::RunResult;
 pub use tool::{CallContext, Effect, Gated, Keys, Lookup, Tool, ToolError, ToolOutput, Tools};
 pub use transcript::{Transcript, TranscriptError};

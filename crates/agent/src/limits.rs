@@ -1,5 +1,9 @@
 //! Limits over a run's whole life.
 
+use durable::Usage;
+
+use crate::error::Error;
+
 /// What a run may spend, over its whole life: turns, tokens and dollars are
 /// counted in the saved state, so a run that crashes every few turns cannot
 /// start each life with a fresh budget. Each limit is checked before every
@@ -41,4 +45,32 @@ impl Default for Limits {
 impl Limits {
     /// The default turn limit.
     pub const DEFAULT_MAX_TURNS: u32 = 100;
+}
+
+impl Limits {
+    /// Whether a run that has taken `turns` turns and spent `usage` may make
+    /// another model call. The counts come from the saved state, so the
+    /// limits cover every life.
+    pub(crate) fn check(&self, turns: u32, usage: &Usage) -> Result<(), Error> {
+        if let Some(limit) = self.max_turns {
+            if turns >= limit {
+                return Err(Error::TurnLimit { turns, limit });
+            }
+        }
+        let tokens = usage.input_tokens.saturating_add(usage.output_tokens);
+        if let Some(limit) = self.max_tokens {
+            if tokens >= limit {
+                return Err(Error::TokenLimit { tokens, limit });
+            }
+        }
+        if let Some(limit) = self.max_dollars {
+            if usage.dollars >= limit {
+                return Err(Error::DollarLimit {
+                    dollars: usage.dollars,
+                    limit,
+                });
+            }
+        }
+        Ok(())
+    }
 }

@@ -1,11 +1,9 @@
-//! The model seam, and a scripted model that replays a transcript.
+//! The model seam: what the loop asks of a model, and what comes back.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use durable::{Message, Role, ToolCall, Usage};
-
-use crate::transcript::Transcript;
+use durable::{Message, ToolCall, Usage};
 
 /// One reply of the model: its text, the tool calls it asks for (each with
 /// the model's call ID and its arguments as the raw string the model wrote),
@@ -61,45 +59,5 @@ impl<M: Model + ?Sized> Model for Box<M> {
 impl<M: Model + Sync + ?Sized> Model for Arc<M> {
     fn reply(&self, conversation: &[Message]) -> Result<Reply, ModelError> {
         (**self).reply(conversation)
-    }
-}
-
-/// A model that replays a recorded [`Transcript`].
-///
-/// It picks the reply by how many assistant replies the conversation already
-/// holds, so asking again for a turn whose reply was never saved gives the
-/// same reply with the same call IDs, exactly as a recorded run did, and a
-/// resumed conversation continues where it stopped.
-#[derive(Clone, Debug)]
-pub struct ScriptedModel {
-    transcript: Arc<Transcript>,
-}
-
-impl ScriptedModel {
-    /// Replay `transcript`.
-    pub fn new(transcript: impl Into<Arc<Transcript>>) -> ScriptedModel {
-        ScriptedModel {
-            transcript: transcript.into(),
-        }
-    }
-
-    /// The transcript being replayed.
-    pub fn transcript(&self) -> &Transcript {
-        &self.transcript
-    }
-}
-
-impl Model for ScriptedModel {
-    fn reply(&self, conversation: &[Message]) -> Result<Reply, ModelError> {
-        let n = conversation
-            .iter()
-            .filter(|m| m.role == Role::Assistant)
-            .count();
-        let t = &*self.transcript;
-        t.replies.get(n).cloned().ok_or(ModelError::Exhausted {
-            path: t.path.clone(),
-            len: t.replies.len(),
-            wanted: n + 1,
-        })
     }
 }

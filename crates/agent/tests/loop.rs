@@ -6,10 +6,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use agent::testing::{Asked, ManualClock, ScriptedApprover};
 use agent::{
-    Agent, Asked, CallContext, Decision, Effect, Error, Event, Keys, Limits, ManualClock, Model,
-    ModelError, Reply, Resolution, Returned, RunResult, Rung, ScriptedApprover, ScriptedModel,
-    Tool, ToolError, ToolOutput, Tools, Transcript,
+    Agent, CallContext, Decision, Effect, Error, Event, Keys, Limits, Model, ModelError, Reply,
+    Resolution, Returned, RunResult, Rung, ScriptedModel, Tool, ToolError, ToolOutput, Tools,
+    Transcript,
 };
 use crashpoint::Hit;
 use durable::{
@@ -90,7 +91,7 @@ impl World {
     }
 
     fn triage_tools(&self) -> Tools {
-        agent::tools::triage(&self.tracker, Arc::new(self.workspace.clone()))
+        triage_tools::triage(&self.tracker, Arc::new(self.workspace.clone()))
     }
 
     /// An agent over this world running `t` with `tools`.
@@ -457,7 +458,7 @@ fn an_expired_key_counts_as_none_and_the_lookup_decides() {
     let t = transcript(JOB);
     let tools = || {
         w.triage_tools()
-            .with(agent::tools::IssueFile::new(w.tracker.clone()).keep_keys_for(10))
+            .with(triage_tools::IssueFile::new(w.tracker.clone()).keep_keys_for(10))
     };
     w.crash(&w.agent_with(&t, tools()), "tracker accepted#1");
     w.events();
@@ -519,7 +520,7 @@ fn a_lookup_that_cannot_tell_passes_the_question_to_the_person() {
     w.person = ScriptedApprover::new().on_question(move |q| {
         *seen.lock().unwrap() = q.why.to_owned();
         Resolution::Done(ToolResult {
-            output: agent::tools::issue_output(1),
+            output: triage_tools::issue_output(1),
             is_error: false,
         })
     });
@@ -586,7 +587,7 @@ fn a_call_that_fails_after_the_tracker_accepted_goes_up_the_ladder() {
     );
     w.person = ScriptedApprover::new().on_question(|_| {
         Resolution::Done(ToolResult {
-            output: agent::tools::issue_output(1),
+            output: triage_tools::issue_output(1),
             is_error: false,
         })
     });
@@ -693,7 +694,7 @@ fn restarts_are_limited_even_when_every_restart_dies() {
 
 fn gated_file(w: &World) -> Tools {
     let mut tools = w.triage_tools();
-    tools.insert(agent::Gated(agent::tools::IssueFile::new(
+    tools.insert(agent::Gated(triage_tools::IssueFile::new(
         w.tracker.clone(),
     )));
     tools
@@ -1131,7 +1132,7 @@ fn a_run_on_disk_resumes_after_a_crash() {
     let t = transcript(PATCH_JOB);
     let life = || {
         let tracker = Tracker::open_dir(dir("tracker"), Mode::Keyed).unwrap();
-        let tools = agent::tools::triage(&tracker, dir("workspace"));
+        let tools = triage_tools::triage(&tracker, dir("workspace"));
         Agent::scripted(run_id(), dir("state"), Arc::clone(&t), tools)
             .unwrap()
             .with_workspace(dir("workspace"))

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crashpoint::point;
 use durable::{Attempt, Checkpoint, Options, Phase, RunId, State, ToolCall, ToolResult};
-use tracker::{Lookup, Mode, Request};
+use tracker::{LookupAnswer, Mode, Request};
 
 use crate::design::Design;
 use crate::harder_worlds::{ModelBehaviour, Modes, Person};
@@ -161,8 +161,8 @@ impl Loop<'_> {
         // The person looks at the tracker and answers; the lookup is the
         // truth they see.
         let truth = match w.tracker.lookup(&req, None) {
-            Lookup::Found(resp) => Some(resp),
-            Lookup::NotFound | Lookup::CantTell => None,
+            LookupAnswer::Found(resp) => Some(resp),
+            LookupAnswer::NotFound | LookupAnswer::CantTell => None,
         };
         let wrong = self.modes.person == Person::WrongAt(w.asks);
         if wrong {

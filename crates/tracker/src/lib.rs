@@ -26,7 +26,7 @@
 //! the caller hears back: a crash there is the window no checkpoint can close.
 //!
 //! ```
-//! use tracker::{Lookup, Mode, Request, Response, Tracker};
+//! use tracker::{LookupAnswer, Mode, Request, Response, Tracker};
 //!
 //! let world = Tracker::new(Mode::Keyed);
 //! let life = world.clone();
@@ -39,7 +39,7 @@
 //!
 //! // The record outlived the crash, and the restart can tell it happened...
 //! let req = Request::FileIssue { title: "crash in parser".into(), body: "stack trace…".into() };
-//! assert_eq!(world.lookup(&req, Some("run-1/call-1")), Lookup::Found(Response::Issue { number: 1 }));
+//! assert_eq!(world.lookup(&req, Some("run-1/call-1")), LookupAnswer::Found(Response::Issue { number: 1 }));
 //! // ...or simply retry with the same key: the tracker answers as the first time.
 //! assert!(world.holds_key("run-1/call-1"));
 //! assert_eq!(world.file_issue("crash in parser", "stack trace…", Some("run-1/call-1")).unwrap(), 1);
@@ -150,7 +150,7 @@ pub struct Comment {
 /// resolution ladder. Only a lookup that is sure says `NotFound`; one that
 /// cannot be sure says `CantTell` and passes the question up the ladder.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Lookup {
+pub enum LookupAnswer {
     /// It happened; this is what the tracker answered (or would have).
     Found(Response),
     /// It certainly did not happen: rerunning it makes no duplicate.
@@ -554,7 +554,7 @@ impl Tracker {
         self
     }
 
-    /// Lookups by arguments answer [`Lookup::CantTell`], like a search index
+    /// Lookups by arguments answer [`LookupAnswer::CantTell`], like a search index
     /// that lags behind writes and so cannot promise a record is missing. A
     /// lookup by a held key still answers: the key table is not an index.
     pub fn with_uncertain_lookup(self) -> Tracker {
@@ -688,19 +688,19 @@ impl Tracker {
     /// `NotFound` — unless [`Tracker::with_uncertain_lookup`] made matching
     /// by arguments answer `CantTell`. A match by arguments finds the first
     /// such record, which may be an earlier, deliberate twin.
-    pub fn lookup(&self, req: &Request, key: Option<&str>) -> Lookup {
+    pub fn lookup(&self, req: &Request, key: Option<&str>) -> LookupAnswer {
         let st = self.lock();
         if let Some(first) = self.effective_key(key).and_then(|k| st.held(k)) {
             if first.request == *req {
-                return Lookup::Found(first.response.clone());
+                return LookupAnswer::Found(first.response.clone());
             }
         }
         if st.uncertain_lookup {
-            return Lookup::CantTell;
+            return LookupAnswer::CantTell;
         }
         match st.find(req) {
-            Some(response) => Lookup::Found(response),
-            None => Lookup::NotFound,
+            Some(response) => LookupAnswer::Found(response),
+            None => LookupAnswer::NotFound,
         }
     }
 

@@ -119,7 +119,7 @@ fn expired_key_counts_as_no_key() {
     assert!(!t.holds_key("k"));
     assert_eq!(
         t.lookup(&issue("bug", "body"), Some("k")),
-        Lookup::Found(Response::Issue { number: 1 }),
+        LookupAnswer::Found(Response::Issue { number: 1 }),
         "found by arguments instead"
     );
     // A new request: a second record, and the key now belongs to it.
@@ -136,25 +136,28 @@ fn lookup_by_key_and_by_arguments() {
     let t = Tracker::new(Mode::Keyed);
     t.file_issue("bug", "body", Some("k")).unwrap();
     t.comment(1, "hi", None).unwrap();
-    let found = Lookup::Found(Response::Issue { number: 1 });
+    let found = LookupAnswer::Found(Response::Issue { number: 1 });
     assert_eq!(t.lookup(&issue("bug", "body"), Some("k")), found);
     assert_eq!(t.lookup(&issue("bug", "body"), None), found);
-    assert_eq!(t.lookup(&issue("bug", "other"), None), Lookup::NotFound);
+    assert_eq!(
+        t.lookup(&issue("bug", "other"), None),
+        LookupAnswer::NotFound
+    );
     assert_eq!(
         t.lookup(&issue("bug", "other"), Some("unknown")),
-        Lookup::NotFound
+        LookupAnswer::NotFound
     );
     // A key held for another request says nothing about this one.
     assert_eq!(
         t.lookup(&issue("bug", "other"), Some("k")),
-        Lookup::NotFound
+        LookupAnswer::NotFound
     );
     assert_eq!(
         t.lookup(&comment(1, "hi"), None),
-        Lookup::Found(Response::Comment { issue: 1, id: 1 })
+        LookupAnswer::Found(Response::Comment { issue: 1, id: 1 })
     );
-    assert_eq!(t.lookup(&comment(1, "bye"), None), Lookup::NotFound);
-    assert_eq!(t.lookup(&comment(7, "hi"), None), Lookup::NotFound);
+    assert_eq!(t.lookup(&comment(1, "bye"), None), LookupAnswer::NotFound);
+    assert_eq!(t.lookup(&comment(7, "hi"), None), LookupAnswer::NotFound);
 }
 
 #[test]
@@ -163,16 +166,22 @@ fn uncertain_lookup_cant_tell_by_arguments_but_trusts_keys() {
     t.file_issue("bug", "body", Some("k")).unwrap();
     assert_eq!(
         t.lookup(&issue("bug", "body"), Some("k")),
-        Lookup::Found(Response::Issue { number: 1 })
+        LookupAnswer::Found(Response::Issue { number: 1 })
     );
-    assert_eq!(t.lookup(&issue("bug", "body"), None), Lookup::CantTell);
-    assert_eq!(t.lookup(&issue("nope", "body"), None), Lookup::CantTell);
+    assert_eq!(
+        t.lookup(&issue("bug", "body"), None),
+        LookupAnswer::CantTell
+    );
+    assert_eq!(
+        t.lookup(&issue("nope", "body"), None),
+        LookupAnswer::CantTell
+    );
 
     let keyless = Tracker::new(Mode::Keyless).with_uncertain_lookup();
     keyless.file_issue("bug", "body", Some("k")).unwrap();
     assert_eq!(
         keyless.lookup(&issue("bug", "body"), Some("k")),
-        Lookup::CantTell
+        LookupAnswer::CantTell
     );
 }
 

@@ -22,10 +22,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use agent::tools::{CodePatch, IssueComment, IssueFile, Search};
 use agent::{Agent, ApproveAll, Approver, Event, Gated, TerminalApprover, Tool, Tools, Unattended};
 use durable::{Checkpoint, Dir, DiskDir, LockGuard, Phase, RunId};
 use serde_json::json;
+use triage_tools::{CodePatch, IssueComment, IssueFile, Search};
 
 use crate::checks::{self, Evidence};
 use crate::exit::{Exit, Failure};

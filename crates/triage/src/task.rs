@@ -38,7 +38,7 @@ use crate::exit::Failure;
 /// The agent's triage tools, on a throwaway world: only their names and
 /// declarations are used, to check a task's calls.
 pub fn known_tools() -> Tools {
-    agent::tools::triage(
+    triage_tools::triage(
         &tracker::Tracker::new(tracker::Mode::Keyed),
         std::sync::Arc::new(durable::MemDir::new()),
     )

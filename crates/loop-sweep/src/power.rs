@@ -4,7 +4,7 @@
 //! of it, and a watch on the checkpoint file that sees a restart resume from
 //! an older checkpoint than the last save that returned.
 //!
-//! The pattern is `designs::modes`': a mutation is a directory wrapper that
+//! The pattern is `designs`' harder worlds: a mutation is a directory wrapper that
 //! drops one call of the shipped writer (`durable::write_atomic`, unchanged),
 //! and each life boots the directories and shuts them down when it ends
 //! without a crash, so a boot after a crash cuts the power first.

@@ -1,10 +1,10 @@
 //! `issue_file`, `issue_comment` and `search` against the fake tracker.
 
 use serde_json::{json, Value};
-use tracker::{Lookup as TrackerLookup, Mode, Request, Response, Tracker, TrackerError};
+use tracker::{LookupAnswer, Mode, Request, Response, Tracker, TrackerError};
 
 use super::str_arg;
-use crate::tool::{CallContext, Effect, Keys, Lookup, Tool, ToolError, ToolOutput};
+use agent::{CallContext, Effect, Keys, Lookup, Tool, ToolError, ToolOutput};
 use durable::Role;
 
 /// What `issue_file` answers: `{"issue": N}`. Public so a scripted person
@@ -46,9 +46,9 @@ fn tracker_error(tool: &str, e: TrackerError) -> ToolError {
 
 fn lookup(tracker: &Tracker, req: &Request, key: Option<&str>) -> Lookup {
     match tracker.lookup(req, key) {
-        TrackerLookup::Found(r) => Lookup::Found(ToolOutput::ok(output(&r))),
-        TrackerLookup::NotFound => Lookup::NotFound,
-        TrackerLookup::CantTell => Lookup::CantTell(
+        LookupAnswer::Found(r) => Lookup::Found(ToolOutput::ok(output(&r))),
+        LookupAnswer::NotFound => Lookup::NotFound,
+        LookupAnswer::CantTell => Lookup::CantTell(
             "the tracker's search may lag behind its writes, so it cannot promise the record is missing".into(),
         ),
     }

@@ -1,6 +1,12 @@
-//! The triage job's tools: `issue_file`, `issue_comment` and `search`
-//! against a [`tracker::Tracker`], and `code_patch` writing into the run's
-//! workspace.
+//! The triage job's tools for the [`agent`] loop: `issue_file`,
+//! `issue_comment` and `search` against a [`tracker::Tracker`], and
+//! `code_patch` writing into the run's workspace.
+//!
+//! They live apart from `agent` so the loop itself knows nothing of the
+//! tracker: the `triage` command and the loop's crash sweep (`loop-sweep`)
+//! both use them. Each declares what the loop needs to run it safely across
+//! crashes ([`agent::Effect`], [`agent::Keys`], a
+//! [`lookup`](agent::Tool::lookup)).
 //!
 //! For a command with everything on disk:
 //!
@@ -13,24 +19,25 @@
 //!     tracker::Mode::Keyed,
 //! )?;
 //! let workspace: Arc<dyn durable::Dir> = Arc::new(durable::DiskDir::new(state.join("workspace"))?);
-//! let tools = agent::tools::triage(&tracker, Arc::clone(&workspace));
-//! # let _ = tools;
+//! let tools = triage_tools::triage(&tracker, Arc::clone(&workspace));
+//! assert_eq!(tools.names().collect::<Vec<_>>(), ["code_patch", "issue_comment", "issue_file", "search"]);
 //! # Ok(())
 //! # }
 //! ```
+
+#![deny(missing_docs)]
 
 mod patch;
 mod tracker_tools;
 
 use std::sync::Arc;
 
+use agent::{ToolError, Tools};
 use durable::Dir;
 use serde_json::Value;
 
 pub use patch::CodePatch;
 pub use tracker_tools::{comment_output, issue_output, IssueComment, IssueFile, Search};
-
-use crate::tool::{ToolError, Tools};
 
 /// The four tools of the triage job: tracker tools on `tracker` (keyed if
 /// it honours keys) and `code_patch` on `workspace` (synced writes).

@@ -7,7 +7,7 @@ use durable::{Dir, WriteOptions};
 use serde_json::{json, Value};
 
 use super::str_arg;
-use crate::tool::{CallContext, Effect, Lookup, Tool, ToolError, ToolOutput};
+use agent::{CallContext, Effect, Lookup, Tool, ToolError, ToolOutput};
 
 /// `code_patch {path, old, new}`: replace the one occurrence of `old` in the
 /// workspace file `path` by `new`; with `old` empty, create `path` holding

@@ -17,7 +17,7 @@ fn cell(row: &Row, title: &str) -> u64 {
 
 #[test]
 fn every_variant_keeps_its_shape_and_matches_the_reviewed_table() {
-    let subjects = agent::sweep::subjects(None).expect("the loop's sweep job loads");
+    let subjects = loop_sweep::subjects(None).expect("the loop's sweep job loads");
     let reports: Vec<Report> = subjects
         .iter()
         .map(|s| sweep::run(s, &Config::default()).expect("sweep runs"))
@@ -33,7 +33,7 @@ fn every_variant_keeps_its_shape_and_matches_the_reviewed_table() {
             .take(5)
             .map(|s| format!("{}: {}", s.scenario, s.failure.as_deref().unwrap_or("")))
             .collect();
-        assert!(failed.is_empty(), "{}: {failed:#?}", v.title);
+        assert!(failed.is_empty(), "{}: {failed:#?}", v.title());
         assert!(!report.scenarios.is_empty());
         for s in &report.scenarios {
             for counter in ["dups", "missing", "gate"] {
@@ -41,7 +41,7 @@ fn every_variant_keeps_its_shape_and_matches_the_reviewed_table() {
                     report.value(s, counter),
                     0,
                     "{}: {} {counter}",
-                    v.title,
+                    v.title(),
                     s.scenario
                 );
             }
@@ -50,7 +50,7 @@ fn every_variant_keeps_its_shape_and_matches_the_reviewed_table() {
                     report.value(s, "asks"),
                     0,
                     "{}: {} asks",
-                    v.title,
+                    v.title(),
                     s.scenario
                 );
             }
@@ -60,7 +60,7 @@ fn every_variant_keeps_its_shape_and_matches_the_reviewed_table() {
             assert!(
                 cell(&row, "asks") > 0,
                 "{}: a keyless loop must ask",
-                v.title
+                v.title()
             );
         }
         assert_eq!(cell(&row, "with dups"), 0);

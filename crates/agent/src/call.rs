@@ -1,0 +1,153 @@
+//! One unanswered call: the approval gate, the attempt marker, and the
+//! call itself; a marked call without a result goes to the ladder.
+
+use durable::{Attempt, ToolCall};
+use serde_json::Value;
+
+use crate::agent::UNKNOWN_TRIES;
+use crate::approver::{Approval, Decision};
+use crate::error::Error;
+use crate::life::Life;
+use crate::observer::{Event, Returned};
+use crate::tool::{CallContext, Effect, Tool, ToolError, ToolOutput};
+
+impl Life<'_> {
+    /// Get one unanswered call's result: run it, or, if it has a marker
+    /// (an earlier life may have sent it), settle it on the ladder.
+    pub(crate) fn settle(&mut self, call: &ToolCall) -> Result<ToolOutput, Error> {
+        let agent = self.agent;
+        let marker = self.st.attempts.get(&call.id).cloned();
+        let Some(tool) = agent.tools.get(&call.tool) else {
+            if marker.is_some() {
+                return Err(Error::UnknownTool {
+                    call: call.id.clone(),
+                    tool: call.tool.clone(),
+                });
+            }
+            let known: Vec<&str> = agent.tools.names().collect();
+            return Ok(ToolOutput::error(format!(
+                "unknown tool {:?}; the tools are: {}",
+                call.tool,
+                known.join(", ")
+            )));
+        };
+        let args: Value = match serde_json::from_str(&call.args) {
+            Ok(v) => v,
+            Err(e) => {
+                return Ok(ToolOutput::error(format!(
+                    "the arguments of call {} are not valid JSON ({e}); nothing was run",
+                    call.id
+                )))
+            }
+        };
+        if let Some(marker) = marker {
+            let why = "the run stopped after the call's marker was saved and before its result was";
+            return self.ladder(call, tool, &args, &marker, why.to_owned());
+        }
+
+        let mut approved = false;
+        if tool.needs_approval() {
+            let decision = agent.approver.approve(&Approval {
+                run: &agent.run,
+                call,
+            });
+            self.emit(Event::Decided {
+                call: call.id.clone(),
+                tool: call.tool.clone(),
+                decision: decision.clone(),
+            });
+            match decision {
+                Decision::Approve => approved = true,
+                Decision::Deny(reason) => {
+                    return Ok(ToolOutput::error(format!(
+                        "a person denied call {}: {reason}",
+                        call.id
+                    )))
+                }
+                Decision::Later => return Err(self.pause(call)),
+            }
+        }
+
+        let key = agent.key_for(tool, call);
+        if tool.effect() == Effect::ReadsOnly && !approved {
+            // Nothing to mark: a repeat is harmless, so an unknown outcome
+            // is simply retried.
+            let mut reason = String::new();
+            for n in 0..UNKNOWN_TRIES {
+                match self.invoke(call, tool, &args, key.as_deref(), n > 0) {
+                    Ok(out) => return Ok(out),
+                    Err(r) => reason = r,
+                }
+            }
+            return Err(Error::OutcomeUnknown {
+                call: call.id.clone(),
+                tool: call.tool.clone(),
+                tries: UNKNOWN_TRIES,
+                reason,
+            });
+        }
+
+        // Save moment 3: the marker, after the yes, before the call.
+        let marker = Attempt {
+            key: key.clone(),
+            approved,
+            at: agent.clock.now(),
+        };
+        self.st.attempts.insert(call.id.clone(), marker.clone());
+        self.save()?;
+        crashpoint::point!("marker saved");
+        self.emit(Event::MarkerSaved {
+            call: call.id.clone(),
+            tool: call.tool.clone(),
+            key: key.clone(),
+            approved,
+        });
+        match self.invoke(call, tool, &args, key.as_deref(), false) {
+            Ok(out) => Ok(out),
+            // The request may have acted: exactly a marker without a result.
+            Err(reason) => self.ladder(call, tool, &args, &marker, reason),
+        }
+    }
+
+    /// Run the tool once. `Err` carries the reason of an unknown outcome.
+    pub(crate) fn invoke(
+        &mut self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        args: &Value,
+        key: Option<&str>,
+        rerun: bool,
+    ) -> Result<ToolOutput, String> {
+        self.emit(Event::ToolCall {
+            call: call.id.clone(),
+            tool: call.tool.clone(),
+            key: key.map(str::to_owned),
+            args: call.args.clone(),
+            rerun,
+        });
+        let ctx = CallContext {
+            run: &self.agent.run,
+            call_id: &call.id,
+            key,
+            messages: &self.st.messages,
+        };
+        let result = match tool.call(&ctx, args) {
+            Ok(out) => Ok(out),
+            Err(ToolError::Failed(message)) => Ok(ToolOutput::error(message)),
+            Err(ToolError::Unknown(reason)) => Err(reason),
+        };
+        crashpoint::point!("tool returned");
+        self.emit(Event::ToolReturned {
+            call: call.id.clone(),
+            tool: call.tool.clone(),
+            returned: match &result {
+                Ok(out) => Returned::Result {
+                    output: out.output.clone(),
+                    is_error: out.is_error,
+                },
+                Err(reason) => Returned::Unknown(reason.clone()),
+            },
+        });
+        result
+    }
+}

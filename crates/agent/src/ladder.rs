@@ -1,0 +1,158 @@
+//! The resolution ladder: how a call that may have acted, and has no
+//! result, is settled — rerun if a repeat is harmless, else ask the service
+//! (the tool's lookup), else ask a person.
+
+use durable::{Attempt, ToolCall, ToolResult};
+use serde_json::Value;
+
+use crate::agent::UNKNOWN_TRIES;
+use crate::approver::{Question, Resolution};
+use crate::error::Error;
+use crate::life::Life;
+use crate::observer::{Event, Rung};
+use crate::tool::{CallContext, Effect, Lookup, Tool, ToolOutput};
+
+/// What the ladder decided for a marked call.
+enum Step {
+    /// Run it (again).
+    Rerun,
+    /// It is settled with this result.
+    Settled(ToolOutput),
+}
+
+impl Life<'_> {
+    /// Settle a call that may have acted and has no result: climb the
+    /// ladder, rerun when it says so, and climb again if the rerun's outcome
+    /// is unknown too (bounded by [`UNKNOWN_TRIES`]).
+    pub(crate) fn ladder(
+        &mut self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        args: &Value,
+        marker: &Attempt,
+        mut reason: String,
+    ) -> Result<ToolOutput, Error> {
+        for _ in 0..UNKNOWN_TRIES {
+            match self.ladder_step(call, tool, args, marker)? {
+                Step::Settled(out) => return Ok(out),
+                Step::Rerun => {
+                    let key = self.agent.key_for(tool, call);
+                    match self.invoke(call, tool, args, key.as_deref(), true) {
+                        Ok(out) => return Ok(out),
+                        Err(r) => reason = r,
+                    }
+                }
+            }
+        }
+        Err(Error::OutcomeUnknown {
+            call: call.id.clone(),
+            tool: call.tool.clone(),
+            tries: UNKNOWN_TRIES,
+            reason,
+        })
+    }
+
+    fn ladder_event(&self, call: &ToolCall, rung: Rung, settled: bool, why: String) {
+        self.emit(Event::Ladder {
+            call: call.id.clone(),
+            tool: call.tool.clone(),
+            rung,
+            settled,
+            why,
+        });
+    }
+
+    /// One climb: each rung is tried only if the one below cannot decide.
+    fn ladder_step(
+        &mut self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        args: &Value,
+        marker: &Attempt,
+    ) -> Result<Step, Error> {
+        let agent = self.agent;
+        // Rung 1: run it again when a repeat is harmless.
+        let harmless = match tool.effect() {
+            Effect::ReadsOnly => Some("the tool only reads"),
+            Effect::Idempotent => Some("the tool is idempotent"),
+            Effect::Changes
+                if marker.key.is_some() && tool.keys().held(marker.at, agent.clock.now()) =>
+            {
+                Some("the service still holds the call's key, so a repeat gets the first answer")
+            }
+            Effect::Changes => None,
+        };
+        if let Some(why) = harmless {
+            self.ladder_event(call, Rung::Rerun, true, format!("rerun: {why}"));
+            return Ok(Step::Rerun);
+        }
+        let not_harmless = if marker.key.is_some() {
+            "the call changes something and its key has expired"
+        } else {
+            "the call changes something and sent no key its service honours"
+        };
+        self.ladder_event(call, Rung::Rerun, false, not_harmless.to_owned());
+
+        // Rung 2: ask the service.
+        let ctx = CallContext {
+            run: &agent.run,
+            call_id: &call.id,
+            key: marker.key.as_deref(),
+            messages: &self.st.messages,
+        };
+        let cant_tell = match tool.lookup(&ctx, args) {
+            Lookup::Found(out) => {
+                self.ladder_event(call, Rung::Lookup, true, "the lookup found it".into());
+                return Ok(Step::Settled(out));
+            }
+            Lookup::NotFound => {
+                self.ladder_event(
+                    call,
+                    Rung::Lookup,
+                    true,
+                    "the lookup is certain it did not happen: rerun".into(),
+                );
+                return Ok(Step::Rerun);
+            }
+            Lookup::CantTell(why) => why,
+        };
+        self.ladder_event(call, Rung::Lookup, false, cant_tell.clone());
+
+        // Rung 3: ask a person.
+        let why = format!("{not_harmless}, and {cant_tell}");
+        let answer = agent.approver.resolve(&Question {
+            run: &agent.run,
+            call,
+            marker,
+            why: &why,
+        });
+        match answer {
+            Resolution::Rerun => {
+                self.ladder_event(
+                    call,
+                    Rung::Person,
+                    true,
+                    "a person says it did not happen: rerun".into(),
+                );
+                Ok(Step::Rerun)
+            }
+            Resolution::Done(ToolResult { output, is_error }) => {
+                self.ladder_event(call, Rung::Person, true, "a person says it happened".into());
+                Ok(Step::Settled(ToolOutput {
+                    output,
+                    is_error,
+                    ..ToolOutput::default()
+                }))
+            }
+            Resolution::Later => {
+                self.ladder_event(
+                    call,
+                    Rung::Person,
+                    false,
+                    "a person will answer later".into(),
+                );
+                Err(self.pause(call))
+            }
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! The triage job on the real loop, as a sweep subject: its world, one
+//! life, and the judge.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use agent::testing::{ManualClock, ScriptedApprover};
+use agent::{Agent, Decision, Gated, ScriptedModel, Tools, Transcript};
+use durable::{Checkpoint, Dir, MemDir, Options, Phase, PowerDir, Role};
+use serde_json::Value;
+use sweep::{Counter, Subject, Verdict};
+use tracker::{Fault, Mode, Tracker};
+use triage_tools::{CodePatch, IssueComment, IssueFile, Search};
+
+use crate::error::SubjectError;
+use crate::expected::Expected;
+use crate::person::{person_answer, Counted, Witnessed};
+use crate::power::{Saves, Watch};
+use crate::variant::{LoopVariant, Situation};
+use crate::world::{run_id, saved_yes, LoopWorld, PowerWorld};
+use crate::RUN;
+
+/// The triage job on the real loop, as a sweep subject.
+#[derive(Clone, Debug)]
+pub struct LoopSubject {
+    variant: LoopVariant,
+    transcript: Arc<Transcript>,
+    expected: Expected,
+}
+impl LoopSubject {
+    /// `variant` running `transcript`.
+    pub fn new(
+        variant: LoopVariant,
+        transcript: Arc<Transcript>,
+    ) -> Result<LoopSubject, SubjectError> {
+        let probe = LoopSubject {
+            variant,
+            transcript: Arc::clone(&transcript),
+            expected: Expected {
+                requests: Vec::new(),
+                files: BTreeMap::new(),
+            },
+        };
+        transcript.check_tools(&probe.tools(&probe.world()))?;
+        let expected = Expected::of(&transcript)?;
+        Ok(LoopSubject { expected, ..probe })
+    }
+
+    /// The variant.
+    pub fn variant(&self) -> LoopVariant {
+        self.variant
+    }
+
+    /// Saves and patches are fsynced in a power-loss world (syncs are what
+    /// a power cut tests), and not in the loop's table (a panic cannot tell).
+    fn syncs(&self) -> bool {
+        self.variant.power.is_some()
+    }
+
+    fn tools(&self, w: &LoopWorld) -> Tools {
+        let mut tools = Tools::new()
+            .with(IssueComment::new(w.tracker.clone()))
+            .with(Search::new(w.tracker.clone()))
+            .with(CodePatch::new(Arc::clone(&w.workspace)).sync(self.syncs()));
+        let file = IssueFile::new(w.tracker.clone());
+        match self.variant.situation {
+            Situation::ApprovalGate => tools.insert(Witnessed {
+                inner: Gated(file),
+                checkpoints: Arc::clone(&w.files),
+                tally: Arc::clone(&w.tally),
+            }),
+            Situation::Plain | Situation::FailAfterAccept => tools.insert(file),
+        };
+        tools
+    }
+
+    fn agent(&self, w: &LoopWorld) -> Result<Agent, String> {
+        let model = Counted {
+            inner: ScriptedModel::new(Arc::clone(&self.transcript)),
+            tally: Arc::clone(&w.tally),
+        };
+        let (gate_tally, gate_dir) = (Arc::clone(&w.tally), Arc::clone(&w.files));
+        let (ask_tally, tracker, workspace) = (
+            Arc::clone(&w.tally),
+            w.tracker.clone(),
+            Arc::clone(&w.workspace),
+        );
+        let person = ScriptedApprover::new()
+            .on_approval(move |a| {
+                if saved_yes(gate_dir.as_ref(), &a.call.id) {
+                    gate_tally.gate.fetch_add(1, Ordering::SeqCst);
+                    gate_tally.note(format!(
+                        "asked again for a yes on {} although the yes was saved",
+                        a.call.id
+                    ));
+                }
+                gate_tally
+                    .yes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(a.call.id.clone());
+                Decision::Approve
+            })
+            .on_question(move |q| {
+                ask_tally.asks.fetch_add(1, Ordering::SeqCst);
+                person_answer(&tracker, &workspace, q.call)
+            });
+        Ok(Agent::new(
+            run_id()?,
+            Arc::clone(&w.checkpoints),
+            self.transcript.task.clone(),
+            model,
+            self.tools(w),
+        )
+        .with_options(Options {
+            sync: self.syncs(),
+            max_resumes: u32::MAX,
+        })
+        .with_approver(person)
+        .with_workspace(Arc::clone(&w.workspace))
+        .with_clock(ManualClock::new(1)))
+    }
+}
+
+impl Subject for LoopSubject {
+    type World = LoopWorld;
+
+    fn name(&self) -> String {
+        self.variant.title()
+    }
+
+    fn counters(&self) -> Vec<Counter> {
+        let asks = Counter::new("asks");
+        let mut c = vec![
+            Counter::new("dups").with_scenarios("with dups").required(),
+            Counter::new("missing").required(),
+            if self.variant.keyed {
+                asks.required()
+            } else {
+                asks
+            },
+            Counter::new("model calls").titled("calls+").over_clean(),
+        ];
+        if self.variant.power.is_none() || self.variant.situation == Situation::ApprovalGate {
+            c.push(Counter::new("gate").required());
+        }
+        if self.variant.power.is_some() {
+            // A correct writer loses no save that returned, and leaves no
+            // checkpoint the restart cannot read.
+            c.push(Counter::new("lost saves").required());
+            c.push(Counter::new("stopped").required());
+        }
+        c
+    }
+
+    fn world(&self) -> LoopWorld {
+        let mode = if self.variant.keyed {
+            Mode::Keyed
+        } else {
+            Mode::Keyless
+        };
+        let mut tracker = Tracker::new(mode).with_uncertain_lookup();
+        if self.variant.situation == Situation::FailAfterAccept {
+            tracker = tracker.with_fault(Fault::FailAfterAccept { nth: 1 });
+        }
+        let world = |checkpoints: Arc<dyn Dir>, files, workspace, power| LoopWorld {
+            checkpoints,
+            files,
+            workspace,
+            tracker,
+            tally: Arc::default(),
+            alive: false,
+            stopped: None,
+            power,
+        };
+        let Some(p) = self.variant.power else {
+            let cp = Arc::new(MemDir::new());
+            return world(cp.clone(), cp, Arc::new(MemDir::new()), None);
+        };
+        let (cp, ws) = (PowerDir::new(p.state), PowerDir::new(p.state));
+        let saves = Arc::new(Mutex::new(Saves::default()));
+        let file =
+            run_id().map_or_else(|_| format!("{RUN}.json"), |run| Checkpoint::file_name(&run));
+        let watch = Watch {
+            inner: p.writer.wrap(cp.clone()),
+            saves: Arc::clone(&saves),
+            file,
+        };
+        world(
+            Arc::new(watch),
+            Arc::new(cp.clone()),
+            Arc::new(ws.clone()),
+            Some(PowerWorld {
+                checkpoints: cp,
+                workspace: ws,
+                saves,
+            }),
+        )
+    }
+
+    fn life(&self, w: &mut LoopWorld) -> Result<(), sweep::LifeError> {
+        w.boot();
+        let result = self
+            .agent(w)
+            .and_then(|agent| agent.run().map(drop).map_err(|e| e.to_string()));
+        w.shutdown(&result);
+        Ok(result?)
+    }
+
+    fn judge(&self, w: &LoopWorld) -> Verdict {
+        let (mut dups, mut missing) = (0u64, 0u64);
+        let mut v = Verdict::new();
+        for (call, req) in &self.expected.requests {
+            match w.tracker.count(req) {
+                0 => {
+                    missing += 1;
+                    v = v.note(format!("{call}: {req:?} never reached the tracker"));
+                }
+                1 => {}
+                n => {
+                    dups += n as u64 - 1;
+                    v = v.note(format!("{call}: {req:?} made {n} times"));
+                }
+            }
+        }
+        for (path, want) in &self.expected.files {
+            let got = w.workspace.read(path).ok().flatten();
+            if got.as_deref() != Some(want.as_bytes()) {
+                missing += 1;
+                v = v.note(format!(
+                    "workspace file {path} does not hold what the job wrote"
+                ));
+            }
+        }
+        let state = run_id()
+            .ok()
+            .and_then(|run| Checkpoint::load(w.files.as_ref(), &run).ok().flatten());
+        match &state {
+            Some(st) if st.phase == Phase::Done => {
+                let tools: BTreeMap<&str, &str> = st
+                    .messages
+                    .iter()
+                    .flat_map(|m| &m.calls)
+                    .map(|c| (c.id.as_str(), c.tool.as_str()))
+                    .collect();
+                for m in st.messages.iter().filter(|m| m.role == Role::Tool) {
+                    let id = m.call_id.as_deref().unwrap_or_default();
+                    let is_error = serde_json::from_str::<Value>(&m.text)
+                        .ok()
+                        .is_some_and(|r| r.get("error").is_some());
+                    if !is_error {
+                        continue;
+                    }
+                    if tools.get(id) == Some(&"code_patch") {
+                        dups += 1;
+                        v = v.note(format!(
+                            "code_patch {id} was applied again and failed: {}",
+                            m.text
+                        ));
+                    } else {
+                        v = v.note(format!("call {id} ended in an error: {}", m.text));
+                    }
+                }
+            }
+            _ => v = v.note("the run did not finish"),
+        }
+        let t = &w.tally;
+        for note in t.notes.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            v = v.note(note.clone());
+        }
+        if self.variant.power.is_some() {
+            let (lost, notes) = w.lost_saves();
+            for note in notes {
+                v = v.note(note);
+            }
+            if let Some(e) = &w.stopped {
+                v = v.note(format!("the run stopped: {e}"));
+            }
+            v = v
+                .count("lost saves", lost)
+                .count("stopped", u64::from(w.stopped.is_some()));
+        }
+        v.count("dups", dups)
+            .count("missing", missing)
+            .count("asks", t.asks.load(Ordering::SeqCst))
+            .count("model calls", t.model_calls.load(Ordering::SeqCst))
+            .count("gate", t.gate.load(Ordering::SeqCst))
+    }
+
+    fn describe(&self, w: &LoopWorld) -> String {
+        let mut out = String::new();
+        for i in w.tracker.issues() {
+            let _ = writeln!(out, "issue #{} {:?}", i.number, i.title);
+            for c in &i.comments {
+                let _ = writeln!(out, "    comment #{} {:?}", c.id, c.body);
+            }
+        }
+        for name in w.workspace.list().unwrap_or_default() {
+            let len = w
+                .workspace
+                .read(&name)
+                .ok()
+                .flatten()
+                .map_or(0, |b| b.len());
+            let _ = writeln!(out, "workspace {name} ({len} bytes)");
+        }
+        let t = &w.tally;
+        let _ = writeln!(
+            out,
+            "model calls: {}, questions to a person: {}, gate: {}",
+            t.model_calls.load(Ordering::SeqCst),
+            t.asks.load(Ordering::SeqCst),
+            t.gate.load(Ordering::SeqCst)
+        );
+        if let Some(p) = &w.power {
+            let _ = writeln!(
+                out,
+                "power cuts: {} ({})",
+                p.checkpoints.cuts(),
+                p.checkpoints.state().title()
+            );
+            let (lost, _) = w.lost_saves();
+            let _ = writeln!(out, "lost saves: {lost}");
+        }
+        if let Some(e) = &w.stopped {
+            let _ = writeln!(out, "stopped: {e}");
+        }
+        if let Ok(run) = run_id() {
+            match Checkpoint::load(w.files.as_ref(), &run) {
+                Ok(Some(st)) => {
+                    let _ = writeln!(
+                        out,
+                        "checkpoint: phase {}, turns {}, resumes {}",
+                        st.phase, st.turns, st.resumes
+                    );
+                }
+                Ok(None) => out.push_str("checkpoint: none\n"),
+                Err(e) => {
+                    let _ = writeln!(out, "checkpoint: {e}");
+                }
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,167 @@
+//! The variants of the loop's sweep: which tracker, which situation, and
+//! whether crashes are power cuts.
+
+use durable::CrashState;
+
+use crate::power::{Power, Writer};
+
+/// The harder situation a variant adds to the plain job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Situation {
+    /// The job as it is.
+    Plain,
+    /// The tracker records the first request and then drops the connection,
+    /// as an MCP server dying mid-call after the service acted.
+    FailAfterAccept,
+    /// `issue_file` waits for a person's yes.
+    ApprovalGate,
+}
+
+/// One row of the loop's table: the triage job against a tracker that
+/// honours keys or not, in a [`Situation`], with crashes as panics or as
+/// power cuts. Its command-line name and row title follow from its parts
+/// ([`LoopVariant::slug`], [`LoopVariant::title`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LoopVariant {
+    /// Whether the tracker honours keys.
+    pub keyed: bool,
+    /// The situation.
+    pub situation: Situation,
+    /// `None`: crashes are panics, the checkpoint and the workspace are
+    /// [`MemDir`](durable::MemDir)s and saves are unsynced (the loop's
+    /// table). `Some`: both are [`PowerDir`](durable::PowerDir)s whose
+    /// crashes are power cuts, saves are synced, and the judge also counts
+    /// lost saves and stopped runs.
+    pub power: Option<Power>,
+}
+
+const fn plain(keyed: bool, situation: Situation) -> LoopVariant {
+    LoopVariant {
+        keyed,
+        situation,
+        power: None,
+    }
+}
+
+/// The six variants of the loop's table, in table order.
+pub const VARIANTS: [LoopVariant; 6] = [
+    plain(true, Situation::Plain),
+    plain(false, Situation::Plain),
+    plain(true, Situation::FailAfterAccept),
+    plain(true, Situation::ApprovalGate),
+    plain(false, Situation::FailAfterAccept),
+    plain(false, Situation::ApprovalGate),
+];
+
+/// Every variant: the six of the loop's table ([`VARIANTS`]), then the
+/// power-loss ones ([`power_variants`]).
+pub fn variants() -> Vec<LoopVariant> {
+    VARIANTS.iter().copied().chain(power_variants()).collect()
+}
+
+/// The power-loss variants: the plain job, keyed and keyless, for each
+/// writer ([`Writer::ALL`]) and each crash state ([`CrashState::ALL`]).
+/// The real writer's slugs are `loop-keyed-power-<state>` (titles `loop
+/// keyed | power: <state>`); a mutation's add `-<writer>` (` | <writer>`).
+pub fn power_variants() -> Vec<LoopVariant> {
+    let mut v = Vec::new();
+    for writer in Writer::ALL {
+        for keyed in [true, false] {
+            for state in CrashState::ALL {
+                v.push(LoopVariant {
+                    keyed,
+                    situation: Situation::Plain,
+                    power: Some(Power { state, writer }),
+                });
+            }
+        }
+    }
+    v
+}
+
+impl LoopVariant {
+    /// The variant whose [`slug`](LoopVariant::slug) is `slug`.
+    pub fn from_slug(slug: &str) -> Option<LoopVariant> {
+        variants().into_iter().find(|v| v.slug() == slug)
+    }
+
+    fn keys_word(self) -> &'static str {
+        if self.keyed {
+            "keyed"
+        } else {
+            "keyless"
+        }
+    }
+
+    /// The command-line name (`cargo xtask sweep --variant …`):
+    /// `loop-keyed`, `loop-keyless-approval`, `loop-keyed-power-lose`,
+    /// `loop-keyed-power-lose-no-dir-fsync`, …
+    pub fn slug(self) -> String {
+        let mut slug = format!("loop-{}", self.keys_word());
+        match self.situation {
+            Situation::Plain => {}
+            Situation::FailAfterAccept => slug.push_str("-fail-after-accept"),
+            Situation::ApprovalGate => slug.push_str("-approval"),
+        }
+        if let Some(p) = self.power {
+            slug.push_str(&format!("-power-{}", p.state.slug()));
+            if p.writer != Writer::Real {
+                slug.push_str(&format!("-{}", p.writer.slug()));
+            }
+        }
+        slug
+    }
+
+    /// The row title: `loop keyed`, `loop keyless, approval gate`,
+    /// `loop keyed | power: lose | no dir fsync`, …
+    pub fn title(self) -> String {
+        let mut title = format!("loop {}", self.keys_word());
+        match self.situation {
+            Situation::Plain => {}
+            Situation::FailAfterAccept => title.push_str(", tool fails after accept"),
+            Situation::ApprovalGate => title.push_str(", approval gate"),
+        }
+        if let Some(p) = self.power {
+            title.push_str(&format!(" | power: {}", p.state.slug()));
+            if p.writer != Writer::Real {
+                title.push_str(&format!(" | {}", p.writer.title()));
+            }
+        }
+        title
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_and_titles_are_unique_and_name_their_parts() {
+        let all = variants();
+        let slugs: std::collections::BTreeSet<String> = all.iter().map(|v| v.slug()).collect();
+        let titles: std::collections::BTreeSet<String> = all.iter().map(|v| v.title()).collect();
+        assert_eq!(slugs.len(), all.len());
+        assert_eq!(titles.len(), all.len());
+        let table: Vec<String> = VARIANTS.iter().map(|v| v.slug()).collect();
+        assert_eq!(
+            table,
+            [
+                "loop-keyed",
+                "loop-keyless",
+                "loop-keyed-fail-after-accept",
+                "loop-keyed-approval",
+                "loop-keyless-fail-after-accept",
+                "loop-keyless-approval"
+            ]
+        );
+        let v = LoopVariant::from_slug("loop-keyless-power-lose-no-dir-fsync").unwrap();
+        assert_eq!(v.title(), "loop keyless | power: lose | no dir fsync");
+        assert_eq!(
+            LoopVariant::from_slug("loop-keyed-power-lose")
+                .unwrap()
+                .title(),
+            "loop keyed | power: lose"
+        );
+        assert_eq!(LoopVariant::from_slug("loop-keyd"), None);
+    }
+}

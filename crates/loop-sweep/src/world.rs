@@ -1,0 +1,118 @@
+//! What a crash does not erase: the checkpoint directory, the workspace,
+//! the tracker's records, and the tallies of a person and an observer.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+use durable::{Checkpoint, Dir, PowerDir, RunId};
+use tracker::Tracker;
+
+use crate::power::Saves;
+use crate::RUN;
+
+/// Tallies the world keeps across lives (a person's and an observer's
+/// memory, not the program's).
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    pub(crate) model_calls: AtomicU64,
+    pub(crate) asks: AtomicU64,
+    pub(crate) gate: AtomicU64,
+    /// Calls the person said yes to, in any life.
+    pub(crate) yes: Mutex<BTreeSet<String>>,
+    pub(crate) notes: Mutex<Vec<String>>,
+}
+
+impl Tally {
+    pub(crate) fn said_yes(&self, call: &str) -> bool {
+        self.yes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(call)
+    }
+
+    pub(crate) fn note(&self, note: String) {
+        self.notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(note);
+    }
+}
+
+/// What a crash does not erase: the checkpoint directory, the workspace,
+/// the tracker's records, and the tallies.
+#[derive(Debug)]
+pub struct LoopWorld {
+    /// The checkpoint directory as the agent writes it (in a power-loss
+    /// world: watched, and through the writer's mutation if any).
+    pub(crate) checkpoints: Arc<dyn Dir>,
+    /// The same files as observers read them (the judge, the person, the
+    /// gate's witness), past any watch or mutation.
+    pub(crate) files: Arc<dyn Dir>,
+    pub(crate) workspace: Arc<dyn Dir>,
+    pub(crate) tracker: Tracker,
+    pub(crate) tally: Arc<Tally>,
+    /// A life is running: set when it starts, cleared when it returns. A life
+    /// that finds it set knows the one before it crashed.
+    pub(crate) alive: bool,
+    /// Why the last life stopped with an error.
+    pub(crate) stopped: Option<String>,
+    /// The power-loss directories, when crashes are power cuts.
+    pub(crate) power: Option<PowerWorld>,
+}
+
+/// The parts of a power-loss world a life boots and shuts down.
+#[derive(Debug)]
+pub(crate) struct PowerWorld {
+    pub(crate) checkpoints: PowerDir,
+    pub(crate) workspace: PowerDir,
+    pub(crate) saves: Arc<Mutex<Saves>>,
+}
+
+impl LoopWorld {
+    /// A process starts. In a power-loss world, if the previous one crashed
+    /// the power is cut now (both directories, in the world's state), before
+    /// anything is read.
+    pub(crate) fn boot(&mut self) {
+        let crashed = std::mem::replace(&mut self.alive, true);
+        if let Some(p) = &self.power {
+            let cut = p.checkpoints.boot();
+            let ws_cut = p.workspace.boot();
+            debug_assert!(
+                cut == crashed && ws_cut == crashed,
+                "the directories and the world agree on crashes"
+            );
+            p.saves.lock().unwrap_or_else(|e| e.into_inner()).boot();
+        }
+    }
+
+    /// The process ends without a crash (finished, or stopped by an error).
+    pub(crate) fn shutdown(&mut self, result: &Result<(), String>) {
+        self.alive = false;
+        self.stopped = result.as_ref().err().cloned();
+        if let Some(p) = &self.power {
+            p.checkpoints.shutdown();
+            p.workspace.shutdown();
+        }
+    }
+
+    pub(crate) fn lost_saves(&self) -> (u64, Vec<String>) {
+        self.power.as_ref().map_or((0, Vec::new()), |p| {
+            let s = p.saves.lock().unwrap_or_else(|e| e.into_inner());
+            (s.lost, s.notes.clone())
+        })
+    }
+}
+
+pub(crate) fn run_id() -> Result<RunId, String> {
+    RunId::parse(RUN).map_err(|e| e.to_string())
+}
+
+/// Whether the saved checkpoint holds a yes for `call`.
+pub(crate) fn saved_yes(checkpoints: &dyn Dir, call: &str) -> bool {
+    let Ok(run) = RunId::parse(RUN) else {
+        return false;
+    };
+    matches!(Checkpoint::load(checkpoints, &run),
+        Ok(Some(st)) if st.attempts.get(call).is_some_and(|a| a.approved))
+}
