@@ -496,7 +496,7 @@ impl Registry {
             let subjects: Vec<&str> = self
                 .subjects
                 .iter()
-                .filter(|i| self.of_subject(&i.name).any(|e| pick(e)))
+                .filter(|i| self.of_subject(&i.name).any(pick))
                 .map(|i| i.name.as_str())
                 .collect();
             self.name_subjects(&subjects)
@@ -889,7 +889,11 @@ mod tests {
         let powered = entry(&spec("keys", &[(Dim::CrashState, "lose")]));
         let bank = entry(&Spec::new("bank"));
         assert!(registry
-            .check_run_flags(&[plain.clone()], true, Some(Path::new("x.json")))
+            .check_run_flags(
+                std::slice::from_ref(&plain),
+                true,
+                Some(Path::new("x.json"))
+            )
             .is_ok());
         assert!(registry
             .check_run_flags(&[looped.clone(), bank.clone()], false, None)

@@ -21,6 +21,8 @@ struct Cli {
     cmd: Cmd,
 }
 
+// Parsed once per run: the size of the sweep's arguments does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Cmd {
     /// Crash the designs (or the real loop) at every point and print the table.
@@ -207,13 +209,16 @@ fn runs_as_defined(args: &SweepArgs) -> bool {
         && args.partition.is_none()
 }
 
+/// The canonical spec of each variant, and its subject, in run order.
+type Plan = (Vec<Spec>, Vec<Box<dyn DynSubject>>);
+
 /// The variants a run sweeps, each resolved in the registry, and the
 /// subjects built for them; refuses flags that do not apply.
 fn plan(
     registry: &Registry,
     args: &SweepArgs,
     def: Option<&defs::Definition>,
-) -> Result<(Vec<Spec>, Vec<Box<dyn DynSubject>>), String> {
+) -> Result<Plan, String> {
     let request = args.request();
     if request.has_dims() && request.subjects.is_empty() {
         let flags: Vec<String> = request.dims.keys().map(|d| d.flag()).collect();
