@@ -6,8 +6,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use designs::{Design, Script, Storage};
 use sweep::Config;
+
+use crate::StorageArg as Storage;
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -17,6 +18,32 @@ pub struct BenchArgs {
     /// Skip the checkpoint writer's benchmark (`cargo bench -p durable`).
     #[arg(long)]
     no_durable: bool,
+}
+
+/// `cargo xtask` builds in the dev profile, shared with `cargo test`;
+/// timings are taken from a release build, the one the README quotes.
+fn in_release(args: &BenchArgs) -> Result<(), String> {
+    eprintln!("note: timing a release build: cargo run --release --package xtask -- bench");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["run", "--release", "--package", "xtask", "--", "bench"])
+        .current_dir(crate::root());
+    if args.quick {
+        cmd.arg("--quick");
+    }
+    if args.no_durable {
+        cmd.arg("--no-durable");
+    }
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot run cargo run --release: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the release build of the benchmarks failed: {status}"
+        ))
+    }
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -33,6 +60,9 @@ fn sample(n: usize, mut f: impl FnMut()) -> Duration {
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), String> {
+    if cfg!(debug_assertions) {
+        return in_release(args);
+    }
     let samples = if args.quick { 5 } else { 11 };
 
     println!("== crash points ({samples} samples, median)");
@@ -70,9 +100,9 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         "\n== the full five-design sweep (3,715 scenarios), median of {} runs",
         samples.min(5)
     );
-    let script = Script::load(designs::default_script_path()).map_err(|e| e.to_string())?;
     let mut results = Vec::new();
     for storage in [Storage::Memory, Storage::Disk] {
+        let designs = crate::registry::five_designs(storage)?;
         for threads in [1usize, 2] {
             let config = Config {
                 threads: Some(threads),
@@ -82,9 +112,8 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             for _ in 0..samples.min(5) {
                 let t = Instant::now();
                 let mut scenarios = 0;
-                for d in Design::ALL {
-                    let r = sweep::run(&d.subject(&script, storage), &config)
-                        .map_err(|e| e.to_string())?;
+                for d in &designs {
+                    let r = d.sweep(&config, &|_| {}).map_err(|e| e.to_string())?;
                     scenarios += r.scenarios.len();
                 }
                 times.push(t.elapsed());

@@ -1,10 +1,16 @@
 //! Sweep definitions: data files in `sweeps/` naming which variants to
 //! sweep, on which scripted job, how deep, and which snapshot reviews them.
+//!
+//! A variant is written as on the command line, by composition: a subject's
+//! name (`"keys"`), or an object with the flags as keys, each a value or a
+//! list of values whose every combination is swept:
+//! `{"variant": ["loop-keyed", "loop-keyless"], "crash-state": ["lose", "torn"]}`.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::compose::{Request, Spec};
 use crate::StorageArg;
 
 /// The file `cargo xtask sweep` runs when given no variant.
@@ -16,7 +22,7 @@ pub fn default_path() -> PathBuf {
 #[serde(deny_unknown_fields)]
 struct Raw {
     description: String,
-    variants: Vec<String>,
+    variants: Vec<serde_json::Value>,
     #[serde(default)]
     job: Option<String>,
     #[serde(default = "two")]
@@ -36,10 +42,12 @@ fn two() -> u32 {
 /// A loaded sweep definition.
 pub struct Definition {
     pub description: String,
-    pub variants: Vec<String>,
+    /// Every variant, the combinations of each entry expanded in order.
+    pub variants: Vec<Spec>,
     /// The scripted job, resolved against the definition's directory.
     pub job: Option<PathBuf>,
     pub depth: u32,
+    /// Where the worlds keep checkpoints, when the definition says.
     pub storage: Option<StorageArg>,
     /// The reviewed table, resolved against the workspace root.
     pub snapshot: Option<PathBuf>,
@@ -54,15 +62,23 @@ impl Definition {
             .map_err(|e| format!("{}: cannot read the sweep definition: {e}", path.display()))?;
         let raw: Raw = serde_json::from_str(&text).map_err(|e| {
             format!(
-                "{}: not a sweep definition ({e}); expected {{\"description\": …, \"variants\": [...], \"job\"?: …, \"depth\"?: 2, \"storage\"?: \"memory\"|\"disk\", \"snapshot\"?: …, \"required\"?: [counter, …]}}",
+                "{}: not a sweep definition ({e}); expected {{\"description\": …, \"variants\": [NAME or {{\"variant\": NAME, \"crash-state\": …}}, …], \"job\"?: …, \"depth\"?: 2, \"storage\"?: \"memory\"|\"disk\", \"snapshot\"?: …, \"required\"?: [counter, …]}}",
                 path.display()
             )
         })?;
         if raw.variants.is_empty() {
             return Err(format!("{}: \"variants\" is empty", path.display()));
         }
+        let mut variants = Vec::new();
+        for (i, v) in raw.variants.iter().enumerate() {
+            let request = Request::from_json(v).map_err(|e| {
+                format!("{}: variant {} of \"variants\": {e}", path.display(), i + 1)
+            })?;
+            variants.extend(request.specs());
+        }
         let storage = match raw.storage.as_deref() {
-            None | Some("memory") => Some(StorageArg::Memory),
+            None => None,
+            Some("memory") => Some(StorageArg::Memory),
             Some("disk") => Some(StorageArg::Disk),
             Some(other) => {
                 return Err(format!(
@@ -74,7 +90,7 @@ impl Definition {
         let base = path.parent().unwrap_or(Path::new("."));
         Ok(Definition {
             description: raw.description,
-            variants: raw.variants,
+            variants,
             job: raw.job.map(|j| base.join(j)),
             depth: raw.depth,
             storage,
@@ -94,21 +110,55 @@ pub fn listing() -> Result<String, String> {
         .collect();
     files.sort();
     let mut s = String::from("sweep definitions (--file FILE):\n");
-    for f in files {
-        let rel = f
-            .strip_prefix(crate::root())
-            .unwrap_or(&f)
-            .display()
-            .to_string();
-        match Definition::load(&f) {
-            Ok(d) => s.push_str(&format!(
-                "  {rel:<34} {} [{}; depth {}]\n",
+    let rels: Vec<String> = files
+        .iter()
+        .map(|f| {
+            f.strip_prefix(crate::root())
+                .unwrap_or(f)
+                .display()
+                .to_string()
+        })
+        .collect();
+    let width = rels.iter().map(String::len).max().unwrap_or(0);
+    for (f, rel) in files.iter().zip(&rels) {
+        let text = match Definition::load(f) {
+            Ok(d) => format!(
+                "{} ({} variants, depth {})",
                 d.description,
-                d.variants.join(", "),
+                d.variants.len(),
                 d.depth
-            )),
-            Err(e) => s.push_str(&format!("  {rel:<34} INVALID: {e}\n")),
-        }
+            ),
+            Err(e) => format!("INVALID: {e}"),
+        };
+        s.push_str(&wrap(&format!("  {rel:<width$}  "), &text, WIDTH));
     }
     Ok(s)
+}
+
+/// The width `--list` keeps to.
+const WIDTH: usize = 100;
+
+/// `text` after `lead`, wrapped at word boundaries to `width` columns, the
+/// lines after the first indented as far as `lead`.
+fn wrap(lead: &str, text: &str, width: usize) -> String {
+    let indent = " ".repeat(lead.chars().count());
+    let mut out = String::new();
+    let mut line = lead.to_owned();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = indent.clone();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
 }

@@ -1,15 +1,18 @@
 //! Developer commands: `cargo xtask sweep …` and `cargo xtask bench`.
 
 mod bench;
+mod compose;
 mod defs;
-mod variants;
+mod registry;
+mod suggest;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use compose::{Dim, Registry, Request, Spec};
 use indicatif::{ProgressBar, ProgressStyle};
-use sweep::{Config, Progress, Report, Scenario};
+use sweep::{Config, DynSubject, Progress, Report, Scenario};
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "crashsweep developer commands")]
@@ -18,6 +21,8 @@ struct Cli {
     cmd: Cmd,
 }
 
+// Parsed once per run: the size of the sweep's arguments does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Cmd {
     /// Crash the designs (or the real loop) at every point and print the table.
@@ -44,14 +49,36 @@ enum StorageArg {
 struct SweepArgs {
     #[command(subcommand)]
     action: Option<SweepAction>,
-    /// A variant to sweep (repeatable); see --list. Default: the definition
-    /// in sweeps/five-designs.sweep.json.
-    #[arg(long = "variant", value_name = "NAME")]
+    /// A subject to sweep (repeatable, or NAME,NAME); see --list. Default:
+    /// the definition in sweeps/five-designs.sweep.json.
+    #[arg(long = "variant", value_name = "NAME", value_delimiter = ',')]
     variants: Vec<String>,
+    /// With --variant, the loop in a harder situation: fail-after-accept, approval-gate.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    situation: Vec<String>,
+    /// With --variant, every crash a power cut keeping this much of the
+    /// unsynced writes: process, lose, entries, torn, contents, in-order.
+    #[arg(long, value_name = "STATE", value_delimiter = ',')]
+    crash_state: Vec<String>,
+    /// With --crash-state, a checkpoint writer with a fault (no-file-fsync, no-dir-fsync, …).
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    mutation: Vec<String>,
+    /// With --variant, a person who answers question K of each scenario wrong.
+    #[arg(long, value_name = "K", value_delimiter = ',')]
+    person_wrong: Vec<String>,
+    /// With --variant, how the model answers when asked again: scripted, new-ids, new-calls.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    model: Vec<String>,
+    /// With --model, send idempotency keys although the design does not.
+    #[arg(long)]
+    plus_keys: bool,
+    /// With --variant, a tracker that crashes: crashes, crashes-keys-in-index.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    tracker: Vec<String>,
     /// Run a sweep definition file (see sweeps/*.sweep.json).
     #[arg(long, value_name = "FILE", conflicts_with = "variants")]
     file: Option<PathBuf>,
-    /// List the variants and the sweep definitions.
+    /// List the subjects, the dimensions and the sweep definitions.
     #[arg(long)]
     list: bool,
     /// Skip the double pass (same as --depth 1).
@@ -68,7 +95,7 @@ struct SweepArgs {
     /// sweeps/loop-triage.json for the loop.
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
-    /// Where worlds keep checkpoints.
+    /// Where worlds keep checkpoints (the plain designs only).
     #[arg(long, value_enum)]
     storage: Option<StorageArg>,
     /// Output format.
@@ -143,59 +170,159 @@ fn parse_partition(s: &str) -> Result<(u32, u32), String> {
     Ok((k, n))
 }
 
+impl SweepArgs {
+    /// The variants named on the command line: the subjects of `--variant`
+    /// and the values of every dimension flag.
+    fn request(&self) -> Request {
+        let mut r = Request {
+            subjects: self.variants.clone(),
+            ..Request::default()
+        };
+        for (dim, values) in [
+            (Dim::Situation, &self.situation),
+            (Dim::CrashState, &self.crash_state),
+            (Dim::Mutation, &self.mutation),
+            (Dim::PersonWrong, &self.person_wrong),
+            (Dim::Model, &self.model),
+            (Dim::Tracker, &self.tracker),
+        ] {
+            if !values.is_empty() {
+                r.dims.insert(dim, values.clone());
+            }
+        }
+        if self.plus_keys {
+            r.dims.insert(Dim::PlusKeys, vec![compose::ON.to_owned()]);
+        }
+        r
+    }
+}
+
 /// The reviewed table belongs to the definition as written: a run that
 /// changes its depth, job or variants, or covers one shard, is not it, and
 /// is neither compared with the snapshot nor allowed to bless it.
 fn runs_as_defined(args: &SweepArgs) -> bool {
     args.variants.is_empty()
+        && !args.request().has_dims()
         && args.depth.is_none()
         && !args.single
         && args.script.is_none()
         && args.partition.is_none()
 }
 
+/// The canonical spec of each variant, and its subject, in run order.
+type Plan = (Vec<Spec>, Vec<Box<dyn DynSubject>>);
+
+/// The variants a run sweeps, each resolved in the registry, and the
+/// subjects built for them; refuses flags that do not apply.
+fn plan(
+    registry: &Registry,
+    args: &SweepArgs,
+    def: Option<&defs::Definition>,
+) -> Result<Plan, String> {
+    let request = args.request();
+    if request.has_dims() && request.subjects.is_empty() {
+        let flags: Vec<String> = request.dims.keys().map(|d| d.flag()).collect();
+        return Err(format!(
+            "{} composes with --variant: name the subject too (e.g. `--variant keys-markers --crash-state lose`; see --list)",
+            flags.join(", ")
+        ));
+    }
+    let specs = match def {
+        Some(d) if request.subjects.is_empty() => d.variants.clone(),
+        _ => request.specs(),
+    };
+    let mut entries = Vec::new();
+    for spec in &specs {
+        let resolved = registry.resolve(spec)?;
+        if let Some(note) = resolved.note {
+            eprintln!("note: {note}");
+        }
+        entries.push(resolved.entry);
+    }
+    let script = args
+        .script
+        .clone()
+        .or_else(|| def.and_then(|d| d.job.clone()));
+    let storage = args.storage.or(def.and_then(|d| d.storage));
+    registry.check_run_flags(&entries, storage.is_some(), script.as_deref())?;
+    let storage = storage.unwrap_or(StorageArg::Memory);
+    let subjects = entries
+        .iter()
+        .map(|e| e.build(script.as_deref(), storage))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((entries.into_iter().map(|e| e.spec).collect(), subjects))
+}
+
+/// Rerun one scenario of each subject and print its timeline; a crash
+/// point that no life passed gets a "did you mean".
+fn rerun(subjects: &[Box<dyn DynSubject>], sc: &Scenario) -> ExitCode {
+    let mut failed = false;
+    for s in subjects {
+        let r = s.scenario(sc);
+        println!("variant: {}", s.name());
+        print!("{}", r.timeline());
+        if r.failure.is_some() {
+            failed = true;
+            let clean = s.scenario(&Scenario::default());
+            let passed = clean.lives.iter().chain(&r.lives).flat_map(|l| &l.hits);
+            for hint in point_hints(sc, passed.map(String::as_str)) {
+                eprintln!("--scenario: in {}: {hint}", s.name());
+            }
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// For each crash point of `sc` that no life passed (`passed` are the hits
+/// of the lives, written `point#occurrence`): the closest point that was
+/// passed, or the list of them.
+fn point_hints<'a>(sc: &Scenario, passed: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut known: Vec<&str> = Vec::new();
+    for h in passed {
+        let point = h.rsplit_once('#').map_or(h, |(p, _)| p);
+        if !known.contains(&point) {
+            known.push(point);
+        }
+    }
+    sc.0.iter()
+        .filter(|hit| !known.contains(&hit.point.as_ref()))
+        .map(|hit| {
+            let hint = suggest::closest(&hit.point, known.iter().copied()).map_or_else(
+                || format!("the points passed are {}", known.join(", ")),
+                |c| format!("did you mean {c:?}?"),
+            );
+            format!("no life passes a crash point named {:?}; {hint}", hit.point)
+        })
+        .collect()
+}
+
 fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
+    let registry = Registry::load();
     if args.list {
-        print!("{}", variants::listing());
+        print!("{}", registry.listing());
         print!("{}", defs::listing()?);
         return Ok(ExitCode::SUCCESS);
     }
-    let def = match (&args.file, args.variants.is_empty()) {
+    if args.file.is_some() && args.request().has_dims() {
+        return Err("the dimension flags compose with --variant, not with --file".into());
+    }
+    let def = match (
+        &args.file,
+        args.variants.is_empty() && !args.request().has_dims(),
+    ) {
         (Some(f), _) => Some(defs::Definition::load(f)?),
         (None, true) => Some(defs::Definition::load(&defs::default_path())?),
         (None, false) => None,
     };
-    let names: Vec<String> = match &def {
-        Some(d) if args.variants.is_empty() => d.variants.clone(),
-        _ => args.variants.clone(),
-    };
-    let script = args
-        .script
-        .clone()
-        .or_else(|| def.as_ref().and_then(|d| d.job.clone()));
-    let storage = match args.storage.or(def.as_ref().and_then(|d| d.storage)) {
-        Some(StorageArg::Disk) => designs::Storage::Disk,
-        _ => designs::Storage::Memory,
-    };
-    let subjects = names
-        .iter()
-        .map(|n| variants::subject(n, script.as_deref(), storage))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (specs, subjects) = plan(&registry, args, def.as_ref())?;
 
     if let Some(name) = &args.scenario {
         let sc: Scenario = name.parse().map_err(|e| format!("--scenario: {e}"))?;
-        let mut failed = false;
-        for s in &subjects {
-            let r = s.scenario(&sc);
-            println!("variant: {}", s.name());
-            print!("{}", r.timeline());
-            failed |= r.failure.is_some();
-        }
-        return Ok(if failed {
-            ExitCode::FAILURE
-        } else {
-            ExitCode::SUCCESS
-        });
+        return Ok(rerun(&subjects, &sc));
     }
 
     let depth = if args.single {
@@ -241,14 +368,16 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
     }
     bar.finish_and_clear();
 
-    let command = |r: &Report, sc: &Scenario| {
-        let slug = variants::slug_of(&r.subject).unwrap_or_else(|| "?".into());
+    let command = |i: usize, _: &Report, sc: &Scenario| {
+        let variant = specs
+            .get(i)
+            .map_or_else(|| "--variant ?".to_owned(), Spec::command);
         let script = args
             .script
             .as_ref()
             .map(|p| format!(" --script {}", p.display()))
             .unwrap_or_default();
-        format!("cargo xtask sweep --variant {slug}{script} --scenario \"{sc}\"")
+        format!("cargo xtask sweep {variant}{script} --scenario \"{sc}\"")
     };
     print!("{}", render(&reports, args.format, partition.is_some()));
     if let (Some(d), true) = (&def, as_defined) {
@@ -275,11 +404,11 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
 
 fn report_failures(
     reports: &[Report],
-    command: &dyn Fn(&Report, &Scenario) -> String,
+    command: &dyn Fn(usize, &Report, &Scenario) -> String,
 ) -> Result<ExitCode, String> {
     const SHOWN: usize = 10;
     let mut total = 0;
-    for r in reports {
+    for (i, r) in reports.iter().enumerate() {
         let failures: Vec<_> = r.failures().collect();
         total += failures.len();
         for f in failures.iter().take(SHOWN) {
@@ -288,7 +417,7 @@ fn report_failures(
                 r.subject,
                 f.scenario,
                 f.failure.as_deref().unwrap_or(""),
-                command(r, &f.scenario)
+                command(i, r, &f.scenario)
             );
         }
         if failures.len() > SHOWN {
@@ -348,11 +477,12 @@ fn merge(files: &[PathBuf], format: Format) -> Result<ExitCode, String> {
         .map(|(_, parts)| Report::merge(parts).map_err(|e| e.to_string()))
         .collect::<Result<Vec<_>, _>>()?;
     print!("{}", render(&merged, format, false));
-    report_failures(&merged, &|r, sc| {
-        format!(
-            "cargo xtask sweep --variant {} --scenario \"{sc}\"",
-            variants::slug_of(&r.subject).unwrap_or_else(|| "?".into())
-        )
+    let registry = Registry::load();
+    report_failures(&merged, &|_, r, sc| {
+        let variant = registry
+            .spec_of_title(&r.subject)
+            .map_or_else(|| "--variant ?".to_owned(), |s| s.command());
+        format!("cargo xtask sweep {variant} --scenario \"{sc}\"")
     })
 }
 
@@ -388,6 +518,7 @@ mod tests {
             &["--single"][..],
             &["--depth", "3"],
             &["--variant", "keys"],
+            &["--variant", "keys", "--crash-state", "lose"],
             &["--script", "x.json"],
             &["--partition", "1/2"],
         ] {
@@ -407,13 +538,17 @@ mod tests {
 
     #[test]
     fn json_rows_carry_the_documented_keys_in_table_order() {
-        let script = designs::Script::load(designs::default_script_path()).unwrap();
-        let subject = designs::Design::KeysMarkers.subject(&script, designs::Storage::Memory);
+        let subject = Registry::load()
+            .resolve(&Spec::new("keys-markers"))
+            .unwrap()
+            .entry
+            .build(None, StorageArg::Memory)
+            .unwrap();
         let config = Config {
             depth: 1,
             ..Config::default()
         };
-        let report = sweep::run(&subject, &config).unwrap();
+        let report = subject.sweep(&config, &|_| {}).unwrap();
         let json = render(&[report], Format::Json, false);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         let row = v["rows"][0].as_object().unwrap();
@@ -437,14 +572,194 @@ mod tests {
     #[test]
     fn the_default_definition_names_known_variants_and_its_snapshot() {
         let d = defs::Definition::load(&defs::default_path()).unwrap();
+        let registry = Registry::load();
         for v in &d.variants {
-            assert!(
-                variants::subject(v, None, designs::Storage::Memory).is_ok(),
-                "{v}"
-            );
+            assert!(registry.resolve(v).is_ok(), "{v}");
         }
         assert!(d.snapshot.is_some_and(|s| s.exists()));
-        assert!(variants::subject("nope", None, designs::Storage::Memory).is_err());
+        assert!(registry.resolve(&Spec::new("nope")).is_err());
+    }
+
+    fn plan_of(argv: &[&str]) -> Result<Vec<String>, String> {
+        let args = sweep_args(argv);
+        let def = match &args.file {
+            Some(f) => Some(defs::Definition::load(&root().join(f)).unwrap()),
+            None if args.variants.is_empty() && !args.request().has_dims() => {
+                Some(defs::Definition::load(&defs::default_path()).unwrap())
+            }
+            None => None,
+        };
+        plan(&Registry::load(), &args, def.as_ref())
+            .map(|(specs, _)| specs.iter().map(Spec::to_string).collect())
+    }
+
+    #[test]
+    fn flags_compose_into_variants() {
+        assert_eq!(
+            plan_of(&[
+                "--variant",
+                "loop-keyed",
+                "--crash-state",
+                "lose",
+                "--mutation",
+                "no-dir-fsync"
+            ]),
+            Ok(vec![
+                "loop-keyed --crash-state lose --mutation no-dir-fsync".to_owned()
+            ])
+        );
+        assert_eq!(
+            plan_of(&[
+                "--variant",
+                "markers,keys",
+                "--model",
+                "new-ids",
+                "--model",
+                "new-calls"
+            ]),
+            Ok(vec![
+                "markers --model new-ids".to_owned(),
+                "markers --model new-calls".to_owned(),
+                "keys --model new-ids".to_owned(),
+                "keys --model new-calls".to_owned(),
+            ])
+        );
+        assert_eq!(
+            plan_of(&[
+                "--variant",
+                "save-once-per-turn",
+                "--model",
+                "scripted",
+                "--plus-keys"
+            ]),
+            Ok(vec![
+                "save-once-per-turn --model scripted --plus-keys".to_owned()
+            ])
+        );
+        // An old name runs as its composed form.
+        assert_eq!(
+            plan_of(&["--variant", "power-no-dir-fsync-lose-markers"]),
+            Ok(vec![
+                "markers --crash-state lose --mutation no-dir-fsync".to_owned()
+            ])
+        );
+    }
+
+    #[test]
+    fn flags_that_do_not_apply_to_the_run_are_refused() {
+        for (argv, needle) in [
+            (
+                &["--variant", "loop-keyed", "--storage", "disk"][..],
+                "--storage does not apply to `loop-keyed`",
+            ),
+            (
+                &["--variant", "bank", "--storage", "memory"],
+                "--storage does not apply to `bank`",
+            ),
+            (
+                &["--file", "sweeps/loop.sweep.json", "--storage", "disk"],
+                "--storage does not apply to `loop-keyed`",
+            ),
+            (
+                &[
+                    "--variant",
+                    "keys",
+                    "--crash-state",
+                    "lose",
+                    "--storage",
+                    "disk",
+                ],
+                "only the plain designs",
+            ),
+            (
+                &["--variant", "bank", "--script", "sweeps/triage.json"],
+                "--script sweeps/triage.json does not apply to `bank`",
+            ),
+            (
+                &["--crash-state", "lose"],
+                "--crash-state composes with --variant",
+            ),
+            (
+                &["--variant", "bank", "--crash-state", "lose"],
+                "--crash-state does not apply to bank: the bank example",
+            ),
+        ] {
+            let e = plan_of(argv).unwrap_err();
+            assert!(e.contains(needle), "{argv:?}: {e}");
+        }
+        // The storage of the designs, given or defined, stays a choice.
+        assert_eq!(plan_of(&["--storage", "disk"]).map(|v| v.len()), Ok(5));
+        assert!(plan_of(&["--variant", "keys", "--storage", "disk"]).is_ok());
+    }
+
+    /// The shipped definitions name, in order, the variants they named
+    /// before variants were composed (so their tables cannot change).
+    #[test]
+    fn the_definitions_expand_to_their_old_variant_lists() {
+        let registry = Registry::load();
+        let states = ["process", "lose", "entries", "torn", "contents", "in-order"];
+        let mut power: Vec<String> = Vec::new();
+        for k in ["keyed", "keyless"] {
+            power.extend(states.iter().map(|s| format!("loop-{k}-power-{s}")));
+        }
+        for (file, old) in [
+            (
+                "sweeps/five-designs.sweep.json",
+                vec![
+                    "save-once-per-turn",
+                    "save-after-reply",
+                    "keys",
+                    "markers",
+                    "keys-markers",
+                ],
+            ),
+            ("sweeps/bank.sweep.json", vec!["bank", "bank-buggy"]),
+            (
+                "sweeps/loop.sweep.json",
+                vec![
+                    "loop-keyed",
+                    "loop-keyless",
+                    "loop-keyed-fail-after-accept",
+                    "loop-keyed-approval",
+                    "loop-keyless-fail-after-accept",
+                    "loop-keyless-approval",
+                ],
+            ),
+            (
+                "sweeps/loop-power.sweep.json",
+                power.iter().map(String::as_str).collect(),
+            ),
+        ] {
+            let d = defs::Definition::load(&root().join(file)).unwrap();
+            let legacy: Vec<String> = d
+                .variants
+                .iter()
+                .map(|s| registry.resolve(s).unwrap().entry.legacy)
+                .collect();
+            assert_eq!(legacy, old, "{file}");
+        }
+    }
+
+    #[test]
+    fn a_misspelt_crash_point_gets_the_closest_passed_one() {
+        let sc: Scenario = "tracker acepted#1 → mid-save#1".parse().unwrap();
+        let passed = [
+            "mid-save#1",
+            "tracker accepted#1",
+            "tracker accepted#2",
+            "after rename#1",
+        ];
+        assert_eq!(
+            point_hints(&sc, passed.into_iter()),
+            ["no life passes a crash point named \"tracker acepted\"; did you mean \"tracker accepted\"?"]
+        );
+        let sc: Scenario = "zzz#1".parse().unwrap();
+        assert_eq!(
+            point_hints(&sc, ["a#1", "b#1", "a#2"].into_iter()),
+            ["no life passes a crash point named \"zzz\"; the points passed are a, b"]
+        );
+        let sc: Scenario = "mid-save#9".parse().unwrap();
+        assert!(point_hints(&sc, passed.into_iter()).is_empty());
     }
 
     #[test]
@@ -467,6 +782,11 @@ mod tests {
                 "d.sweep.json",
                 r#"{"description": "x", "variants": ["keys"], "extra": 1}"#,
                 "unknown field",
+            ),
+            (
+                "e.sweep.json",
+                r#"{"description": "x", "variants": ["keys", {"variant": "keys", "crash-sate": "lose"}]}"#,
+                "variant 2 of \"variants\": unknown key \"crash-sate\"; did you mean \"crash-state\"?",
             ),
         ] {
             let p = dir.join(name);

@@ -1,0 +1,378 @@
+//! The registry of sweepable subjects: every variant `cargo xtask sweep`
+//! can run, as a subject plus dimensions, with its old one-word slug, its
+//! row title and how to build it.
+//!
+//! This is the only module of xtask that names the types of the crates it
+//! sweeps (`designs`, the loop's sweep, `bank`); everything else (parsing,
+//! refusals, suggestions, the listing) works on the [`Entry`] table it
+//! returns, by name.
+
+use std::path::Path;
+use std::rc::Rc;
+
+use designs::variants::{self as modes, DesignVariant as ModeVariant};
+use designs::{Design, ModelBehaviour as DesignModel, Script, Storage, Writer as DesignWriter};
+use durable::CrashState;
+use sweep::DynSubject;
+
+// The real loop's sweep subject (moving to its own crate: change this line).
+use loop_sweep;
+
+use crate::compose::{Dim, Spec};
+use crate::StorageArg;
+
+type Build = Rc<dyn Fn(Option<&Path>, StorageArg) -> Result<Box<dyn DynSubject>, String>>;
+type Title = Rc<dyn Fn() -> String>;
+
+/// Which family of subjects a subject belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// The five simplified designs of the comparison table.
+    Designs,
+    /// The real agent loop.
+    Loop,
+    /// The bank-transfer example.
+    Bank,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Designs => "designs",
+            Family::Loop => "loop",
+            Family::Bank => "bank",
+        }
+    }
+}
+
+/// A subject: what `--variant NAME` names before any dimension.
+#[derive(Clone, Debug)]
+pub struct SubjectInfo {
+    pub name: String,
+    pub title: String,
+    pub family: Family,
+}
+
+/// One sweepable variant.
+#[derive(Clone)]
+pub struct Entry {
+    /// The subject and its dimensions.
+    pub spec: Spec,
+    pub family: Family,
+    /// The one-word name it had before variants were composed.
+    pub legacy: String,
+    /// Whether `--storage` chooses where its worlds keep checkpoints.
+    pub storage: bool,
+    /// Whether it runs another job file (`--script`).
+    pub job: bool,
+    build: Build,
+    title: Title,
+}
+
+impl Entry {
+    /// The subject, running `job` (its default job when `None`).
+    pub fn build(
+        &self,
+        job: Option<&Path>,
+        storage: StorageArg,
+    ) -> Result<Box<dyn DynSubject>, String> {
+        (self.build)(job, storage)
+    }
+
+    /// Its row title.
+    pub fn title(&self) -> String {
+        (self.title)()
+    }
+}
+
+fn storage(s: StorageArg) -> Storage {
+    match s {
+        StorageArg::Memory => Storage::Memory,
+        StorageArg::Disk => Storage::Disk,
+    }
+}
+
+fn script(job: Option<&Path>) -> Result<Script, String> {
+    let path = job.map_or_else(designs::default_script_path, Path::to_path_buf);
+    Script::load(&path).map_err(|e| e.to_string())
+}
+
+/// The subjects, in listing order.
+pub fn subjects() -> Vec<SubjectInfo> {
+    let mut v: Vec<SubjectInfo> = Design::ALL
+        .iter()
+        .map(|d| SubjectInfo {
+            name: d.slug().to_owned(),
+            title: d.title().to_owned(),
+            family: Family::Designs,
+        })
+        .collect();
+    for keyed in [true, false] {
+        let name = loop_subject(keyed);
+        let title = loop_sweep::VARIANTS
+            .iter()
+            .find(|l| l.keyed == keyed && l.situation == loop_sweep::Situation::Plain)
+            .map_or_else(|| name.replace('-', " "), |l| l.title());
+        v.push(SubjectInfo {
+            name: name.to_owned(),
+            title,
+            family: Family::Loop,
+        });
+    }
+    for (name, b) in bank_variants() {
+        v.push(SubjectInfo {
+            name: name.to_owned(),
+            title: sweep::Subject::name(&bank::Payday(b)),
+            family: Family::Bank,
+        });
+    }
+    v
+}
+
+fn loop_subject(keyed: bool) -> &'static str {
+    if keyed {
+        "loop-keyed"
+    } else {
+        "loop-keyless"
+    }
+}
+
+fn bank_variants() -> [(&'static str, bank::Variant); 2] {
+    [
+        ("bank", bank::Variant::SaveRunFirst),
+        ("bank-buggy", bank::Variant::FirstSaveAfterPayment),
+    ]
+}
+
+/// The tracker dimension's values.
+const TRACKERS: [(&str, tracker::LogLayout); 2] = [
+    ("crashes", tracker::LogLayout::KeysInLog),
+    ("crashes-keys-in-index", tracker::LogLayout::KeysInIndexOnly),
+];
+
+/// The person dimension's values: the `k` of "wrong at question k".
+const PERSON_WRONG: std::ops::RangeInclusive<u64> = 1..=9;
+
+/// Every variant any command line can name, in listing order.
+pub fn entries() -> Vec<Entry> {
+    let mut v = Vec::new();
+    for d in Design::ALL {
+        v.push(Entry {
+            spec: Spec::new(d.slug()),
+            family: Family::Designs,
+            legacy: d.slug().to_owned(),
+            storage: true,
+            job: true,
+            build: Rc::new(move |job, s| {
+                Ok(Box::new(d.subject(&script(job)?, storage(s))) as Box<dyn DynSubject>)
+            }),
+            title: Rc::new(move || d.title().to_owned()),
+        });
+    }
+    for d in Design::ALL {
+        for w in DesignWriter::ALL {
+            for s in CrashState::ALL {
+                let mut spec = Spec::new(d.slug()).with(Dim::CrashState, s.slug());
+                if w != DesignWriter::Real {
+                    spec = spec.with(Dim::Mutation, w.slug());
+                }
+                v.push(design_entry(spec, modes::power(d, w, s)));
+            }
+        }
+        for k in PERSON_WRONG {
+            let spec = Spec::new(d.slug()).with(Dim::PersonWrong, &k.to_string());
+            v.push(design_entry(spec, modes::person(d, k)));
+        }
+        for m in DesignModel::ALL {
+            let spec = Spec::new(d.slug()).with(Dim::Model, m.slug());
+            v.push(design_entry(spec.clone(), modes::model(d, false, m)));
+            let keyed = modes::model(d, true, m);
+            if keyed.modes.keys {
+                v.push(design_entry(spec.with(Dim::PlusKeys, "yes"), keyed));
+            }
+        }
+        for (name, layout) in TRACKERS {
+            let spec = Spec::new(d.slug()).with(Dim::Tracker, name);
+            v.push(design_entry(spec, modes::tracker_crash(d, layout)));
+        }
+    }
+    for l in loop_sweep::variants() {
+        let mut spec = Spec::new(loop_subject(l.keyed));
+        match l.situation {
+            loop_sweep::Situation::Plain => {}
+            loop_sweep::Situation::FailAfterAccept => {
+                spec = spec.with(Dim::Situation, "fail-after-accept");
+            }
+            loop_sweep::Situation::ApprovalGate => {
+                spec = spec.with(Dim::Situation, "approval-gate");
+            }
+        }
+        if let Some(p) = l.power {
+            spec = spec.with(Dim::CrashState, p.state.slug());
+            if p.writer != loop_sweep::Writer::Real {
+                spec = spec.with(Dim::Mutation, p.writer.slug());
+            }
+        }
+        let (slug, title) = (l.slug(), l.title());
+        v.push(Entry {
+            spec,
+            family: Family::Loop,
+            legacy: slug.clone(),
+            storage: false,
+            job: true,
+            build: Rc::new(move |job, _| {
+                loop_sweep::subject(&slug, job)
+                    .map(|s| Box::new(s) as Box<dyn DynSubject>)
+                    .map_err(|e| e.to_string())
+            }),
+            title: Rc::new(move || title.clone()),
+        });
+    }
+    for (name, b) in bank_variants() {
+        let subject = bank::Payday(b);
+        v.push(Entry {
+            spec: Spec::new(name),
+            family: Family::Bank,
+            legacy: name.to_owned(),
+            storage: false,
+            job: false,
+            build: Rc::new(move |_, _| Ok(Box::new(subject) as Box<dyn DynSubject>)),
+            title: Rc::new(move || sweep::Subject::name(&subject)),
+        });
+    }
+    v
+}
+
+fn design_entry(spec: Spec, variant: ModeVariant) -> Entry {
+    let legacy = variant.slug.clone();
+    let titled = variant.clone();
+    Entry {
+        spec,
+        family: Family::Designs,
+        legacy,
+        storage: false,
+        job: true,
+        build: Rc::new(move |job, _| {
+            Ok(Box::new(variant.subject(&script(job)?)) as Box<dyn DynSubject>)
+        }),
+        title: Rc::new(move || titled.title()),
+    }
+}
+
+/// Why `flag` does not apply to `subject` (of `family`), for a refusal.
+pub fn why_not(family: Family, subject: &str, flag: &str) -> String {
+    match (family, flag) {
+        (Family::Designs, "--situation") => {
+            "the tool that fails after accept and the approval gate are situations of the real \
+             loop; the designs run their scripted job"
+                .into()
+        }
+        (Family::Designs, "--plus-keys") => {
+            format!("{subject} sends idempotency keys already")
+        }
+        (Family::Designs, "--storage") => {
+            "only the plain designs choose their storage; a design run with another dimension \
+             keeps its checkpoints in memory (or in a power-loss directory under --crash-state)"
+                .into()
+        }
+        (Family::Loop, "--storage") => {
+            "the loop keeps its checkpoint and workspace in memory, or in a power-loss directory \
+             under --crash-state; --storage chooses for the five plain designs"
+                .into()
+        }
+        (Family::Loop, "--person-wrong" | "--model" | "--plus-keys" | "--tracker") => {
+            "the person who errs, the model that changes its mind and the crashing tracker run \
+             on the five designs only; the loop runs a recorded transcript"
+                .into()
+        }
+        (Family::Bank, "--script") => "the bank example runs its own payday job, built in".into(),
+        (Family::Bank, "--storage") => "the bank example keeps its checkpoints in memory".into(),
+        (Family::Bank, _) => {
+            "the bank example is swept as it is: its two subjects are its whole space".into()
+        }
+        _ => format!("no variant of {subject} takes it (see --list)"),
+    }
+}
+
+/// Why two dimensions do not combine for a subject of `family`.
+pub fn why_not_together(family: Family) -> &'static str {
+    match family {
+        Family::Designs => {
+            "a design runs one mode beyond the seed's sweep at a time: power loss, a person who \
+             errs, a model that changes its mind, or a crashing tracker"
+        }
+        Family::Loop => "the loop's power-loss sweep runs the plain job, without a situation",
+        Family::Bank => "the bank example takes no dimension",
+    }
+}
+
+/// The five plain designs on their default job, for `cargo xtask bench`.
+pub fn five_designs(s: StorageArg) -> Result<Vec<Box<dyn DynSubject>>, String> {
+    let script = script(None)?;
+    Ok(Design::ALL
+        .iter()
+        .map(|d| Box::new(d.subject(&script, storage(s))) as Box<dyn DynSubject>)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compose::Registry;
+
+    /// Every variant the crates list, by the slug they give it, is in the
+    /// table under that old name, with the title the crates give it.
+    #[test]
+    fn every_variant_the_crates_list_is_reachable_with_its_title() {
+        let registry = Registry::load();
+        let mut listed: Vec<(String, String)> = Design::ALL
+            .iter()
+            .map(|d| (d.slug().to_owned(), d.title().to_owned()))
+            .collect();
+        listed.extend(
+            loop_sweep::variants()
+                .iter()
+                .map(|l| (l.slug(), l.title())),
+        );
+        listed.extend(modes::variants());
+        for (slug, b) in bank_variants() {
+            listed.push((slug.to_owned(), sweep::Subject::name(&bank::Payday(b))));
+        }
+        for (slug, title) in listed {
+            let r = registry
+                .resolve(&Spec::new(&slug))
+                .unwrap_or_else(|e| panic!("{slug}: {e}"));
+            assert_eq!(r.entry.title(), title, "{slug}");
+            assert_eq!(r.entry.legacy, slug);
+        }
+    }
+
+    /// The designs' entries are exactly the slugs `designs` accepts.
+    #[test]
+    fn the_designs_entries_are_the_designs_own_variants() {
+        for e in entries()
+            .iter()
+            .filter(|e| e.family == Family::Designs && !e.spec.dims.is_empty())
+        {
+            let v = modes::variant(&e.legacy)
+                .unwrap_or_else(|| panic!("{} unknown to designs", e.legacy));
+            assert_eq!(v.title(), e.title());
+        }
+    }
+
+    #[test]
+    fn entries_build_their_subjects() {
+        for spec in [
+            Spec::new("keys"),
+            Spec::new("loop-keyless").with(Dim::Situation, "approval-gate"),
+            Spec::new("markers")
+                .with(Dim::CrashState, "torn")
+                .with(Dim::Mutation, "in-place"),
+            Spec::new("bank-buggy"),
+        ] {
+            let e = Registry::load().resolve(&spec).unwrap().entry;
+            let s = e.build(None, StorageArg::Memory).unwrap();
+            assert_eq!(s.name(), e.title(), "{spec}");
+        }
+    }
+}
