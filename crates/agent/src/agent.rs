@@ -4,9 +4,8 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use durable::{
-    Attempt, Checkpoint, Dir, Message, Options, Phase, Role, RunId, State, ToolCall, ToolResult,
-};
+use crate::{Attempt, Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult};
+use durable::{Dir, Options, RunId};
 use serde_json::Value;
 
 use crate::approver::{Approval, Approver, Decision, Question, Resolution, Unattended};
@@ -202,7 +201,7 @@ impl Agent {
             self.emit(Event::Resumed {
                 run: self.run.to_string(),
                 phase: life.st.phase,
-                resumes: life.st.resumes,
+                resumes: life.checkpoint.resumes(),
                 turns: life.st.turns,
             });
         } else {
@@ -214,7 +213,7 @@ impl Agent {
             self.emit(Event::Done {
                 answer: life.st.answer.clone().unwrap_or_default(),
             });
-            return Ok(RunResult::from_state(&life.st));
+            return Ok(RunResult::from_state(&life.checkpoint, &life.st));
         }
         if opened.resumed {
             self.check_workspace(&life.st)?;
@@ -301,7 +300,7 @@ impl<'a> Life<'a> {
     fn drive(&mut self) -> Result<RunResult, Error> {
         loop {
             match self.st.phase {
-                Phase::Done => return Ok(RunResult::from_state(&self.st)),
+                Phase::Done => return Ok(RunResult::from_state(&self.checkpoint, &self.st)),
                 Phase::Model => self.model_turn()?,
                 Phase::Tools | Phase::Paused => self.tool_turn()?,
             }

@@ -2,7 +2,7 @@
 //! for a model call or doing anything twice.
 //!
 //! An [`Agent`] runs a [`Model`] and its [`Tools`] against a
-//! [`durable::Checkpoint`]. [`Agent::run`] is one *life* of the run: it
+//! [`Checkpoint`] (durable's store holding the agent's [`State`]). [`Agent::run`] is one *life* of the run: it
 //! starts the run or resumes it from its saved phase, and every later call
 //! (in this process or a new one) carries on where the last stopped.
 //!
@@ -45,7 +45,8 @@
 //! ```
 //! use std::sync::Arc;
 //! use agent::{Agent, Transcript};
-//! use durable::{MemDir, Options, RunId};
+//! use durable::testing::MemDir;
+//! use durable::{Options, RunId};
 //! use tracker::{Mode, Tracker};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -100,6 +101,7 @@ mod limits;
 mod model;
 mod observer;
 mod result;
+mod state;
 pub mod sweep;
 mod tool;
 pub mod tools;
@@ -116,5 +118,9 @@ pub use limits::Limits;
 pub use model::{Model, ModelError, Reply, ScriptedModel};
 pub use observer::{Event, Observer, Quiet, Returned, Rung};
 pub use result::RunResult;
+pub use state::{
+    Attempt, Checkpoint, Message, Opened, ParsePhaseError, Phase, Role, State, ToolCall,
+    ToolResult, Usage,
+};
 pub use tool::{CallContext, Effect, Gated, Keys, Lookup, Tool, ToolError, ToolOutput, Tools};
 pub use transcript::{Transcript, TranscriptError};

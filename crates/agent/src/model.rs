@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use durable::{Message, Role, ToolCall, Usage};
+use crate::{Message, Role, ToolCall, Usage};
 
 use crate::transcript::Transcript;
 

@@ -51,10 +51,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::{Checkpoint, Message, Phase, Role, ToolCall};
 use ::sweep::{Counter, Subject, Verdict};
-use durable::{
-    Checkpoint, CrashState, Dir, MemDir, Message, Options, Phase, PowerDir, Role, RunId, ToolCall,
-};
+use durable::testing::{CrashState, MemDir, PowerDir};
+use durable::{Dir, Options, RunId};
 use serde_json::Value;
 use tracker::{Fault, Mode, Request, Tracker};
 
@@ -571,7 +571,7 @@ fn person_answer(w_tracker: &Tracker, workspace: &Arc<dyn Dir>, call: &ToolCall)
         _ => None,
     };
     match found {
-        Some(output) => Resolution::Done(durable::ToolResult {
+        Some(output) => Resolution::Done(crate::ToolResult {
             output,
             is_error: false,
         }),
@@ -663,7 +663,7 @@ impl LoopSubject {
         )
         .with_options(Options {
             sync: self.syncs(),
-            max_resumes: u32::MAX,
+            max_resumes: Some(u32::MAX),
         })
         .with_approver(person)
         .with_workspace(Arc::clone(&w.workspace))

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 
 use agent::sweep::{LoopSubject, Writer};
-use durable::CrashState;
+use durable::testing::CrashState;
 use sweep::{Config, Report, Row, Scenario};
 
 fn snapshot() -> PathBuf {

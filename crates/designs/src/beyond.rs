@@ -12,7 +12,7 @@
 //! assert_eq!(subject.name(), "keys and markers | real writer | lose");
 //! ```
 
-use durable::CrashState;
+use durable::testing::CrashState;
 use sweep::{DynSubject, Report};
 
 use crate::{Design, DesignSubject, Model, Modes, Person, Power, Script, Storage, Writer};

@@ -12,7 +12,7 @@
 //!
 //! Beyond the seed's table, [`Modes`] run the same loops in harder worlds,
 //! each default to the seed's behaviour: checkpoints in a
-//! [`durable::PowerDir`] whose crashes are power cuts, written by the real
+//! [`durable::testing::PowerDir`] whose crashes are power cuts, written by the real
 //! writer or a mutation of it ([`Power`], [`Writer`]); a person who answers
 //! one question wrong ([`Person`]); a model that answers a repeated question
 //! differently ([`Model`]); a log-backed tracker that crashes with the loop
@@ -42,10 +42,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use agent::{Attempt, Checkpoint, Phase, State, ToolCall, ToolResult};
 use crashpoint::point;
-use durable::{
-    Attempt, Checkpoint, Dir, MemDir, Options, Phase, PowerDir, RunId, State, ToolCall, ToolResult,
-};
+use durable::testing::{MemDir, PowerDir};
+use durable::{Dir, Options, RunId};
 use sweep::{Counter, Subject, Verdict};
 
 use labels::{Labels, Rung, Stage};
@@ -186,12 +186,10 @@ pub struct World {
     tracker_files: Option<(MemDir, LogLayout)>,
 }
 
-/// A state as the loop's progress, without the restart count that
-/// `Checkpoint::open` bumps by itself.
+/// A state as the loop's progress (the restart count that
+/// `Checkpoint::open` bumps by itself is kept beside it, not in it).
 fn progress(st: &State) -> State {
-    let mut p = st.clone();
-    p.resumes = 0;
-    p
+    st.clone()
 }
 
 impl World {
@@ -274,7 +272,7 @@ impl DesignSubject {
             // The seed's sweep saves unsynced; a power-loss world syncs as
             // its writer says.
             sync: self.modes.power.is_some_and(|p| p.writer.syncs()),
-            max_resumes: u32::MAX,
+            max_resumes: Some(u32::MAX),
         };
         let opened = Checkpoint::open(w.dir.clone(), &run, opts).map_err(|e| e.to_string())?;
         Ok((opened.checkpoint, opened.state))

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use durable::{CrashState, Dir, MutantDir, Mutation, PowerDir};
+use durable::testing::{CrashState, MutantDir, Mutation, PowerDir};
+use durable::Dir;
 
 /// Everything a design can be run with beyond the seed's sweep.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -159,4 +160,4 @@ impl Writer {
     }
 }
 
-pub use durable::MID_OVERWRITE;
+pub use durable::testing::MID_OVERWRITE;

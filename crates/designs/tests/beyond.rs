@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use designs::beyond::{self, Variant};
 use designs::labels::{self, Rung, Stage};
 use designs::{Design, Script, Writer};
-use durable::CrashState;
+use durable::testing::CrashState;
 use sweep::{Config, Report};
 
 fn script() -> Script {

@@ -5,7 +5,7 @@ use tracker::{Lookup as TrackerLookup, Mode, Request, Response, Tracker, Tracker
 
 use super::str_arg;
 use crate::tool::{CallContext, Effect, Keys, Lookup, Tool, ToolError, ToolOutput};
-use durable::Role;
+use crate::Role;
 
 /// What `issue_file` answers: `{"issue": N}`. Public so a scripted person
 /// can answer the ladder's question in the tool's own words.
