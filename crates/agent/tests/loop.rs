@@ -1083,8 +1083,10 @@ fn a_second_process_on_the_run_is_refused() {
 #[test]
 fn every_field_of_the_run_result_is_in_the_state() {
     // A state with every field set, so none is left out when serialised.
-    let mut st = State::default();
-    st.phase = Phase::Done;
+    let mut st = State {
+        phase: Phase::Done,
+        ..State::default()
+    };
     st.messages = vec![Message {
         role: Role::User,
         text: "t".into(),

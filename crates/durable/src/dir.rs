@@ -31,7 +31,7 @@ pub trait Dir: Send + Sync + fmt::Debug {
     fn create_temp(&self, prefix: &str) -> io::Result<String>;
 
     /// Replace the file's contents with `data`, creating it (mode 0600) if
-    /// missing. Not crash-safe on its own: use [`write_atomic`] for that.
+    /// missing. Not crash-safe on its own: use [`write_atomic`](crate::write_atomic) for that.
     fn write(&self, name: &str, data: &[u8]) -> io::Result<()>;
 
     /// Make the file's current contents durable (fsync), so that a rename
@@ -59,7 +59,7 @@ pub trait Dir: Send + Sync + fmt::Debug {
     /// Take an exclusive, non-blocking lock on `name` (created if missing).
     ///
     /// Fails with [`io::ErrorKind::WouldBlock`] if the lock is held, by this
-    /// process or another. Dropping the guard releases it; for [`DiskDir`]
+    /// process or another. Dropping the guard releases it; for [`DiskDir`](crate::DiskDir)
     /// this is `flock(LOCK_EX|LOCK_NB)` on an open descriptor, so the kernel
     /// also releases it when the process dies by any means, and a crash never
     /// leaves a run locked by a process that no longer exists.
@@ -71,7 +71,7 @@ pub trait Dir: Send + Sync + fmt::Debug {
 
 /// A held lock from [`Dir::lock`]; dropping it releases the lock.
 ///
-/// It owns whatever keeps the lock held (an open file for [`DiskDir`]), so a
+/// It owns whatever keeps the lock held (an open file for [`DiskDir`](crate::DiskDir)), so a
 /// [`Dir`] implemented outside this crate can put its own token inside with
 /// [`LockGuard::new`].
 #[must_use = "the lock is released as soon as the guard is dropped"]

@@ -62,9 +62,11 @@ pub fn temp_files(dir: &dyn Dir) -> Vec<String> {
 /// A realistic state: a few messages, calls, results and markers.
 pub fn populated(run: &RunId) -> State {
     use agent::{Attempt, Message, Phase, Role, ToolCall, ToolResult, Usage};
-    let mut s = State::default();
-    s.phase = Phase::Tools;
-    s.turns = 3;
+    let mut s = State {
+        phase: Phase::Tools,
+        turns: 3,
+        ..State::default()
+    };
     s.summary = Some("earlier: read the crash log".into());
     s.usage = Usage {
         input_tokens: 12_345,

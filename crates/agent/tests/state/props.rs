@@ -106,7 +106,6 @@ fn state() -> impl Strategy<Value = State> {
                     .collect(),
                 files,
                 answer,
-                ..State::default()
             },
         )
 }
