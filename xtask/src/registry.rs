@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use designs::variants::{self as modes, DesignVariant as ModeVariant};
 use designs::{Design, ModelBehaviour as DesignModel, Script, Storage, Writer as DesignWriter};
-use durable::CrashState;
+use durable::testing::CrashState;
 use sweep::DynSubject;
 
 // The real loop's sweep subject (moving to its own crate: change this line).

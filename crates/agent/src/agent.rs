@@ -4,7 +4,8 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use durable::{Dir, Options, RunId, ToolCall};
+use crate::ToolCall;
+use durable::{Dir, Options, RunId};
 
 use crate::approver::{Approver, Unattended};
 use crate::clock::{Clock, SystemClock};

@@ -3,7 +3,8 @@
 use std::io::{BufRead, Write};
 use std::sync::Mutex;
 
-use durable::{Attempt, RunId, ToolCall, ToolResult};
+use crate::{Attempt, ToolCall, ToolResult};
+use durable::RunId;
 
 /// A gated call waiting for a yes.
 #[derive(Clone, Copy, Debug)]

@@ -1,7 +1,7 @@
 //! One unanswered call: the approval gate, the attempt marker, and the
 //! call itself; a marked call without a result goes to the ladder.
 
-use durable::{Attempt, ToolCall};
+use crate::{Attempt, ToolCall};
 use serde_json::Value;
 
 use crate::agent::UNKNOWN_TRIES;

@@ -1,6 +1,6 @@
 //! The loop's typed errors.
 
-use durable::Phase;
+use crate::Phase;
 
 use crate::model::ModelError;
 

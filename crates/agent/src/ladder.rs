@@ -2,7 +2,7 @@
 //! result, is settled — rerun if a repeat is harmless, else ask the service
 //! (the tool's lookup), else ask a person.
 
-use durable::{Attempt, ToolCall, ToolResult};
+use crate::{Attempt, ToolCall, ToolResult};
 use serde_json::Value;
 
 use crate::agent::UNKNOWN_TRIES;

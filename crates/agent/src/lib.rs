@@ -2,7 +2,7 @@
 //! for a model call or doing anything twice.
 //!
 //! An [`Agent`] runs a [`Model`] and its [`Tools`] against a
-//! [`durable::Checkpoint`]. [`Agent::run`] is one *life* of the run: it
+//! [`Checkpoint`] (durable's store holding the agent's [`State`]). [`Agent::run`] is one *life* of the run: it
 //! starts the run or resumes it from its saved phase, and every later call
 //! (in this process or a new one) carries on where the last stopped.
 //!
@@ -71,7 +71,8 @@
 //! ```
 //! use std::sync::Arc;
 //! use agent::{Agent, Transcript};
-//! use durable::{MemDir, Options, RunId};
+//! use durable::testing::MemDir;
+//! use durable::{Options, RunId};
 //! use tracker::{Mode, Tracker};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -133,6 +134,7 @@ mod result;
 mod resume;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod state;
 mod tool;
 mod transcript;
 
@@ -147,5 +149,9 @@ pub use model::{Model, ModelError, Reply};
 pub use observer::{Event, Observer, Quiet, Returned, Rung};
 pub use replay::ScriptedModel;
 pub use result::RunResult;
+pub use state::{
+    Attempt, Checkpoint, Message, Opened, ParsePhaseError, Phase, Role, State, ToolCall,
+    ToolResult, Usage,
+};
 pub use tool::{CallContext, Effect, Gated, Keys, Lookup, Tool, ToolError, ToolOutput, Tools};
 pub use transcript::{Transcript, TranscriptError};

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
-use durable::{Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult};
+use crate::{Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult};
 
 use crate::agent::Agent;
 use crate::error::Error;
@@ -24,7 +24,7 @@ impl Life<'_> {
     pub(crate) fn drive(&mut self) -> Result<RunResult, Error> {
         loop {
             match self.st.phase {
-                Phase::Done => return Ok(RunResult::from_state(&self.st)),
+                Phase::Done => return Ok(RunResult::from_state(&self.checkpoint, &self.st)),
                 Phase::Model => self.model_turn()?,
                 Phase::Tools | Phase::Paused => self.tool_turn()?,
             }

@@ -1,6 +1,6 @@
 //! Limits over a run's whole life.
 
-use durable::Usage;
+use crate::Usage;
 
 use crate::error::Error;
 

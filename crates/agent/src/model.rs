@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use durable::{Message, ToolCall, Usage};
+use crate::{Message, ToolCall, Usage};
 
 /// One reply of the model: its text, the tool calls it asks for (each with
 /// the model's call ID and its arguments as the raw string the model wrote),

@@ -1,6 +1,6 @@
 //! Events: one per step of the loop, for a command to print, log or act on.
 
-use durable::{Phase, ToolCall, Usage};
+use crate::{Phase, ToolCall, Usage};
 
 use crate::approver::Decision;
 

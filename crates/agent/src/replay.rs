@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use durable::{Message, Role};
+use crate::{Message, Role};
 
 use crate::model::{Model, ModelError, Reply};
 use crate::transcript::Transcript;

@@ -2,15 +2,16 @@
 
 use std::collections::BTreeMap;
 
-use durable::{Message, State, Usage};
+use crate::{Checkpoint, Message, State, Usage};
 use serde::Serialize;
 
 /// A finished run: its answer and what it took to get there.
 ///
-/// Every field is a field of [`durable::State`] with the same name and
-/// meaning (a test checks it): a result that held anything the state does
-/// not would come back different from a restarted finished run, which
-/// returns the saved state without calling anything.
+/// Every field is a field of [`crate::State`], or of the checkpoint around
+/// it (`run`, `resumes`), with the same name and meaning (a test checks it):
+/// a result that held anything the checkpoint does not would come back
+/// different from a restarted finished run, which returns the saved state
+/// without calling anything.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunResult {
     /// The run ID.
@@ -32,16 +33,16 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// The result a finished state holds.
-    pub fn from_state(state: &State) -> RunResult {
+    /// The result a finished state holds, in its open checkpoint.
+    pub fn from_state(checkpoint: &Checkpoint, state: &State) -> RunResult {
         RunResult {
-            run: state.run.clone(),
+            run: checkpoint.run().to_string(),
             answer: state.answer.clone().unwrap_or_default(),
             messages: state.messages.clone(),
             usage: state.usage.clone(),
             turns: state.turns,
             summary: state.summary.clone(),
-            resumes: state.resumes,
+            resumes: checkpoint.resumes(),
             files: state.files.clone(),
         }
     }

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use durable::{Checkpoint, Message, Phase, Role, State};
+use crate::{Checkpoint, Message, Phase, Role, State};
 use serde_json::Value;
 
 use crate::agent::Agent;
@@ -34,7 +34,7 @@ impl Agent {
             self.emit(Event::Resumed {
                 run: self.run.to_string(),
                 phase: life.st.phase,
-                resumes: life.st.resumes,
+                resumes: life.checkpoint.resumes(),
                 turns: life.st.turns,
             });
         } else {
@@ -46,7 +46,7 @@ impl Agent {
             self.emit(Event::Done {
                 answer: life.st.answer.clone().unwrap_or_default(),
             });
-            return Ok(RunResult::from_state(&life.st));
+            return Ok(RunResult::from_state(&life.checkpoint, &life.st));
         }
         if opened.resumed {
             self.check_workspace(&life.st)?;

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use durable::{Message, RunId};
+use crate::Message;
+use durable::RunId;
 use serde_json::Value;
 
 /// What running a tool does to the world. The loop writes an attempt marker

@@ -12,11 +12,10 @@ use agent::{
     Resolution, Returned, RunResult, Rung, ScriptedModel, Tool, ToolError, ToolOutput, Tools,
     Transcript,
 };
+use agent::{Attempt, Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult, Usage};
 use crashpoint::Hit;
-use durable::{
-    Attempt, Checkpoint, Dir, MemDir, Message, Options, Phase, Role, RunId, State, ToolCall,
-    ToolResult, Usage,
-};
+use durable::testing::MemDir;
+use durable::{Dir, Options, RunId};
 use serde_json::Value;
 use tracker::{Fault, Mode, Request, Tracker};
 
@@ -110,7 +109,7 @@ impl World {
         )
         .with_options(Options {
             sync: false,
-            max_resumes: 100,
+            max_resumes: Some(100),
         })
         .with_approver(self.person.clone())
         .with_observer(move |e: &Event| events.lock().unwrap().push(e.clone()))
@@ -129,7 +128,7 @@ impl World {
         assert_eq!(life.outcome.crashed(), Some(&hit), "{:?}", life.outcome);
     }
 
-    fn state(&self) -> State {
+    fn state(&self) -> durable::Saved<State> {
         Checkpoint::load(&self.checkpoints, &run_id())
             .unwrap()
             .expect("a checkpoint")
@@ -670,7 +669,7 @@ fn restarts_are_limited_even_when_every_restart_dies() {
     let t = transcript(JOB);
     let opts = Options {
         sync: false,
-        max_resumes: 2,
+        max_resumes: Some(2),
     };
     for _ in 0..3 {
         w.crash(&w.agent(&t).with_options(opts), "reply arrived#1");
@@ -1085,8 +1084,10 @@ fn a_second_process_on_the_run_is_refused() {
 #[test]
 fn every_field_of_the_run_result_is_in_the_state() {
     // A state with every field set, so none is left out when serialised.
-    let mut st = State::new(&run_id());
-    st.phase = Phase::Done;
+    let mut st = State {
+        phase: Phase::Done,
+        ..State::default()
+    };
     st.messages = vec![Message {
         role: Role::User,
         text: "t".into(),
@@ -1103,12 +1104,31 @@ fn every_field_of_the_run_result_is_in_the_state() {
     st.calls = vec![ToolCall::default()];
     st.results.insert("c1".into(), ToolResult::default());
     st.attempts.insert("c1".into(), Attempt::default());
-    st.resumes = 4;
     st.files.insert("f".into(), "0".repeat(64));
     st.answer = Some("a".into());
 
-    let result = serde_json::to_value(RunResult::from_state(&st)).unwrap();
-    let state = serde_json::to_value(&st).unwrap();
+    // Saved with a restart counted, so the envelope's count is not zero.
+    let world = durable::testing::MemDir::new();
+    let opts = Options {
+        sync: false,
+        ..Options::default()
+    };
+    drop(Checkpoint::open(Arc::new(world.clone()), &run_id(), opts).unwrap());
+    let mut opened = Checkpoint::open(Arc::new(world.clone()), &run_id(), opts).unwrap();
+    opened.checkpoint.save(&st).unwrap();
+    let result = serde_json::to_value(RunResult::from_state(&opened.checkpoint, &st)).unwrap();
+    // The checkpoint file: durable's envelope (run, resumes) around the state.
+    let file: Value = serde_json::from_slice(
+        &world
+            .read(&Checkpoint::file_name(&run_id()))
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    let mut state = file["state"].clone();
+    state["run"] = file["run"].clone();
+    state["resumes"] = file["resumes"].clone();
+    assert_eq!(state["resumes"], 1);
     let (Value::Object(result), Value::Object(state)) = (result, state) else {
         panic!("not objects");
     };
@@ -1116,7 +1136,7 @@ fn every_field_of_the_run_result_is_in_the_state() {
         assert_eq!(
             state.get(field),
             Some(value),
-            "RunResult::{field} is not a field of durable::State with the same value"
+            "RunResult::{field} is not a field of the checkpoint with the same value"
         );
     }
 }
@@ -1148,7 +1168,7 @@ fn a_run_on_disk_resumes_after_a_crash() {
         std::fs::read_to_string(tmp.path().join("workspace/p.rs")).unwrap(),
         "fn p() { x.unwrap_or(0) }"
     );
-    durable::Checkpoint::load(&*dir("state"), &run_id())
+    agent::Checkpoint::load(&*dir("state"), &run_id())
         .unwrap()
         .unwrap()
         .check_workspace(&tmp.path().join("workspace"))

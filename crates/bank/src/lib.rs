@@ -16,28 +16,32 @@
 //!   returns the first [`Receipt`] and changes nothing. It marks the point
 //!   `payment accepted` after it applied a transfer and before the reply gets
 //!   back to the job: the window no checkpoint can close.
-//! * The job ([`Payday`]'s [`life`](sweep::Subject::life)) keeps a
-//!   [`JobState`] in `payday.json`: the run ID and a receipt per transfer
-//!   done. It sends [`durable::key(run, transfer id)`](durable::key()) with
-//!   each transfer, so a transfer retried after a crash carries the key its
-//!   first attempt carried, and saves after each reply.
+//! * The job ([`Payday`]'s [`life`](sweep::Subject::life)) keeps its own
+//!   [`JobState`] — the run ID and a receipt per transfer done — in a
+//!   [`durable::Checkpoint<JobState>`](durable::Checkpoint) filed under the
+//!   job's name, `payday` (so `payday.json`, locked by `payday.lock`). It
+//!   sends [`durable::key(run, transfer id)`](durable::key()) with each
+//!   transfer, so a transfer retried after a crash carries the key its first
+//!   attempt carried, and saves after each reply.
 //!
-//! It saves its own small JSON through [`durable::write_atomic`] rather than
-//! through [`durable::Checkpoint`]: `Checkpoint`'s [`State`](durable::State)
-//! is shaped for an agent loop (messages, tool calls, phases), and it files a
-//! run under its run ID, which a restart must already know. Here the job file
-//! is what remembers the run ID. `write_atomic` passes two points of its own,
-//! `mid-save` (temp file written, not yet renamed) and `after rename`, so the
-//! job needs no `job saved` point: `after rename` is that moment. Two chores
-//! that `Checkpoint::open` does for its own file the job does itself: it
-//! takes `payday.lock` through [`durable::Dir::lock`] (one process per job;
-//! the lock goes with a crashed life), and removes the temp files a save that
-//! crashed before its rename left behind.
+//! [`durable::Checkpoint::open_with`] does the chores: it takes the lock (one
+//! process per job; the lock goes with a crashed life), removes the temp
+//! files a save that crashed before its rename left behind, loads the job
+//! file or saves the fresh start — here a new run ID from the clock — at
+//! once, and refuses a corrupt file with an error naming it. The run ID is
+//! the job's own field, not the checkpoint's name: a restart must know the
+//! name to find the file, and the file is what remembers the run ID. Every
+//! save passes the two points of [`durable::write_atomic`], `mid-save` (temp
+//! file written, not yet renamed) and `after rename`, so the job needs no
+//! `job saved` point: `after rename` is that moment. The job does not count
+//! restarts ([`durable::Options::max_resumes`] `None`): each life either pays
+//! the next transfer or crashes, so a restart has nothing to save before it
+//! acts.
 //!
 //! # The sweep
 //!
 //! A [`sweep::Subject`] says three things: what a fresh *world* is (here the
-//! bank, the job's directory — an in-memory [`durable::MemDir`] — and a clock
+//! bank, the job's directory — an in-memory [`durable::testing::MemDir`] — and a clock
 //! standing in for the time; none of them is erased by a crash), how one
 //! *life* runs against it, and how to *judge* the world once a scenario is
 //! over. The judge counts, and [`sweep::Counter::required`] makes a scenario
@@ -87,8 +91,10 @@
 //! # The ordering bug
 //!
 //! [`Variant::FirstSaveAfterPayment`] makes the run ID at its first start but
-//! writes the job file only after the first transfer's reply: the checkpoint
-//! is saved after the payment call instead of before. A crash in between
+//! opens its checkpoint, and so writes the job file, only after the first
+//! transfer's reply (it looks with [`durable::Checkpoint::load`] and, finding
+//! nothing, starts paying from memory): the checkpoint is saved after the
+//! payment call instead of before. A crash in between
 //! (`payment accepted#1`, `mid-save#1`) leaves no job file, so the restart is
 //! a first start again, with a new run ID, hence a new key for `t1`, and the
 //! bank, seeing a key it does not know, applies `t1` a second time. The keys
@@ -98,8 +104,11 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+
 use crashpoint::point;
-use durable::{Dir, MemDir, WriteOptions};
+use durable::testing::MemDir;
+use durable::{Checkpoint, Dir, Durable, Options, RunId};
 use serde::{Deserialize, Serialize};
 use sweep::{Counter, LifeError, Subject, Verdict};
 
@@ -186,6 +195,13 @@ pub struct JobState {
     pub done: BTreeMap<String, Receipt>,
 }
 
+impl Durable for JobState {
+    /// Every transfer of the batch has its receipt.
+    fn is_finished(&self) -> bool {
+        BATCH.iter().all(|t| self.done.contains_key(t.id))
+    }
+}
+
 /// Everything a crash does not erase.
 #[derive(Debug)]
 pub struct World {
@@ -211,20 +227,14 @@ pub enum Variant {
 #[derive(Clone, Copy, Debug)]
 pub struct Payday(pub Variant);
 
-const JOB: &str = "payday.json";
+/// The job's name: its checkpoint is `payday.json`, its lock `payday.lock`.
+const JOB: &str = "payday";
 
-fn save(dir: &MemDir, job: &JobState) -> Result<(), LifeError> {
-    let opts = WriteOptions {
-        sync: false,
-        points: true,
-    }; // a MemDir has nothing to sync
-    Ok(durable::write_atomic(
-        dir,
-        JOB,
-        &serde_json::to_vec(job)?,
-        opts,
-    )?)
-}
+/// A `MemDir` has nothing to sync; restarts are not counted.
+const OPTS: Options = Options {
+    sync: false,
+    max_resumes: None,
+};
 
 impl Subject for Payday {
     type World = World;
@@ -254,27 +264,31 @@ impl Subject for Payday {
     }
 
     fn life(&self, w: &mut World) -> Result<(), LifeError> {
-        let _one_at_a_time = w.dir.lock("payday.lock")?; // released even by a crash
-        durable::remove_leftover_temps(&w.dir, JOB)?; // saves that crashed before their rename
         w.clock += 1;
-        let mut job = match w.dir.read(JOB)? {
-            Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("{JOB}: {e}"))?,
-            None => {
-                let fresh = JobState {
-                    run: format!("payday-{}", w.clock),
-                    done: BTreeMap::new(),
-                };
-                if self.0 == Variant::SaveRunFirst {
-                    save(&w.dir, &fresh)?;
-                }
-                fresh
-            }
+        let name = RunId::parse(JOB)?;
+        let dir = w.dir.clone();
+        let open =
+            |fresh: JobState| Checkpoint::open_with(Arc::new(dir.clone()), &name, OPTS, || fresh);
+        let fresh = JobState {
+            run: format!("payday-{}", w.clock),
+            done: BTreeMap::new(),
+        };
+        let lazy = self.0 == Variant::FirstSaveAfterPayment
+            && Checkpoint::<JobState>::load(&w.dir, &name)?.is_none();
+        let (mut checkpoint, mut job) = if lazy {
+            (None, fresh) // the bug: nothing saved before the first payment
+        } else {
+            let opened = open(fresh)?;
+            (Some(opened.checkpoint), opened.state)
         };
         for t in &BATCH {
             if !job.done.contains_key(t.id) {
                 let receipt = w.bank.transfer(t, &durable::key(&job.run, t.id))?;
                 job.done.insert(t.id.into(), receipt);
-                save(&w.dir, &job)?;
+                match &mut checkpoint {
+                    Some(c) => c.save(&job)?,
+                    None => checkpoint = Some(open(job.clone())?.checkpoint),
+                }
             }
         }
         Ok(())
@@ -317,9 +331,9 @@ impl Subject for Payday {
     }
 
     fn describe(&self, w: &World) -> String {
-        let job = w.dir.read(JOB).ok().flatten().unwrap_or_default();
-        let job = String::from_utf8_lossy(&job);
+        let job = w.dir.read(&format!("{JOB}.json")).ok().flatten();
+        let job = String::from_utf8_lossy(job.as_deref().unwrap_or_default());
         let (balances, ledger) = (&w.bank.balances, &w.bank.ledger);
-        format!("balances {balances:?}\nledger {ledger:?}\n{JOB} {job}")
+        format!("balances {balances:?}\nledger {ledger:?}\n{JOB}.json {job}")
     }
 }

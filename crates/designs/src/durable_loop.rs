@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use crashpoint::point;
-use durable::{Attempt, Checkpoint, Options, Phase, RunId, State, ToolCall, ToolResult};
+use agent::{Attempt, Checkpoint, Phase, State, ToolCall, ToolResult};
+use durable::{Options, RunId};
 use tracker::{LookupAnswer, Mode, Request};
 
 use crate::design::Design;
@@ -32,7 +33,7 @@ impl Loop<'_> {
             // The book chapter's sweep saves unsynced; a power-loss world
             // syncs as its writer says.
             sync: self.modes.power.is_some_and(|p| p.writer.syncs()),
-            max_resumes: u32::MAX,
+            max_resumes: Some(u32::MAX),
         };
         let opened = Checkpoint::open(w.dir.clone(), &run, opts).map_err(|e| e.to_string())?;
         Ok((opened.checkpoint, opened.state))

@@ -7,7 +7,8 @@
 
 use std::sync::Arc;
 
-use durable::{CrashState, Dir, MutantDir, Mutation, PowerDir};
+use durable::testing::{CrashState, MutantDir, Mutation, PowerDir};
+use durable::Dir;
 
 /// Everything a design can be run with beyond the book chapter's sweep.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -167,4 +168,4 @@ impl Writer {
     }
 }
 
-pub use durable::MID_OVERWRITE;
+pub use durable::testing::MID_OVERWRITE;

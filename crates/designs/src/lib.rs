@@ -16,7 +16,7 @@
 //!
 //! Beyond the book chapter's table, [`Modes`] run the same loops in harder
 //! worlds, each default to the chapter's behaviour: checkpoints in a
-//! [`durable::PowerDir`] whose crashes are power cuts, written by the real
+//! [`durable::testing::PowerDir`] whose crashes are power cuts, written by the real
 //! writer or a mutation of it ([`Power`], [`Writer`]); a person who answers
 //! one question wrong ([`Person`]); a model that answers a repeated question
 //! differently ([`ModelBehaviour`]); a log-backed tracker that crashes with

@@ -2,7 +2,7 @@
 //! failing sweeps with their first failing scenario, rows summed into one,
 //! and the plain-text [`grid`] they are drawn in.
 
-use durable::CrashState;
+use durable::testing::CrashState;
 use sweep::Report;
 
 use crate::design::Design;

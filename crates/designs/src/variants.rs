@@ -13,7 +13,7 @@
 //! assert_eq!(subject.name(), "keys and markers | real writer | lose");
 //! ```
 
-use durable::CrashState;
+use durable::testing::CrashState;
 use sweep::DynSubject;
 
 use crate::design::Design;

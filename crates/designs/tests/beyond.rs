@@ -8,7 +8,7 @@ use designs::labels::{self, Settlement, Stage};
 use designs::tables;
 use designs::variants::{self, DesignVariant};
 use designs::{Design, Script, Writer};
-use durable::CrashState;
+use durable::testing::CrashState;
 use sweep::{Config, Report};
 
 fn script() -> Script {

@@ -10,10 +10,94 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use durable::{
-    Attempt, Checkpoint, Dir, DiskDir, MemDir, Message, Options, Phase, Role, RunId, State,
-    ToolCall, ToolResult, Usage,
-};
+use std::collections::BTreeMap;
+
+use durable::testing::MemDir;
+use durable::{Dir, DiskDir, Durable, Options, RunId};
+use serde::{Deserialize, Serialize};
+
+/// A state shaped like the agent loop's (the bench cannot depend on `agent`,
+/// which depends on this crate): the same fields, the same JSON size.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct State {
+    #[serde(skip)]
+    run: String,
+    phase: Phase,
+    messages: Vec<Message>,
+    usage: Usage,
+    turns: u32,
+    summary: Option<String>,
+    calls: Vec<ToolCall>,
+    results: BTreeMap<String, ToolResult>,
+    attempts: BTreeMap<String, Attempt>,
+    files: BTreeMap<String, String>,
+}
+
+impl Durable for State {}
+
+impl State {
+    fn record_file(&mut self, rel: &str, bytes: &[u8]) {
+        self.files
+            .insert(rel.to_owned(), durable::sha256_hex(bytes));
+    }
+}
+
+type Checkpoint = durable::Checkpoint<State>;
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Phase {
+    #[default]
+    Model,
+    Tools,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Role {
+    #[default]
+    User,
+    Assistant,
+    Tool,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Message {
+    role: Role,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    text: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    calls: Vec<ToolCall>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    call_id: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct ToolCall {
+    id: String,
+    tool: String,
+    args: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct ToolResult {
+    output: String,
+    is_error: bool,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Attempt {
+    key: Option<String>,
+    approved: bool,
+    at: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Usage {
+    input_tokens: u64,
+    output_tokens: u64,
+    dollars: f64,
+}
 
 const SAMPLES: usize = 11;
 
@@ -21,7 +105,10 @@ const SAMPLES: usize = 11;
 /// results and attempt markers, a summary and two workspace files. Tool
 /// outputs are the bulk, as in real runs (they hold what the agent read).
 fn realistic_state(run: &RunId) -> State {
-    let mut s = State::new(run);
+    let mut s = State {
+        run: run.as_str().to_owned(),
+        ..State::default()
+    };
     s.phase = Phase::Tools;
     s.turns = 7;
     s.usage = Usage {

@@ -1,16 +1,45 @@
-//! The checkpoint store: one locked, atomically saved JSON file per run.
+//! The checkpoint store: one locked, atomically saved JSON file per run,
+//! holding the user's state inside durable's envelope.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::dir::{write_atomic_step, Dir, DiskDir, LockGuard, WriteOptions};
+use crate::dir::{Dir, LockGuard};
+use crate::disk::DiskDir;
 use crate::error::{Error, Result};
 use crate::run_id::RunId;
-use crate::state::{Phase, State};
-use crate::STATE_VERSION;
+use crate::write::{write_atomic_step, WriteOptions};
+use crate::FORMAT_VERSION;
+
+/// A state type that [`Checkpoint`] can store.
+///
+/// The state is yours: any `Serialize + DeserializeOwned` type. The store
+/// adds its own envelope around it (the format version, the run ID, the
+/// restart count), so the state needs no field for any of them. Both methods
+/// have defaults, so `impl Durable for MyState {}` is enough.
+pub trait Durable: Serialize + DeserializeOwned {
+    /// Whether the run is over. A finished run is handed back by
+    /// [`Checkpoint::open`] untouched: not saved, its restart not counted, so
+    /// restarting it is free and reaches no crash point. The default is
+    /// `false`: the run is never finished as far as the store can tell.
+    fn is_finished(&self) -> bool {
+        false
+    }
+
+    /// Why this state must not be saved, if it must not: a state whose
+    /// checkpoint could not be loaded back (JSON has no NaN, for instance).
+    /// [`Checkpoint::save`] refuses it with [`Error::InvalidState`] without
+    /// writing. The default accepts every state.
+    fn check(&self) -> std::result::Result<(), String> {
+        Ok(())
+    }
+}
 
 /// How a [`Checkpoint`] saves and how often a run may restart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,9 +49,11 @@ pub struct Options {
     /// the last saves, though a process crash still cannot tear the file.
     pub sync: bool,
     /// How many restarts a run gets before [`Checkpoint::open`] refuses it
-    /// with [`Error::MaxResumes`]. A run that crashes on every restart would
-    /// otherwise restart for ever.
-    pub max_resumes: u32,
+    /// with [`Error::MaxResumes`]; a run that crashes on every restart would
+    /// otherwise restart for ever. `None` does not count restarts at all: a
+    /// restart saves nothing before the caller does, and no limit applies
+    /// (for a job whose every life makes progress or ends).
+    pub max_resumes: Option<u32>,
 }
 
 impl Default for Options {
@@ -30,80 +61,140 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             sync: true,
-            max_resumes: 10,
+            max_resumes: Some(10),
         }
     }
 }
 
 /// What [`Checkpoint::open`] found.
 #[derive(Debug)]
-pub struct Opened {
+pub struct Opened<S> {
     /// The open, locked checkpoint, for the saves that follow.
-    pub checkpoint: Checkpoint,
+    pub checkpoint: Checkpoint<S>,
     /// The state to continue from.
-    pub state: State,
+    pub state: S,
     /// Whether `state` came from an existing checkpoint (a restart, or a
     /// finished run) rather than being a fresh start.
     pub resumed: bool,
+    /// How many times the run was restarted, this restart included.
+    pub resumes: u32,
+}
+
+/// A checkpoint as read by [`Checkpoint::load`]: the state and what the
+/// envelope around it says. It derefs to the state, so `saved.turns` reads
+/// the state's field and `saved.resumes` the envelope's count.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Saved<S> {
+    /// The user's state.
+    pub state: S,
+    /// How many times the run was restarted.
+    pub resumes: u32,
+}
+
+impl<S> std::ops::Deref for Saved<S> {
+    type Target = S;
+
+    fn deref(&self) -> &S {
+        &self.state
+    }
+}
+
+/// The file's layout: durable's envelope, with the user's state inside.
+#[derive(Serialize)]
+struct EnvelopeRef<'a, S> {
+    version: u32,
+    run: &'a str,
+    #[serde(skip_serializing_if = "is_zero")]
+    resumes: u32,
+    state: &'a S,
+}
+
+#[derive(Deserialize)]
+struct EnvelopeOwned<S> {
+    run: String,
+    #[serde(default)]
+    resumes: u32,
+    state: S,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One run's checkpoint, open and locked: the only writer of `<run>.json`.
 ///
 /// Holding a `Checkpoint` holds the run's lock (`<run>.lock`); dropping it,
 /// or the process dying, releases it.
-pub struct Checkpoint {
+pub struct Checkpoint<S> {
     dir: Arc<dyn Dir>,
     run: RunId,
     opts: Options,
     file: String,
+    resumes: u32,
     _lock: LockGuard,
+    _state: PhantomData<fn(&S)>,
 }
 
-impl fmt::Debug for Checkpoint {
+impl<S> fmt::Debug for Checkpoint<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Checkpoint")
             .field("path", &self.path())
             .field("opts", &self.opts)
+            .field("resumes", &self.resumes)
             .finish_non_exhaustive()
     }
 }
 
-impl Checkpoint {
-    /// The checkpoint file's name for `run`: `<run>.json`.
-    pub fn file_name(run: &RunId) -> String {
-        format!("{run}.json")
-    }
+fn file_name(run: &RunId) -> String {
+    format!("{run}.json")
+}
 
-    /// The lock file's name for `run`: `<run>.lock`.
-    pub fn lock_name(run: &RunId) -> String {
-        format!("{run}.lock")
+fn lock_name(run: &RunId) -> String {
+    format!("{run}.lock")
+}
+
+impl<S: Durable> Checkpoint<S> {
+    /// Open `run`'s checkpoint in `dir` to start or resume it; a fresh start
+    /// is `S::default()`. See [`Checkpoint::open_with`].
+    pub fn open(dir: Arc<dyn Dir>, run: &RunId, opts: Options) -> Result<Opened<S>>
+    where
+        S: Default,
+    {
+        Self::open_with(dir, run, opts, S::default)
     }
 
     /// Open `run`'s checkpoint in `dir` to start or resume it.
     ///
     /// 1. Lock `<run>.lock` before reading anything: a second process gets
     ///    [`Error::Locked`] at once, since two processes resuming one run
-    ///    would each run its unanswered calls.
+    ///    would each redo its unfinished steps.
     /// 2. Remove temp files a crashed save of this run left behind; they are
     ///    never loaded, as the rename that would have published them never
     ///    happened.
     /// 3. Read `<run>.json`:
-    ///    * missing: a fresh [`State::new`], saved at once (the start save),
+    ///    * missing: `fresh()`, saved at once (the start save),
     ///      `resumed = false`;
-    ///    * phase done: returned as it is, without saving or counting, so
-    ///      restarting a finished run is free and reaches no crash point;
-    ///    * otherwise a restart: `resumes` is incremented and saved before
-    ///      anything else, then checked against [`Options::max_resumes`], so
-    ///      a run that dies during every restart still reaches the limit.
-    ///      A run whose saved count is already over the limit is refused
-    ///      without writing anything.
+    ///    * [finished](Durable::is_finished): returned as it is, without
+    ///      saving or counting, so restarting a finished run is free and
+    ///      reaches no crash point;
+    ///    * otherwise a restart: the restart count is incremented and saved
+    ///      before anything else, then checked against
+    ///      [`Options::max_resumes`], so a run that dies during every restart
+    ///      still reaches the limit. A run whose saved count is already over
+    ///      the limit is refused without writing anything. With
+    ///      `max_resumes: None` nothing is counted or saved.
     ///
     /// A checkpoint that cannot be read is never replaced by a fresh run: the
     /// typed error ([`Error::Corrupt`], [`Error::Truncated`],
-    /// [`Error::UnknownPhase`], [`Error::UnsupportedVersion`]) comes back and
-    /// the file is left as it was.
-    pub fn open(dir: Arc<dyn Dir>, run: &RunId, opts: Options) -> Result<Opened> {
-        let lock_name = Self::lock_name(run);
+    /// [`Error::UnsupportedVersion`]) comes back and the file is left as it
+    /// was.
+    pub fn open_with(
+        dir: Arc<dyn Dir>,
+        run: &RunId,
+        opts: Options,
+        fresh: impl FnOnce() -> S,
+    ) -> Result<Opened<S>> {
+        let lock_name = lock_name(run);
         let lock = dir.lock(&lock_name).map_err(|source| {
             if source.kind() == std::io::ErrorKind::WouldBlock {
                 Error::Locked {
@@ -118,58 +209,65 @@ impl Checkpoint {
             }
         })?;
         let mut checkpoint = Checkpoint {
-            file: Self::file_name(run),
+            file: file_name(run),
             dir,
             run: run.clone(),
             opts,
+            resumes: 0,
             _lock: lock,
+            _state: PhantomData,
         };
         checkpoint.remove_temp_files()?;
 
-        let Some(mut state) = checkpoint.read()? else {
-            let state = State::new(run);
+        let Some(saved) = Self::load(checkpoint.dir.as_ref(), run)? else {
+            let state = fresh();
             checkpoint.save(&state)?;
             return Ok(Opened {
                 checkpoint,
                 state,
                 resumed: false,
+                resumes: 0,
             });
         };
-        if state.phase == Phase::Done {
+        let Saved { state, resumes } = saved;
+        checkpoint.resumes = resumes;
+        let Some(limit) = opts.max_resumes.filter(|_| !state.is_finished()) else {
             return Ok(Opened {
                 checkpoint,
                 state,
                 resumed: true,
+                resumes,
             });
-        }
-        let limit = opts.max_resumes;
-        if state.resumes > limit {
+        };
+        let over = |checkpoint: &Checkpoint<S>| Error::MaxResumes {
+            path: checkpoint.path(),
+            resumes: checkpoint.resumes,
+            limit,
+        };
+        if resumes > limit {
             // Already refused once; saving a higher count changes nothing.
-            return Err(Error::MaxResumes {
-                path: checkpoint.path(),
-                resumes: state.resumes,
-                limit,
-            });
+            return Err(over(&checkpoint));
         }
-        state.resumes = state.resumes.saturating_add(1);
+        checkpoint.resumes = resumes.saturating_add(1);
         checkpoint.save(&state)?;
-        if state.resumes > limit {
-            return Err(Error::MaxResumes {
-                path: checkpoint.path(),
-                resumes: state.resumes,
-                limit,
-            });
+        if checkpoint.resumes > limit {
+            return Err(over(&checkpoint));
         }
+        let resumes = checkpoint.resumes;
         Ok(Opened {
             checkpoint,
             state,
             resumed: true,
+            resumes,
         })
     }
 
     /// [`Checkpoint::open`] in a [`DiskDir`] at `path`, created (0700) if
     /// missing.
-    pub fn open_path(path: impl AsRef<Path>, run: &RunId, opts: Options) -> Result<Opened> {
+    pub fn open_path(path: impl AsRef<Path>, run: &RunId, opts: Options) -> Result<Opened<S>>
+    where
+        S: Default,
+    {
         let path = path.as_ref();
         let dir = DiskDir::new(path).map_err(|source| Error::Io {
             path: path.to_path_buf(),
@@ -182,16 +280,24 @@ impl Checkpoint {
     /// Save `state` with a crash-safe write: after a crash at any moment the
     /// file holds this state or the previous one, never a mix.
     ///
-    /// Passes the crash points `mid-save` and `after rename`. Refuses, with
-    /// [`Error::InvalidState`] and without writing, a state that could not be
-    /// loaded back: another run's, another version's, or one whose dollars
-    /// are not finite (JSON has no NaN).
-    pub fn save(&mut self, state: &State) -> Result<()> {
-        self.check_saveable(state)?;
-        let mut bytes = serde_json::to_vec_pretty(state).map_err(|e| Error::InvalidState {
+    /// Passes the crash points `mid-save` and `after rename` (through
+    /// [`write_atomic`](crate::write_atomic)). Refuses, with
+    /// [`Error::InvalidState`] and without writing, a state that
+    /// [`Durable::check`] refuses or that cannot be serialised.
+    pub fn save(&mut self, state: &S) -> Result<()> {
+        let invalid = |reason: String| Error::InvalidState {
             path: self.path(),
-            reason: format!("cannot serialise: {e}"),
-        })?;
+            reason,
+        };
+        state.check().map_err(invalid)?;
+        let envelope = EnvelopeRef {
+            version: FORMAT_VERSION,
+            run: self.run.as_str(),
+            resumes: self.resumes,
+            state,
+        };
+        let mut bytes = serde_json::to_vec_pretty(&envelope)
+            .map_err(|e| invalid(format!("cannot serialise: {e}")))?;
         bytes.push(b'\n');
         let opts = WriteOptions {
             sync: self.opts.sync,
@@ -206,40 +312,11 @@ impl Checkpoint {
         })
     }
 
-    fn check_saveable(&self, state: &State) -> Result<()> {
-        let invalid = |reason: String| {
-            Err(Error::InvalidState {
-                path: self.path(),
-                reason,
-            })
-        };
-        if state.run != self.run.as_str() {
-            return invalid(format!(
-                "the state belongs to run {:?}, this checkpoint to run {:?}",
-                state.run,
-                self.run.as_str()
-            ));
-        }
-        if state.version != STATE_VERSION {
-            return invalid(format!(
-                "the state has version {}, this build writes version {STATE_VERSION}",
-                state.version
-            ));
-        }
-        if !state.usage.dollars.is_finite() {
-            return invalid(format!(
-                "usage.dollars is {}, which JSON cannot hold",
-                state.usage.dollars
-            ));
-        }
-        Ok(())
-    }
-
     /// Read `run`'s checkpoint in `dir` without taking the lock, for tools
     /// and tests that only look: `Ok(None)` if there is none. Leftover temp
     /// files are ignored, as [`Checkpoint::open`] would ignore them.
-    pub fn load(dir: &dyn Dir, run: &RunId) -> Result<Option<State>> {
-        let file = Self::file_name(run);
+    pub fn load(dir: &dyn Dir, run: &RunId) -> Result<Option<Saved<S>>> {
+        let file = file_name(run);
         let path = || dir.path_of(&file);
         match dir.read(&file) {
             Ok(None) => Ok(None),
@@ -251,19 +328,32 @@ impl Checkpoint {
             }),
         }
     }
+}
+
+impl<S> Checkpoint<S> {
+    /// The checkpoint file's name for `run`: `<run>.json`.
+    pub fn file_name(run: &RunId) -> String {
+        file_name(run)
+    }
+
+    /// The lock file's name for `run`: `<run>.lock`.
+    pub fn lock_name(run: &RunId) -> String {
+        lock_name(run)
+    }
 
     /// The run this checkpoint belongs to.
     pub fn run(&self) -> &RunId {
         &self.run
     }
 
+    /// How many times the run was restarted, as the next save records it.
+    pub fn resumes(&self) -> u32 {
+        self.resumes
+    }
+
     /// The checkpoint file's path (or `mem:/<run>.json`), for messages.
     pub fn path(&self) -> PathBuf {
         self.dir.path_of(&self.file)
-    }
-
-    fn read(&self) -> Result<Option<State>> {
-        Self::load(self.dir.as_ref(), &self.run)
     }
 
     /// Remove `.<run>.json-<unique>.tmp` files left by saves that crashed
@@ -272,7 +362,7 @@ impl Checkpoint {
     /// `a` and run `a.json-b`) are never touched.
     fn remove_temp_files(&self) -> Result<()> {
         let dir = self.dir.as_ref();
-        crate::dir::remove_leftover_temps(dir, &self.file).map_err(|source| Error::Io {
+        crate::write::remove_leftover_temps(dir, &self.file).map_err(|source| Error::Io {
             path: dir.path_of(&self.file),
             op: "remove leftover temp files",
             source,
@@ -283,7 +373,7 @@ impl Checkpoint {
 
 /// Parse a checkpoint's bytes into the state of `run`, with a typed error
 /// for every way it can be wrong. Never panics, whatever the bytes.
-fn parse(bytes: &[u8], run: &RunId, path: &Path) -> Result<State> {
+fn parse<S: DeserializeOwned>(bytes: &[u8], run: &RunId, path: &Path) -> Result<Saved<S>> {
     let corrupt = |reason: String| Error::Corrupt {
         path: path.to_path_buf(),
         reason,
@@ -303,7 +393,7 @@ fn parse(bytes: &[u8], run: &RunId, path: &Path) -> Result<State> {
     match fields.get("version") {
         None => return Err(corrupt("no \"version\" field".to_owned())),
         Some(v) => match v.as_u64() {
-            Some(version) if version == u64::from(STATE_VERSION) => {}
+            Some(version) if version == u64::from(FORMAT_VERSION) => {}
             Some(version) => {
                 return Err(Error::UnsupportedVersion {
                     path: path.to_path_buf(),
@@ -313,26 +403,20 @@ fn parse(bytes: &[u8], run: &RunId, path: &Path) -> Result<State> {
             None => return Err(corrupt(format!("\"version\" is {v}, not a number"))),
         },
     }
-    match fields.get("phase") {
-        None => return Err(corrupt("no \"phase\" field".to_owned())),
-        Some(Value::String(phase)) => {
-            if phase.parse::<Phase>().is_err() {
-                return Err(Error::UnknownPhase {
-                    path: path.to_path_buf(),
-                    phase: phase.clone(),
-                });
-            }
-        }
-        Some(v) => return Err(corrupt(format!("\"phase\" is {v}, not a string"))),
+    if !fields.contains_key("state") {
+        return Err(corrupt("no \"state\" field".to_owned()));
     }
-    let state: State =
+    let envelope: EnvelopeOwned<S> =
         serde_json::from_value(value).map_err(|e| corrupt(format!("wrong shape: {e}")))?;
-    if state.run != run.as_str() {
+    if envelope.run != run.as_str() {
         return Err(corrupt(format!(
             "it holds run {:?}, not {:?}",
-            state.run,
+            envelope.run,
             run.as_str()
         )));
     }
-    Ok(state)
+    Ok(Saved {
+        state: envelope.state,
+        resumes: envelope.resumes,
+    })
 }

@@ -36,9 +36,9 @@ pub enum Error {
         limit: u32,
     },
 
-    /// A file the run wrote no longer has the content the run recorded. The
-    /// run stops rather than let the model reason about code its conversation
-    /// does not describe.
+    /// A file the run wrote no longer has the content the run recorded (by
+    /// SHA-256, [`sha256_hex`](crate::sha256_hex)). The run stops rather than
+    /// act on files its saved state does not describe.
     #[error(
         "workspace changed since the run wrote {file}: expected sha256 {expected}, found {}",
         found.as_deref().unwrap_or("no file")
@@ -52,8 +52,9 @@ pub enum Error {
         found: Option<String>,
     },
 
-    /// The checkpoint is not a valid state: not JSON, or JSON of the wrong
-    /// shape. It is left untouched for a person to inspect.
+    /// The checkpoint is not a valid checkpoint of this run: not JSON, JSON
+    /// of the wrong shape for the state type, or another run's file. It is
+    /// left untouched for a person to inspect.
     #[error("corrupt checkpoint {path}: {reason}")]
     Corrupt {
         /// The checkpoint file.
@@ -70,23 +71,11 @@ pub enum Error {
         path: PathBuf,
     },
 
-    /// The checkpoint's phase is not one this version knows; resuming would
-    /// have to guess the loop's next move.
+    /// The checkpoint was written in a format version this build does not
+    /// read (an older or newer `durable`); it is refused, not misread.
     #[error(
-        "checkpoint {path} has unknown phase {phase:?} (expected model, tools, paused or done)"
-    )]
-    UnknownPhase {
-        /// The checkpoint file.
-        path: PathBuf,
-        /// The phase as written in the file.
-        phase: String,
-    },
-
-    /// The checkpoint was written by a version of the state this code does
-    /// not read.
-    #[error(
-        "checkpoint {path} has state version {version}, this build reads version {}",
-        crate::STATE_VERSION
+        "checkpoint {path} has format version {version}, this build reads version {}",
+        crate::FORMAT_VERSION
     )]
     UnsupportedVersion {
         /// The checkpoint file.
@@ -106,9 +95,9 @@ pub enum Error {
     },
 
     /// A state that must not be saved, because the checkpoint it would
-    /// produce could not be loaded again (wrong run, wrong version, a
-    /// non-finite dollar amount) or a workspace path that escapes its root.
-    /// Nothing was written.
+    /// produce could not be loaded again ([`Durable::check`](crate::Durable::check)
+    /// refused it, or it cannot be serialised), or a recorded workspace path
+    /// that escapes its root. Nothing was written.
     #[error("invalid state for {path}: {reason}")]
     InvalidState {
         /// The file that was not written (or the workspace path).

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use agent::TranscriptError;
-use durable::CrashState;
+use durable::testing::CrashState;
 
 use crate::variant::VARIANTS;
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use agent::Transcript;
-use durable::ToolCall;
+use agent::ToolCall;
 use serde_json::Value;
 use tracker::Request;
 

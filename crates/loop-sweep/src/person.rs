@@ -8,7 +8,8 @@ use agent::{
     CallContext, Effect, Gated, Keys, Lookup, Model, ModelError, Reply, Resolution, ScriptedModel,
     Tool, ToolError, ToolOutput,
 };
-use durable::{Dir, Message, RunId, ToolCall};
+use agent::{Message, ToolCall};
+use durable::{Dir, RunId};
 use serde_json::Value;
 use tracker::Tracker;
 use triage_tools::{comment_output, issue_output, CodePatch, IssueFile};
@@ -114,7 +115,7 @@ pub(crate) fn person_answer(
         _ => None,
     };
     match found {
-        Some(output) => Resolution::Done(durable::ToolResult {
+        Some(output) => Resolution::Done(agent::ToolResult {
             output,
             is_error: false,
         }),

@@ -13,7 +13,8 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use durable::{CrashState, Dir, LockGuard, MutantDir, Mutation, PowerDir};
+use durable::testing::{CrashState, MutantDir, Mutation, PowerDir};
+use durable::{Dir, LockGuard};
 
 /// A power-loss world: who writes the checkpoint, and what each crash keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -92,6 +93,15 @@ pub(crate) struct Saves {
     pub(crate) notes: Vec<String>,
 }
 
+/// The agent state inside a checkpoint file's bytes, if they parse.
+fn saved_state(bytes: &[u8]) -> Option<agent::State> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        state: agent::State,
+    }
+    serde_json::from_slice::<File>(bytes).ok().map(|f| f.state)
+}
+
 impl Saves {
     /// A life starts: its first read of the checkpoint is what it resumes
     /// from.
@@ -107,28 +117,25 @@ impl Saves {
     fn opened(&mut self, found: Option<&[u8]>) {
         self.opening = false;
         let same = |b: &Option<Vec<u8>>| b.is_some() && b.as_deref() == found;
-        let parses = found.map_or(true, |b| {
-            serde_json::from_slice::<durable::State>(b).is_ok()
-        });
+        let parses = found.map_or(true, |b| saved_state(b).is_some());
         if self.returned.is_some() && !same(&self.returned) && !same(&self.under_way) && parses {
             self.lost += 1;
             let what = |b: Option<&[u8]>| {
-                b.and_then(|b| serde_json::from_slice::<durable::State>(b).ok())
-                    .map_or_else(
-                        || "no checkpoint".to_owned(),
-                        |st| {
-                            format!(
-                                "phase {}, turns {}, {} message(s), {} marker(s) and {} \
+                b.and_then(saved_state).map_or_else(
+                    || "no checkpoint".to_owned(),
+                    |st| {
+                        format!(
+                            "phase {}, turns {}, {} message(s), {} marker(s) and {} \
                                  result(s) for the last reply's {} call(s)",
-                                st.phase,
-                                st.turns,
-                                st.messages.len(),
-                                st.attempts.len(),
-                                st.results.len(),
-                                st.calls.len()
-                            )
-                        },
-                    )
+                            st.phase,
+                            st.turns,
+                            st.messages.len(),
+                            st.attempts.len(),
+                            st.results.len(),
+                            st.calls.len()
+                        )
+                    },
+                )
             };
             self.notes.push(format!(
                 "a restart resumed from {} although a save of {} had returned",
@@ -250,9 +257,12 @@ mod tests {
     }
 
     fn state(turns: u32) -> Vec<u8> {
-        let mut st = durable::State::new(&durable::RunId::parse("r").unwrap());
-        st.turns = turns;
-        serde_json::to_vec(&st).unwrap()
+        let st = agent::State {
+            turns,
+            ..agent::State::default()
+        };
+        let file = serde_json::json!({"version": durable::FORMAT_VERSION, "run": "r", "state": st});
+        serde_json::to_vec(&file).unwrap()
     }
 
     #[test]

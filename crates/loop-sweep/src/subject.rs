@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use agent::testing::{ManualClock, ScriptedApprover};
 use agent::{Agent, Decision, Gated, ScriptedModel, Tools, Transcript};
-use durable::{Checkpoint, Dir, MemDir, Options, Phase, PowerDir, Role};
+use agent::{Checkpoint, Phase, Role};
+use durable::testing::{MemDir, PowerDir};
+use durable::{Dir, Options};
 use serde_json::Value;
 use sweep::{Counter, Subject, Verdict};
 use tracker::{Fault, Mode, Tracker};
@@ -116,7 +118,7 @@ impl LoopSubject {
         )
         .with_options(Options {
             sync: self.syncs(),
-            max_resumes: u32::MAX,
+            max_resumes: Some(u32::MAX),
         })
         .with_approver(person)
         .with_workspace(Arc::clone(&w.workspace))

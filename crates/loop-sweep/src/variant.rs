@@ -1,7 +1,7 @@
 //! The variants of the loop's sweep: which tracker, which situation, and
 //! whether crashes are power cuts.
 
-use durable::CrashState;
+use durable::testing::CrashState;
 
 use crate::power::{Power, Writer};
 

@@ -5,7 +5,9 @@ use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use durable::{Checkpoint, Dir, PowerDir, RunId};
+use agent::Checkpoint;
+use durable::testing::PowerDir;
+use durable::{Dir, RunId};
 use tracker::Tracker;
 
 use crate::power::Saves;

@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use durable::CrashState;
+use durable::testing::CrashState;
 use loop_sweep::{LoopSubject, Writer};
 use sweep::{Config, Report, Row, Scenario};
 

@@ -497,7 +497,7 @@ impl Tracker {
     /// use std::sync::Arc;
     /// use tracker::{Mode, Tracker, LOG_APPENDED};
     ///
-    /// let disk = durable::MemDir::new();
+    /// let disk = durable::testing::MemDir::new();
     /// let t = Tracker::open_log(Arc::new(disk.clone()), Mode::Keyed).unwrap();
     /// // The tracker dies after its log append, before its index update.
     /// let life = crashpoint::crash_at(crashpoint::Hit::new(LOG_APPENDED, 1), || {

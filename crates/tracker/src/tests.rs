@@ -342,7 +342,8 @@ proptest! {
 
 mod file {
     use super::*;
-    use durable::{Dir, DiskDir, LockGuard, MemDir};
+    use durable::testing::MemDir;
+    use durable::{Dir, DiskDir, LockGuard};
     use std::path::PathBuf;
     use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -596,7 +597,8 @@ mod file {
 mod log_backed {
     use super::*;
     use crate::{LogLayout, INDEX_UPDATED, LOG_APPENDED, RECEIVED};
-    use durable::{Dir, MemDir};
+    use durable::testing::MemDir;
+    use durable::Dir;
 
     fn open(disk: &MemDir, layout: LogLayout) -> Tracker {
         Tracker::open_log_with(Arc::new(disk.clone()), Mode::Keyed, layout).unwrap()

@@ -190,7 +190,8 @@ impl Tool for CodePatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use durable::{MemDir, RunId};
+    use durable::testing::MemDir;
+    use durable::RunId;
 
     fn patch(
         ws: &MemDir,

@@ -4,8 +4,7 @@ use serde_json::{json, Value};
 use tracker::{LookupAnswer, Mode, Request, Response, Tracker, TrackerError};
 
 use super::str_arg;
-use agent::{CallContext, Effect, Keys, Lookup, Tool, ToolError, ToolOutput};
-use durable::Role;
+use agent::{CallContext, Effect, Keys, Lookup, Role, Tool, ToolError, ToolOutput};
 
 /// What `issue_file` answers: `{"issue": N}`. Public so a scripted person
 /// can answer the ladder's question in the tool's own words.

@@ -151,8 +151,6 @@ impl From<durable::Error> for Failure {
                 .hint("the file was left as it is; inspect or move it away"),
             E::Truncated { .. } => Failure::run("corrupt_checkpoint", message)
                 .hint("the file was left as it is; inspect or move it away"),
-            E::UnknownPhase { .. } => Failure::run("corrupt_checkpoint", message)
-                .hint("the file was left as it is; inspect or move it away"),
             E::UnsupportedVersion { .. } => Failure::run("unsupported_checkpoint", message),
             E::InvalidRunId { .. } => Failure::usage("invalid_run_id", message),
             E::InvalidState { .. } => Failure::run("invalid_state", message),

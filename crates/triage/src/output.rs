@@ -9,8 +9,8 @@
 use std::io::{self, Write};
 use std::sync::{Mutex, MutexGuard};
 
+use agent::Phase;
 use agent::{Decision, Event, Returned, Rung};
-use durable::Phase;
 use serde_json::{json, Value};
 
 use crate::checks::Verdict;

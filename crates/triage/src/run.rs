@@ -11,7 +11,7 @@
 //! 2. The run's lock (`<run>.lock`) is taken before its world is opened:
 //!    opening the file-backed tracker removes temp files a killed writer left,
 //!    which must never race a live writer in another process. The held lock
-//!    is handed to the loop's [`Checkpoint::open`](durable::Checkpoint::open)
+//!    is handed to the loop's [`Checkpoint::open`](agent::Checkpoint::open)
 //!    through the [`Dir`] seam ([`HeldLock`]), so one lock file covers the
 //!    whole life and a second process gets "locked" at once.
 //! 3. A new run's world is built whole before its checkpoint exists.
@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use agent::{Agent, ApproveAll, Approver, Event, Gated, TerminalApprover, Tool, Tools, Unattended};
-use durable::{Checkpoint, Dir, DiskDir, LockGuard, Phase, RunId};
+use agent::{Checkpoint, Phase};
+use durable::{Dir, DiskDir, LockGuard, RunId};
 use serde_json::json;
 use triage_tools::{CodePatch, IssueComment, IssueFile, Search};
 
@@ -291,7 +292,7 @@ fn header(
     sd: &StateDir,
     run: &RunId,
     world: &World,
-    before: Option<&durable::State>,
+    before: Option<&durable::Saved<agent::State>>,
 ) {
     let p = output::lock(printer);
     let checkpoint = sd.checkpoint_path(run);

@@ -40,7 +40,7 @@ use crate::exit::Failure;
 pub fn known_tools() -> Tools {
     triage_tools::triage(
         &tracker::Tracker::new(tracker::Mode::Keyed),
-        std::sync::Arc::new(durable::MemDir::new()),
+        std::sync::Arc::new(durable::testing::MemDir::new()),
     )
 }
 

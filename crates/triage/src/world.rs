@@ -28,7 +28,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use durable::{Checkpoint, DiskDir, Phase, RunId, State};
+use agent::{Checkpoint, Phase, State};
+use durable::{DiskDir, RunId};
 use serde::{Deserialize, Serialize};
 
 use crate::exit::Failure;
@@ -107,7 +108,7 @@ pub struct Found {
     /// Its metadata, if its world is readable.
     pub meta: Option<Meta>,
     /// Its checkpoint, read without the lock.
-    pub state: Result<State, durable::Error>,
+    pub state: Result<durable::Saved<State>, durable::Error>,
 }
 
 fn now_secs() -> u64 {

@@ -6,8 +6,8 @@ mod common;
 
 use std::os::unix::fs::PermissionsExt;
 
+use agent::Phase;
 use common::*;
-use durable::Phase;
 
 /// One scenario: die right after the first call of `tool` returns, then
 /// resume with a fresh process. Returns whether a person had to settle the

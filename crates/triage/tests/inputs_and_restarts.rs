@@ -6,8 +6,8 @@ mod common;
 use std::fs;
 use std::path::Path;
 
+use agent::Phase;
 use common::*;
-use durable::Phase;
 use serde_json::Value;
 
 /// Every file under `dir` with its bytes, for "nothing changed" checks.
@@ -277,7 +277,7 @@ fn a_bad_checkpoint_stops_the_run_and_is_left_as_it_is() {
         (good[..good.len() / 2].to_owned(), "truncated checkpoint"),
         (
             good.replace("\"phase\": \"tools\"", "\"phase\": \"thinking\""),
-            "unknown phase \"thinking\"",
+            "unknown variant `thinking`",
         ),
         (
             good.replace(&format!("\"run\": \"{run}\""), "\"run\": \"someone-else\""),

@@ -8,8 +8,8 @@
 
 mod common;
 
+use agent::{Phase, Role, State};
 use common::*;
-use durable::{Phase, Role, State};
 use serde_json::Value;
 use std::os::unix::process::ExitStatusExt;
 

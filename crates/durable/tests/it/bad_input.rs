@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
-use durable::{Checkpoint, Dir, DiskDir, Error, MemDir, RunId};
+use durable::testing::MemDir;
+use durable::{Dir, DiskDir, Error, RunId};
 
-use crate::{fast, populated, run_id, snapshot};
+use crate::{fast, populated, run_id, snapshot, Checkpoint};
 
 /// Put `bytes` in `r.json`, then check that `open` and `load` both fail with
 /// an error `want` accepts, naming the file, and that open changed nothing.
@@ -40,7 +41,9 @@ fn mem() -> Arc<dyn Dir> {
 }
 
 fn valid() -> Vec<u8> {
-    serde_json::to_vec_pretty(&populated(&run_id("r"))).unwrap()
+    let state = populated(&run_id("r"));
+    let file = serde_json::json!({"version": durable::FORMAT_VERSION, "run": "r", "state": state});
+    serde_json::to_vec_pretty(&file).unwrap()
 }
 
 #[test]
@@ -62,24 +65,24 @@ fn wrong_shape_is_corrupt() {
         "[1, 2]",
         "null",
         "\"model\"",
-        r#"{"run":"r","phase":"model"}"#,
-        r#"{"version":"1","run":"r","phase":"model"}"#,
-        r#"{"version":-1,"run":"r","phase":"model"}"#,
-        r#"{"version":1,"run":"r"}"#,
-        r#"{"version":1,"run":"r","phase":7}"#,
-        r#"{"version":1,"run":"r","phase":"model","turns":"three"}"#,
-        r#"{"version":1,"run":"r","phase":"model","resumes":99999999999}"#,
-        r#"{"version":1,"run":"r","phase":"model","messages":[{"text":"no role"}]}"#,
-        r#"{"version":1,"run":"r","phase":"model","messages":[{"role":"robot"}]}"#,
-        r#"{"version":1,"run":"r","phase":"model","usage":{"dollars":null}}"#,
-        r#"{"version":1,"phase":"model"}"#,
-        r#"{"version":1,"run":"someone-else","phase":"model"}"#,
+        r#"{"run":"r","state":{"phase":"model"}}"#,
+        r#"{"version":"2","run":"r","state":{"phase":"model"}}"#,
+        r#"{"version":-1,"run":"r","state":{"phase":"model"}}"#,
+        r#"{"version":2,"run":"r"}"#,
+        r#"{"version":2,"run":"r","state":null}"#,
+        r#"{"version":2,"run":"r","state":{}}"#,
+        r#"{"version":2,"run":"r","state":{"phase":7}}"#,
+        r#"{"version":2,"run":"r","state":{"phase":"model","turns":"three"}}"#,
+        r#"{"version":2,"run":"r","resumes":99999999999,"state":{"phase":"model"}}"#,
+        r#"{"version":2,"run":"r","resumes":-1,"state":{"phase":"model"}}"#,
+        r#"{"version":2,"run":"r","state":{"phase":"model","dollars":null}}"#,
+        r#"{"version":2,"state":{"phase":"model"}}"#,
+        r#"{"version":2,"run":"someone-else","state":{"phase":"model"}}"#,
     ];
     for json in cases {
-        let e = refused(mem(), json.as_bytes(), |e| {
+        refused(mem(), json.as_bytes(), |e| {
             matches!(e, Error::Corrupt { .. })
         });
-        let _ = e;
     }
 }
 
@@ -87,7 +90,7 @@ fn wrong_shape_is_corrupt() {
 fn a_checkpoint_of_another_run_says_so() {
     let e = refused(
         mem(),
-        br#"{"version":1,"run":"other","phase":"model"}"#,
+        br#"{"version":2,"run":"other","state":{"phase":"model"}}"#,
         |e| matches!(e, Error::Corrupt { .. }),
     );
     assert!(e.to_string().contains("\"other\""), "{e}");
@@ -116,41 +119,49 @@ fn truncated_checkpoint_on_disk() {
 }
 
 #[test]
-fn unknown_phase() {
+fn a_value_the_state_type_does_not_know_is_corrupt() {
+    // The store knows nothing of phases: the state type's own deserialiser
+    // refuses the value, and the error names the file and the value.
     let e = refused(
         mem(),
-        br#"{"version":1,"run":"r","phase":"sleeping"}"#,
-        |e| matches!(e, Error::UnknownPhase { phase, .. } if phase == "sleeping"),
+        br#"{"version":2,"run":"r","state":{"phase":"sleeping"}}"#,
+        |e| matches!(e, Error::Corrupt { .. }),
     );
     assert!(e.to_string().contains("sleeping"), "{e}");
-    // Phase names are exact.
-    refused(mem(), br#"{"version":1,"run":"r","phase":"Model"}"#, |e| {
-        matches!(e, Error::UnknownPhase { .. })
-    });
+    // Names are exact.
+    refused(
+        mem(),
+        br#"{"version":2,"run":"r","state":{"phase":"Model"}}"#,
+        |e| matches!(e, Error::Corrupt { .. }),
+    );
 }
 
 #[test]
 fn unsupported_version() {
     for (json, v) in [
-        (&br#"{"version":2,"run":"r","phase":"model"}"#[..], 2),
-        (br#"{"version":0,"run":"r","phase":"model"}"#, 0),
+        (
+            &br#"{"version":3,"run":"r","state":{"phase":"model"}}"#[..],
+            3,
+        ),
+        (br#"{"version":0,"run":"r","state":{"phase":"model"}}"#, 0),
         (br#"{"version":18446744073709551615,"run":"r"}"#, u64::MAX),
     ] {
-        refused(
+        let e = refused(
             mem(),
             json,
             |e| matches!(e, Error::UnsupportedVersion { version, .. } if *version == v),
         );
+        assert!(e.to_string().contains("this build reads version 2"), "{e}");
     }
 }
 
 #[test]
-fn version_is_checked_before_phase() {
-    // A future version may have phases this one does not know.
+fn version_is_checked_before_the_shape() {
+    // A future version may have a shape this one does not know.
     refused(
         mem(),
-        br#"{"version":2,"run":"r","phase":"reviewing"}"#,
-        |e| matches!(e, Error::UnsupportedVersion { version: 2, .. }),
+        br#"{"version":3,"run":"r","body":{"phase":"reviewing"}}"#,
+        |e| matches!(e, Error::UnsupportedVersion { version: 3, .. }),
     );
 }
 

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use crashpoint::{crash_at, record, Hit, Outcome};
-use durable::{Checkpoint, Dir, DiskDir, Error, MemDir, Options, Phase, RunId};
+use durable::testing::MemDir;
+use durable::{Dir, DiskDir, Error, Options, RunId};
 
-use crate::{fast, open, run_id, temp_files};
+use crate::{fast, open, run_id, temp_files, Checkpoint, Phase, State};
 
 /// One life: open the run, then save once with `turns` = 1.
 fn life(dir: Arc<dyn Dir>, run: &RunId) {
@@ -51,7 +52,7 @@ fn crash_mid_save_keeps_the_old_checkpoint(dir: Arc<dyn Dir>) {
     // The next open removes it, ignores it, and counts the restart.
     let opened = Checkpoint::open(dir.clone(), &run, fast()).unwrap();
     assert!(opened.resumed);
-    assert_eq!((opened.state.turns, opened.state.resumes), (0, 1));
+    assert_eq!((opened.state.turns, opened.resumes), (0, 1));
     assert!(temp_files(dir.as_ref()).is_empty());
 }
 
@@ -64,7 +65,7 @@ fn crash_after_rename_keeps_the_new_checkpoint(dir: Arc<dyn Dir>) {
     assert!(temp_files(dir.as_ref()).is_empty());
 
     let opened = Checkpoint::open(dir, &run, fast()).unwrap();
-    assert_eq!((opened.state.turns, opened.state.resumes), (1, 1));
+    assert_eq!((opened.state.turns, opened.resumes), (1, 1));
 }
 
 #[test]
@@ -101,7 +102,7 @@ fn a_crash_in_the_start_save_starts_fresh_next_time() {
     assert_eq!(Checkpoint::load(&world, &run).unwrap(), None);
     let opened = open(&world, &run, fast()).unwrap();
     assert!(!opened.resumed);
-    assert_eq!(opened.state.resumes, 0);
+    assert_eq!(opened.resumes, 0);
     assert_eq!(world.list().unwrap(), ["r.json", "r.lock"]);
 }
 
@@ -139,7 +140,7 @@ fn leftovers_of_other_runs_are_not_touched() {
 fn restart_limit_is_reached_when_every_life_dies_after_opening() {
     let world = MemDir::new();
     let run = run_id("crashy");
-    let limit = Options::default().max_resumes;
+    let limit = Options::default().max_resumes.unwrap();
     let mut lives = 0;
     let refused = loop {
         lives += 1;
@@ -181,11 +182,11 @@ fn a_custom_limit_counts_clean_restarts() {
     let run = run_id("r");
     let opts = Options {
         sync: false,
-        max_resumes: 2,
+        max_resumes: Some(2),
     };
-    assert_eq!(open(&world, &run, opts).unwrap().state.resumes, 0);
-    assert_eq!(open(&world, &run, opts).unwrap().state.resumes, 1);
-    assert_eq!(open(&world, &run, opts).unwrap().state.resumes, 2);
+    assert_eq!(open(&world, &run, opts).unwrap().resumes, 0);
+    assert_eq!(open(&world, &run, opts).unwrap().resumes, 1);
+    assert_eq!(open(&world, &run, opts).unwrap().resumes, 2);
     // The third restart is counted (saved), then refused.
     let e = open(&world, &run, opts).unwrap_err();
     assert!(
@@ -225,7 +226,7 @@ fn a_limit_of_zero_refuses_the_first_restart() {
     let run = run_id("r");
     let opts = Options {
         sync: false,
-        max_resumes: 0,
+        max_resumes: Some(0),
     };
     open(&world, &run, opts).unwrap();
     assert!(matches!(
@@ -267,7 +268,7 @@ fn a_done_run_is_returned_without_saving_or_counting() {
     // Even a zero limit does not refuse a finished run.
     let opts = Options {
         sync: false,
-        max_resumes: 0,
+        max_resumes: Some(0),
     };
     assert_eq!(
         open(&world, &run, opts).unwrap().state.answer.as_deref(),
@@ -282,13 +283,11 @@ fn save_refuses_states_that_could_not_be_loaded_back() {
     let mut opened = open(&world, &run, fast()).unwrap();
     let before = crate::snapshot(&world);
 
-    let mut other = opened.state.clone();
-    other.run = "someone-else".into();
-    let mut old = opened.state.clone();
-    old.version = 0;
     let mut nan = opened.state.clone();
-    nan.usage.dollars = f64::NAN;
-    for bad in [other, old, nan] {
+    nan.dollars = f64::NAN;
+    let mut inf = opened.state.clone();
+    inf.dollars = f64::INFINITY;
+    for bad in [nan, inf] {
         let e = opened.checkpoint.save(&bad).unwrap_err();
         assert!(matches!(e, Error::InvalidState { .. }), "{e:?}");
         assert!(e.to_string().contains("mem:/r.json"), "{e}");
@@ -302,12 +301,12 @@ fn a_fresh_run_is_saved_at_once() {
     let run = run_id("r");
     let opened = open(&world, &run, fast()).unwrap();
     assert!(!opened.resumed);
-    assert_eq!(opened.state, durable::State::new(&run));
+    assert_eq!(opened.state, State::default());
     assert_eq!(opened.checkpoint.run(), &run);
     assert_eq!(opened.checkpoint.path().to_str(), Some("mem:/r.json"));
     assert_eq!(
-        Checkpoint::load(&world, &run).unwrap(),
-        Some(durable::State::new(&run))
+        Checkpoint::load(&world, &run).unwrap().map(|s| s.state),
+        Some(State::default())
     );
 }
 
@@ -320,5 +319,51 @@ fn synced_saves_work_on_disk() {
     opened.checkpoint.save(&opened.state).unwrap();
     drop(opened);
     let again = Checkpoint::open_path(t.path().join("new"), &run, Options::default()).unwrap();
-    assert_eq!((again.state.turns, again.state.resumes), (5, 1));
+    assert_eq!((again.state.turns, again.resumes), (5, 1));
+}
+
+#[test]
+fn restarts_are_not_counted_without_a_limit() {
+    let world = MemDir::new();
+    let run = run_id("r");
+    let opts = Options {
+        sync: false,
+        max_resumes: None,
+    };
+    open(&world, &run, opts).unwrap();
+    for _ in 0..3 {
+        let l = record(|| open(&world, &run, opts).unwrap());
+        assert!(
+            l.hits.is_empty(),
+            "an uncounted restart saved: {:?}",
+            l.hits
+        );
+        let Outcome::Finished(again) = l.outcome else {
+            panic!("{:?}", l.outcome)
+        };
+        assert!(again.resumed);
+        assert_eq!(again.resumes, 0);
+    }
+}
+
+#[test]
+fn open_with_saves_the_given_fresh_start() {
+    let world = MemDir::new();
+    let run = run_id("r");
+    let fresh = State {
+        turns: 7,
+        ..State::default()
+    };
+    let l = record(|| {
+        drop(
+            Checkpoint::open_with(Arc::new(world.clone()), &run, fast(), || fresh.clone()).unwrap(),
+        )
+    });
+    assert_eq!(l.hits.len(), 2, "the start save: {:?}", l.hits);
+    let saved = Checkpoint::load(&world, &run).unwrap().unwrap();
+    assert_eq!(saved.state, fresh);
+    // A restart ignores the fresh start it is given.
+    let again =
+        Checkpoint::open_with(Arc::new(world.clone()), &run, fast(), State::default).unwrap();
+    assert_eq!((again.state.turns, again.resumes), (7, 1));
 }

@@ -21,7 +21,7 @@ pub fn disk() -> Fixture {
 
 pub fn mem() -> Fixture {
     Fixture {
-        dir: Box::new(durable::MemDir::new()),
+        dir: Box::new(durable::testing::MemDir::new()),
         _keep: None,
     }
 }
@@ -272,7 +272,8 @@ fn write_atomic_removes_its_temp_on_error(d: &dyn Dir) {
 mod disk_only {
     use std::os::unix::fs::PermissionsExt;
 
-    use durable::{Checkpoint, Dir, DiskDir, RunId};
+    use crate::Checkpoint;
+    use durable::{Dir, DiskDir, RunId};
 
     fn mode(p: &std::path::Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o777
@@ -325,7 +326,8 @@ mod disk_only {
 }
 
 mod mem_only {
-    use durable::{Dir, MemDir};
+    use durable::testing::MemDir;
+    use durable::Dir;
 
     #[test]
     fn clones_share_files_and_locks() {
@@ -356,8 +358,10 @@ mod mem_only {
     }
 
     mod power_cut {
+        use crate::Checkpoint;
         use crashpoint::{crash_at, Hit};
-        use durable::{write_atomic, Checkpoint, Dir, MemDir, Options, RunId, WriteOptions};
+        use durable::testing::MemDir;
+        use durable::{write_atomic, Dir, Options, RunId, WriteOptions};
 
         const SYNC: WriteOptions = WriteOptions {
             sync: true,

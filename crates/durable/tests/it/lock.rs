@@ -5,9 +5,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use durable::{Checkpoint, Error, MemDir, Options};
+use durable::testing::MemDir;
+use durable::{Error, Options};
 
-use crate::{fast, open, run_id};
+use crate::{fast, open, run_id, Checkpoint};
 
 /// Tells [`child_holds_the_lock`] which directory to lock; without it the
 /// helper does nothing, so running ignored tests by hand is harmless.
@@ -91,7 +92,7 @@ fn a_second_process_is_locked_out_until_the_first_dies() {
     child.0.wait().unwrap();
     let opened = Checkpoint::open_path(t.path(), &run, Options::default()).unwrap();
     assert!(opened.resumed);
-    assert_eq!(opened.state.resumes, 1);
+    assert_eq!(opened.resumes, 1);
 }
 
 #[test]
@@ -109,7 +110,7 @@ fn a_second_open_in_the_same_process_is_locked_out() {
     // The loser read and wrote nothing.
     assert_eq!(crate::snapshot(&world), before);
     drop(first);
-    assert_eq!(open(&world, &run, fast()).unwrap().state.resumes, 1);
+    assert_eq!(open(&world, &run, fast()).unwrap().resumes, 1);
 }
 
 #[test]

@@ -3,24 +3,24 @@
 mod bad_input;
 mod crash;
 mod dir_conformance;
+mod format;
 mod lock;
-mod props;
-mod serde_format;
-mod workspace;
 
 use std::sync::Arc;
 
-use durable::{Checkpoint, Dir, MemDir, Opened, Options, RunId, State};
+use durable::testing::MemDir;
+use durable::{Dir, Durable, Options, RunId};
+use serde::{Deserialize, Serialize};
 
 #[test]
 fn public_types_can_cross_threads() {
     fn send_sync<T: Send + Sync + 'static>() {}
-    send_sync::<durable::Checkpoint>();
-    send_sync::<durable::Opened>();
+    send_sync::<Checkpoint>();
+    send_sync::<Opened>();
+    send_sync::<durable::Saved<State>>();
     send_sync::<durable::LockGuard>();
     send_sync::<durable::DiskDir>();
-    send_sync::<durable::MemDir>();
-    send_sync::<durable::State>();
+    send_sync::<MemDir>();
     send_sync::<durable::Error>();
     send_sync::<durable::RunId>();
 }
@@ -64,75 +64,58 @@ pub fn temp_files(dir: &dyn Dir) -> Vec<String> {
         .collect()
 }
 
-/// A realistic state: a few messages, calls, results and markers.
-pub fn populated(run: &RunId) -> State {
-    use durable::{Attempt, Message, Phase, Role, ToolCall, ToolResult, Usage};
-    let mut s = State::new(run);
-    s.phase = Phase::Tools;
-    s.turns = 3;
-    s.resumes = 2;
-    s.summary = Some("earlier: read the crash log".into());
-    s.usage = Usage {
-        input_tokens: 12_345,
-        output_tokens: 678,
+/// A state with every field set.
+pub fn populated(_run: &RunId) -> State {
+    State {
+        phase: Phase::Tools,
+        turns: 3,
+        notes: vec!["triage the crashes ✓".into(), "filed #12".into()],
         dollars: 0.1 + 0.2,
-    };
-    let calls = vec![
-        ToolCall {
-            id: "call_1".into(),
-            tool: "issue_file".into(),
-            args: r#"{"title":"crash in parser"}"#.into(),
-        },
-        ToolCall {
-            id: "call_2".into(),
-            tool: "code_patch".into(),
-            args: r#"{"path": "src/lib.rs", "diff": "#.into(), // invalid JSON
-        },
-    ];
-    s.messages = vec![
-        Message {
-            role: Role::User,
-            text: "triage the crashes ✓".into(),
-            ..Default::default()
-        },
-        Message {
-            role: Role::Assistant,
-            text: String::new(),
-            calls: calls.clone(),
-            call_id: None,
-        },
-        Message {
-            role: Role::Tool,
-            text: "filed #12".into(),
-            calls: vec![],
-            call_id: Some("call_1".into()),
-        },
-    ];
-    s.calls = calls;
-    s.results.insert(
-        "call_1".into(),
-        ToolResult {
-            output: "filed #12".into(),
-            is_error: false,
-        },
-    );
-    s.attempts.insert(
-        "call_1".into(),
-        Attempt {
-            key: Some(durable::key(run.as_str(), "call_1")),
-            approved: true,
-            at: 1_700_000_000,
-        },
-    );
-    s.attempts.insert(
-        "call_2".into(),
-        Attempt {
-            key: None,
-            approved: false,
-            at: 0,
-        },
-    );
-    s.waiting = vec!["call_3".into()];
-    s.record_file("src/lib.rs", b"fn main() {}\n");
-    s
+        answer: None,
+    }
 }
+
+/// The tests' own state type, as a user of the store would write one.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    pub phase: Phase,
+    #[serde(default)]
+    pub turns: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    #[serde(default)]
+    pub dollars: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+}
+
+/// Where the tests' run stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    #[default]
+    Model,
+    Tools,
+    Done,
+}
+
+impl Durable for State {
+    fn is_finished(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.dollars.is_finite() {
+            Ok(())
+        } else {
+            Err(format!(
+                "dollars is {}, which JSON cannot hold",
+                self.dollars
+            ))
+        }
+    }
+}
+
+/// The store holding the tests' state.
+pub type Checkpoint = durable::Checkpoint<State>;
+pub type Opened = durable::Opened<State>;

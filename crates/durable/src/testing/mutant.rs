@@ -95,7 +95,8 @@ impl<D: Dir> Dir for MutantDir<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{write_atomic, CrashState, PowerDir, WriteOptions};
+    use crate::testing::{CrashState, PowerDir};
+    use crate::{write_atomic, WriteOptions};
 
     const SYNCED: WriteOptions = WriteOptions {
         sync: true,

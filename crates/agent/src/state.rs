@@ -1,9 +1,11 @@
-//! The run state: everything a later process needs to carry on.
+//! The run state: everything a later process needs to carry on, stored by
+//! [`durable::Checkpoint<State>`](durable::Checkpoint).
 //!
 //! Serialised as JSON with every unset, zero or empty field left out, so a
 //! field that was never set loads as unset rather than as an empty value the
-//! client would then send back to the provider. Only `version`, `run` and
-//! `phase` are always written.
+//! client would then send back to the provider. Only `phase` is always
+//! written. The run ID, the restart count and the format version live in
+//! durable's envelope around the state, not in it.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,10 +15,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::key::sha256_hex;
-use crate::run_id::RunId;
-use crate::STATE_VERSION;
+use durable::{sha256_hex, Durable, Error, Result};
 
 fn is_zero_u32(n: &u32) -> bool {
     *n == 0
@@ -43,18 +42,14 @@ fn is_default<T: Default + PartialEq>(t: &T) -> bool {
 ///
 /// Spending and turns live here, not in the process, so a run that crashes
 /// every few turns cannot start each life with a fresh budget: its limits
-/// cover its whole life across every process that ran it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// cover its whole life across every process that ran it. The restart count
+/// is kept by the checkpoint ([`durable::Opened::resumes`]).
+///
+/// The run is finished ([`Durable::is_finished`]) in phase [`Phase::Done`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct State {
-    /// The format version, [`STATE_VERSION`]; a checkpoint with another
-    /// version is refused rather than misread.
-    #[serde(default)]
-    pub version: u32,
-    /// The run ID; it must match the checkpoint's file name.
-    #[serde(default)]
-    pub run: String,
-    /// The loop's next move.
-    #[serde(default)]
+    /// The loop's next move; always written, so a state never loads in the
+    /// wrong phase.
     pub phase: Phase,
     /// The conversation so far.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -82,10 +77,6 @@ pub struct State {
     /// something, so a restart knows which unanswered calls may have acted.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub attempts: BTreeMap<String, Attempt>,
-    /// How many times the run was restarted; see
-    /// [`Options::max_resumes`](crate::Options::max_resumes).
-    #[serde(default, skip_serializing_if = "is_zero_u32")]
-    pub resumes: u32,
     /// Workspace-relative path → SHA-256 (hex) of what the run last wrote
     /// there; see [`State::check_workspace`].
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -95,38 +86,34 @@ pub struct State {
     pub answer: Option<String>,
 }
 
-impl Default for State {
-    /// An empty state of the current [`STATE_VERSION`] (so that
-    /// `State { run, ..Default::default() }` saves and loads), with no run.
-    fn default() -> Self {
-        State {
-            version: STATE_VERSION,
-            run: String::new(),
-            phase: Phase::default(),
-            messages: Vec::new(),
-            usage: Usage::default(),
-            turns: 0,
-            summary: None,
-            waiting: Vec::new(),
-            calls: Vec::new(),
-            results: BTreeMap::new(),
-            attempts: BTreeMap::new(),
-            resumes: 0,
-            files: BTreeMap::new(),
-            answer: None,
+impl Durable for State {
+    /// A run in phase [`Phase::Done`] has its answer: reopening it returns
+    /// the answer and calls nothing.
+    fn is_finished(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// JSON has no NaN or infinity, so a state whose dollars are not finite
+    /// could not be loaded back.
+    fn check(&self) -> std::result::Result<(), String> {
+        if self.usage.dollars.is_finite() {
+            Ok(())
+        } else {
+            Err(format!(
+                "usage.dollars is {}, which JSON cannot hold",
+                self.usage.dollars
+            ))
         }
     }
 }
 
-impl State {
-    /// The state of a run that has not started: phase model, nothing spent.
-    pub fn new(run: &RunId) -> State {
-        State {
-            run: run.as_str().to_owned(),
-            ..State::default()
-        }
-    }
+/// The agent's checkpoint: durable's store holding a [`State`].
+pub type Checkpoint = durable::Checkpoint<State>;
 
+/// What [`Checkpoint::open`] found for an agent run.
+pub type Opened = durable::Opened<State>;
+
+impl State {
     /// Record that the run wrote `bytes` to the workspace file `rel`
     /// (relative to the workspace root), so a later resume can tell whether
     /// someone else changed it since.
@@ -268,7 +255,7 @@ pub struct Message {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The model's call ID; with the run ID it makes the call's
-    /// idempotency [`key`](crate::key).
+    /// idempotency [`key`](durable::key).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub id: String,
     /// The tool's name.

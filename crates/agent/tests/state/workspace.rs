@@ -2,16 +2,15 @@
 
 use std::path::Path;
 
-use durable::{Error, State};
-
-use crate::run_id;
+use agent::State;
+use durable::Error;
 
 fn setup() -> (tempfile::TempDir, State) {
     let t = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(t.path().join("src")).unwrap();
     std::fs::write(t.path().join("src/lib.rs"), b"fn a() {}\n").unwrap();
     std::fs::write(t.path().join("README"), b"hi\n").unwrap();
-    let mut s = State::new(&run_id("r"));
+    let mut s = State::default();
     s.record_file("src/lib.rs", b"fn a() {}\n");
     s.record_file("README", b"hi\n");
     (t, s)
@@ -37,7 +36,7 @@ fn an_unchanged_workspace_passes() {
         s.files["README"],
         "98ea6e4f216f2fb4b69fff9b3a44842c38686ca685f3f55dc48c5d3fb1107be4"
     );
-    State::new(&run_id("r"))
+    State::default()
         .check_workspace(Path::new("/nonexistent"))
         .unwrap();
 }
@@ -76,7 +75,7 @@ fn a_later_write_by_the_run_updates_the_record() {
 #[test]
 fn recorded_paths_outside_the_workspace_are_refused_unread() {
     for rel in ["../secret", "/etc/passwd", "a/../../b", ""] {
-        let mut s = State::new(&run_id("r"));
+        let mut s = State::default();
         s.files.insert(rel.into(), "00".repeat(32));
         let e = s.check_workspace(Path::new("/tmp")).unwrap_err();
         assert!(matches!(e, Error::InvalidState { .. }), "{rel:?}: {e:?}");

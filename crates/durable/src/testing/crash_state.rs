@@ -1,0 +1,82 @@
+//! Which of the unsynced operations a power cut keeps.
+
+/// Which of the unsynced operations a power cut keeps. Synced contents and
+/// synced names always survive; these states differ only in the rest.
+///
+/// The list is bounded and deterministic: one world, one state, so a sweep
+/// runs every scenario once per state and each failing scenario can be rerun
+/// by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CrashState {
+    /// A process crash, not a power cut: every write survives, synced or not
+    /// (the page cache outlives the process). What a panic-only sweep tests.
+    Process,
+    /// Nothing unsynced survives: names revert to the last directory sync,
+    /// contents to each file's last sync (empty if never synced). The
+    /// pessimistic reading of POSIX.
+    LoseUnsynced,
+    /// Unsynced directory operations (create, rename, remove) survive, and
+    /// unsynced contents are lost: the zero-length file after a rename that
+    /// delayed allocation is known for.
+    KeepEntries,
+    /// Unsynced directory operations survive, and each file with unsynced
+    /// contents keeps the first half of its latest contents: a torn write.
+    TornContents,
+    /// Unsynced contents survive and unsynced directory operations are lost:
+    /// the data blocks reached the disk, the journal commit did not.
+    KeepContents,
+    /// The older half of the unsynced operations survive, in program order
+    /// (rounded down), and the rest are lost: a file system that persists
+    /// operations in order and was cut part-way.
+    InOrderHalf,
+}
+
+impl CrashState {
+    /// Every state, [`CrashState::Process`] first.
+    pub const ALL: [CrashState; 6] = [
+        CrashState::Process,
+        CrashState::LoseUnsynced,
+        CrashState::KeepEntries,
+        CrashState::TornContents,
+        CrashState::KeepContents,
+        CrashState::InOrderHalf,
+    ];
+
+    /// The states of a real power cut (all but [`CrashState::Process`]).
+    pub const POWER_CUTS: [CrashState; 5] = [
+        CrashState::LoseUnsynced,
+        CrashState::KeepEntries,
+        CrashState::TornContents,
+        CrashState::KeepContents,
+        CrashState::InOrderHalf,
+    ];
+
+    /// A short command-line name.
+    pub fn slug(self) -> &'static str {
+        match self {
+            CrashState::Process => "process",
+            CrashState::LoseUnsynced => "lose",
+            CrashState::KeepEntries => "entries",
+            CrashState::TornContents => "torn",
+            CrashState::KeepContents => "contents",
+            CrashState::InOrderHalf => "in-order",
+        }
+    }
+
+    /// The state named by `slug`.
+    pub fn from_slug(slug: &str) -> Option<CrashState> {
+        CrashState::ALL.into_iter().find(|s| s.slug() == slug)
+    }
+
+    /// What survives, in a few words.
+    pub fn title(self) -> &'static str {
+        match self {
+            CrashState::Process => "process crash: every write survives",
+            CrashState::LoseUnsynced => "nothing unsynced survives",
+            CrashState::KeepEntries => "unsynced names survive, unsynced contents lost",
+            CrashState::TornContents => "unsynced names survive, unsynced contents torn in half",
+            CrashState::KeepContents => "unsynced contents survive, unsynced names lost",
+            CrashState::InOrderHalf => "the older half of unsynced operations survive, in order",
+        }
+    }
+}

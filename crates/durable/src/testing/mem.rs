@@ -1,0 +1,229 @@
+//! An in-memory directory whose clones share files: the world of a crash
+//! sweep, which outlives every crashed life.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::lock_table::{next_temp_name, LockTable};
+use crate::dir::{check_name, Dir, LockGuard};
+
+/// One file's contents: what a reader sees now, and what a power cut keeps.
+struct Node {
+    data: Arc<[u8]>,
+    /// The contents as of the last `sync`; `None` if never synced, in which
+    /// case a power cut leaves the file empty.
+    synced: Option<Arc<[u8]>>,
+}
+
+#[derive(Default)]
+struct MemInner {
+    /// Names as a reader sees them now → node.
+    names: BTreeMap<String, u64>,
+    /// Names as of the last `sync_dir`: what a power cut keeps.
+    durable: BTreeMap<String, u64>,
+    nodes: HashMap<u64, Node>,
+    next_node: u64,
+    next_temp: u64,
+}
+
+impl MemInner {
+    fn new_node(&mut self, data: Arc<[u8]>) -> u64 {
+        self.next_node += 1;
+        self.nodes
+            .insert(self.next_node, Node { data, synced: None });
+        self.next_node
+    }
+
+    fn node(&self, name: &str) -> io::Result<&Node> {
+        self.names
+            .get(name)
+            .and_then(|n| self.nodes.get(n))
+            .ok_or_else(|| not_found(name))
+    }
+
+    /// Drop `node` if no name, current or durable, refers to it any more.
+    fn release(&mut self, node: u64) {
+        let named = |m: &BTreeMap<String, u64>| m.values().any(|&n| n == node);
+        if !named(&self.names) && !named(&self.durable) {
+            self.nodes.remove(&node);
+        }
+    }
+
+    fn collect_garbage(&mut self) {
+        let live: BTreeSet<u64> = self
+            .names
+            .values()
+            .chain(self.durable.values())
+            .copied()
+            .collect();
+        self.nodes.retain(|n, _| live.contains(n));
+    }
+}
+
+/// An in-memory directory: a *world* that outlives a crashed life.
+///
+/// Clones share the same files and locks, so a test keeps one clone, hands
+/// another to a life that crashes, and inspects or resumes from what the
+/// crash left. Temp names come from a counter, so the same scenario gives the
+/// same names every time. A lock is released when its guard drops, which
+/// happens while a crashed life unwinds, as the kernel would release a dead
+/// process's `flock`.
+///
+/// A panic models a process crash, which keeps every write. To model a power
+/// cut as well, `sync` and `sync_dir` record what the disk would keep, and
+/// [`MemDir::power_cut`] forgets the rest, so a sweep can show why
+/// [`write_atomic`](crate::write_atomic) syncs the file before the rename and the directory after.
+#[derive(Clone, Default)]
+pub struct MemDir {
+    inner: Arc<Mutex<MemInner>>,
+    locks: LockTable,
+}
+
+impl MemDir {
+    /// A new, empty directory.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cut the power: forget everything that was not made durable.
+    ///
+    /// Names revert to the last [`Dir::sync_dir`] (files created or renamed
+    /// since are gone, files removed since are back), every file's contents
+    /// revert to its last [`Dir::sync`] (empty if never synced), and every
+    /// lock is released, since no process survives. This is the pessimistic
+    /// reading of POSIX: real file systems often keep more, never less.
+    pub fn power_cut(&self) {
+        let mut inner = self.inner();
+        inner.names = inner.durable.clone();
+        for node in inner.nodes.values_mut() {
+            node.data = node.synced.clone().unwrap_or_else(|| Arc::from(&[][..]));
+        }
+        inner.collect_garbage();
+        drop(inner);
+        self.locks.clear();
+    }
+
+    fn inner(&self) -> MutexGuard<'_, MemInner> {
+        // No code runs a crash point while holding this lock, so a poisoned
+        // mutex still holds consistent files.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl fmt::Debug for MemDir {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The file contents could be megabytes; names are enough to debug.
+        let inner = self.inner();
+        f.debug_struct("MemDir")
+            .field("files", &inner.names.keys().collect::<Vec<_>>())
+            .field("locks", &self.locks.held())
+            .finish()
+    }
+}
+
+fn not_found(name: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("mem:/{name}: no such file"),
+    )
+}
+
+impl Dir for MemDir {
+    fn create_temp(&self, prefix: &str) -> io::Result<String> {
+        let mut guard = self.inner();
+        let inner = &mut *guard;
+        let names = &inner.names;
+        let name = next_temp_name(prefix, &mut inner.next_temp, |n| names.contains_key(n))?;
+        let node = inner.new_node(Arc::from(&[][..]));
+        inner.names.insert(name.clone(), node);
+        Ok(name)
+    }
+
+    fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
+        check_name(name)?;
+        let mut inner = self.inner();
+        let data: Arc<[u8]> = Arc::from(data);
+        match inner.names.get(name).copied() {
+            Some(n) => {
+                if let Some(node) = inner.nodes.get_mut(&n) {
+                    node.data = data;
+                }
+            }
+            None => {
+                let node = inner.new_node(data);
+                inner.names.insert(name.to_owned(), node);
+            }
+        }
+        Ok(())
+    }
+
+    fn sync(&self, name: &str) -> io::Result<()> {
+        check_name(name)?;
+        let mut inner = self.inner();
+        let n = *inner.names.get(name).ok_or_else(|| not_found(name))?;
+        if let Some(node) = inner.nodes.get_mut(&n) {
+            node.synced = Some(Arc::clone(&node.data));
+        }
+        Ok(())
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        check_name(from)?;
+        check_name(to)?;
+        let mut inner = self.inner();
+        let node = inner.names.remove(from).ok_or_else(|| not_found(from))?;
+        if let Some(old) = inner.names.insert(to.to_owned(), node) {
+            if old != node {
+                inner.release(old);
+            }
+        }
+        Ok(())
+    }
+
+    fn sync_dir(&self) -> io::Result<()> {
+        let mut inner = self.inner();
+        inner.durable = inner.names.clone();
+        inner.collect_garbage();
+        Ok(())
+    }
+
+    fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        check_name(name)?;
+        let inner = self.inner();
+        match inner.node(name) {
+            Ok(node) => Ok(Some(node.data.to_vec())),
+            Err(_) => Ok(None),
+        }
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        check_name(name)?;
+        let mut inner = self.inner();
+        if let Some(node) = inner.names.remove(name) {
+            inner.release(node);
+        }
+        Ok(())
+    }
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        Ok(self.inner().names.keys().cloned().collect())
+    }
+
+    fn lock(&self, name: &str) -> io::Result<LockGuard> {
+        check_name(name)?;
+        let guard = self.locks.acquire(name, &format!("mem:/{name}"))?;
+        let mut inner = self.inner();
+        if !inner.names.contains_key(name) {
+            let node = inner.new_node(Arc::from(&[][..]));
+            inner.names.insert(name.to_owned(), node);
+        }
+        Ok(guard)
+    }
+
+    fn path_of(&self, name: &str) -> PathBuf {
+        PathBuf::from(format!("mem:/{name}"))
+    }
+}

@@ -1,0 +1,112 @@
+//! The crash-safe writer: temp file, fsync, rename, fsync the directory, and
+//! the cleanup of what a crashed write left behind.
+
+use std::io;
+
+use crate::dir::{check_name, Dir};
+
+/// How [`write_atomic`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// fsync the temp file before the rename and the directory after it.
+    /// Turn off only where a power cut does not matter (crash sweeps, tests):
+    /// a process crash cannot tear the file either way.
+    pub sync: bool,
+    /// Pass the crash points `mid-save` (before the rename) and
+    /// `after rename`, so a sweep can crash a save on either side of the step
+    /// that swaps old for new.
+    pub points: bool,
+}
+
+impl Default for WriteOptions {
+    /// Synced, with crash points: the safe choice.
+    fn default() -> Self {
+        WriteOptions {
+            sync: true,
+            points: true,
+        }
+    }
+}
+
+/// Which step of [`write_atomic`] failed, for error messages.
+pub(crate) type StepError = (&'static str, io::Error);
+
+/// [`write_atomic`], naming the step that failed.
+pub(crate) fn write_atomic_step(
+    dir: &dyn Dir,
+    name: &str,
+    bytes: &[u8],
+    opts: WriteOptions,
+) -> Result<(), StepError> {
+    check_name(name).map_err(|e| ("write", e))?;
+    let tmp = dir
+        .create_temp(&format!(".{name}-"))
+        .map_err(|e| ("create temp file for", e))?;
+    let swapped = (|| {
+        dir.write(&tmp, bytes)
+            .map_err(|e| ("write temp file for", e))?;
+        if opts.sync {
+            dir.sync(&tmp).map_err(|e| ("sync temp file for", e))?;
+        }
+        if opts.points {
+            crashpoint::point!("mid-save");
+        }
+        dir.rename(&tmp, name)
+            .map_err(|e| ("rename temp file over", e))
+    })();
+    if let Err(e) = swapped {
+        // Best effort: the error that matters is the one above, and open
+        // removes leftovers anyway.
+        let _ = dir.remove(&tmp);
+        return Err(e);
+    }
+    if opts.points {
+        crashpoint::point!("after rename");
+    }
+    if opts.sync {
+        dir.sync_dir().map_err(|e| ("sync directory of", e))?;
+    }
+    Ok(())
+}
+
+/// Remove the temp files a crashed [`write_atomic`] of `name` left behind
+/// (`.<name>-<unique>.tmp`), and return their names.
+///
+/// Such a file never became `name`, so nobody ever heard of what it holds;
+/// call this when a process starts, under the lock that keeps other writers
+/// out. Only names whose unique part is alphanumeric count, so the temp
+/// files of another file whose name extends this one's (`a` and `a-b`) are
+/// never touched.
+pub fn remove_leftover_temps(dir: &dyn Dir, name: &str) -> io::Result<Vec<String>> {
+    let prefix = format!(".{name}-");
+    let mut removed = Vec::new();
+    for file in dir.list()? {
+        let ours = file
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(".tmp"))
+            .is_some_and(|unique| {
+                !unique.is_empty() && unique.bytes().all(|b| b.is_ascii_alphanumeric())
+            });
+        if ours {
+            dir.remove(&file)?;
+            removed.push(file);
+        }
+    }
+    Ok(removed)
+}
+
+/// Replace `name` with `bytes` so that, whenever a crash comes, the directory
+/// holds either the old file or the new one, never half of one.
+///
+/// Writing over a file in place can be torn by a crash. Instead this creates
+/// a temp file `.<name>-<unique>.tmp` in the same directory (a rename cannot
+/// cross file systems), writes it, syncs it (if `opts.sync`: so the new name
+/// never points at data that did not reach the disk), passes the point
+/// `mid-save`, renames it over `name` (the one step that swaps old for new),
+/// passes `after rename`, and syncs the directory (if `opts.sync`: so the
+/// rename survives a power cut). On an error the temp file is removed; after
+/// a crash it is left for [`remove_leftover_temps`] (which
+/// [`Checkpoint::open`](crate::Checkpoint::open) calls) to remove.
+pub fn write_atomic(dir: &dyn Dir, name: &str, bytes: &[u8], opts: WriteOptions) -> io::Result<()> {
+    write_atomic_step(dir, name, bytes, opts).map_err(|(_, e)| e)
+}
