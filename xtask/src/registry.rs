@@ -16,7 +16,6 @@ use durable::testing::CrashState;
 use sweep::DynSubject;
 
 // The real loop's sweep subject (moving to its own crate: change this line).
-use loop_sweep;
 
 use crate::compose::{Dim, Spec};
 use crate::StorageArg;
@@ -329,11 +328,7 @@ mod tests {
             .iter()
             .map(|d| (d.slug().to_owned(), d.title().to_owned()))
             .collect();
-        listed.extend(
-            loop_sweep::variants()
-                .iter()
-                .map(|l| (l.slug(), l.title())),
-        );
+        listed.extend(loop_sweep::variants().iter().map(|l| (l.slug(), l.title())));
         listed.extend(modes::variants());
         for (slug, b) in bank_variants() {
             listed.push((slug.to_owned(), sweep::Subject::name(&bank::Payday(b))));

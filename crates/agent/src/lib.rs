@@ -132,9 +132,9 @@ mod observer;
 mod replay;
 mod result;
 mod resume;
+mod state;
 #[cfg(feature = "testing")]
 pub mod testing;
-mod state;
 mod tool;
 mod transcript;
 

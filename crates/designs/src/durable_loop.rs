@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use crashpoint::point;
 use agent::{Attempt, Checkpoint, Phase, State, ToolCall, ToolResult};
+use crashpoint::point;
 use durable::{Options, RunId};
 use tracker::{LookupAnswer, Mode, Request};
 

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use agent::Transcript;
 use agent::ToolCall;
+use agent::Transcript;
 use serde_json::Value;
 use tracker::Request;
 

@@ -7,8 +7,8 @@
 //! record), and with `issue_file` behind an approval gate (the scripted
 //! person passes the point `person deciding` while it decides).
 //!
-//! The world of a scenario is a checkpoint [`MemDir`](durable::MemDir), a workspace
-//! [`MemDir`](durable::MemDir) and an in-memory [`Tracker`](tracker::Tracker) whose lookups by arguments cannot
+//! The world of a scenario is a checkpoint [`MemDir`](durable::testing::MemDir), a workspace
+//! [`MemDir`](durable::testing::MemDir) and an in-memory [`Tracker`](tracker::Tracker) whose lookups by arguments cannot
 //! tell (a search index that lags), so a keyless marked call passes the
 //! question up to the person, while `code_patch`'s lookup decides from the
 //! workspace. The judge counts:
@@ -27,7 +27,7 @@
 //!
 //! **Power loss** ([`power_variants`], issue 7 §1 on the real loop): the
 //! plain job, keyed and keyless, with the checkpoint directory and the
-//! workspace in [`PowerDir`](durable::PowerDir)s of one [`CrashState`](durable::CrashState). Each life boots them
+//! workspace in [`PowerDir`](durable::testing::PowerDir)s of one [`CrashState`](durable::testing::CrashState). Each life boots them
 //! and shuts them down when it ends without a crash, so the boot after a
 //! crash cuts the power first; saves and patches are fsynced. The checkpoint
 //! is written by the real writer or through a directory that drops one
@@ -109,7 +109,7 @@ pub fn subjects(transcript: Option<&Path>) -> Result<Vec<LoopSubject>, SubjectEr
 }
 
 /// The power-loss subjects whose writer is `writer`, keyed then keyless,
-/// each in [`CrashState::ALL`](durable::CrashState::ALL) order, sharing one
+/// each in [`CrashState::ALL`](durable::testing::CrashState::ALL) order, sharing one
 /// transcript.
 pub fn power_subjects(
     writer: Writer,

@@ -28,8 +28,8 @@ pub struct LoopVariant {
     /// The situation.
     pub situation: Situation,
     /// `None`: crashes are panics, the checkpoint and the workspace are
-    /// [`MemDir`](durable::MemDir)s and saves are unsynced (the loop's
-    /// table). `Some`: both are [`PowerDir`](durable::PowerDir)s whose
+    /// [`MemDir`](durable::testing::MemDir)s and saves are unsynced (the loop's
+    /// table). `Some`: both are [`PowerDir`](durable::testing::PowerDir)s whose
     /// crashes are power cuts, saves are synced, and the judge also counts
     /// lost saves and stopped runs.
     pub power: Option<Power>,
