@@ -297,7 +297,7 @@ pub fn why_not(family: Family, subject: &str, flag: &str) -> String {
 pub fn why_not_together(family: Family) -> &'static str {
     match family {
         Family::Designs => {
-            "a design runs one mode beyond the seed's sweep at a time: power loss, a person who \
+            "a design runs one mode beyond the book chapter's sweep at a time: power loss, a person who \
              errs, a model that changes its mind, or a crashing tracker"
         }
         Family::Loop => "the loop's power-loss sweep runs the plain job, without a situation",

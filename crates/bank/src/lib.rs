@@ -99,7 +99,7 @@
 //! a first start again, with a new run ID, hence a new key for `t1`, and the
 //! bank, seeing a key it does not know, applies `t1` a second time. The keys
 //! were there all along; they were only as stable as what they were made of.
-//! It is the seed's lesson about call IDs: a key is only useful if the ID it
+//! It is the book chapter's lesson about call IDs: a key is only useful if the ID it
 //! is made from reached the checkpoint *before* the call went out.
 
 use std::collections::BTreeMap;

@@ -47,7 +47,7 @@ fn models() -> &'static [(DesignVariant, Report)] {
     CELL.get_or_init(|| run_all(variants::model_variants()))
 }
 
-/// The seed's five designs, as the seed swept them (labels come with them).
+/// The book chapter's five designs, as the chapter swept them (labels come with them).
 fn seed() -> &'static [(Design, Report)] {
     static CELL: OnceLock<Vec<(Design, Report)>> = OnceLock::new();
     CELL.get_or_init(|| {
@@ -248,7 +248,7 @@ fn the_real_writer_survives_every_crash_state() {
     assert_eq!(seen, 2 * CrashState::ALL.len());
 }
 
-/// A panic keeps the page cache: the seed-style sweep passes every writer,
+/// A panic keeps the page cache: the chapter-style sweep passes every writer,
 /// right or wrong.
 #[test]
 fn a_process_crash_cannot_tell_a_missing_fsync() {
@@ -416,7 +416,7 @@ fn every_crash_is_labelled_and_settled() {
     }
 }
 
-/// The labels explain the seed's table: each duplicate comes from a call that
+/// The labels explain the book chapter's table: each duplicate comes from a call that
 /// had gone out (sent, or answered) and was made again with no marker to warn;
 /// with markers, such a call goes up the ladder instead.
 #[test]

@@ -1,4 +1,4 @@
-//! The five-design crash sweep of the first seed, every scenario actually
+//! The five-design crash sweep of the book chapter, every scenario actually
 //! run, compared with the reviewed table in `snapshots/sweep.txt`.
 
 use std::path::PathBuf;
@@ -28,22 +28,22 @@ fn cell(row: &sweep::Row, title: &str) -> u64 {
 }
 
 #[test]
-fn five_designs_match_the_reviewed_table_and_the_seed() {
+fn five_designs_match_the_reviewed_table_and_the_book_chapter() {
     let reports: Vec<Report> = Design::ALL.iter().map(|d| sweep(*d, None)).collect();
     let rows: Vec<sweep::Row> = reports.iter().map(Report::row).collect();
     let table = sweep::table(&rows);
     print!("{table}");
 
-    // The seed's table, every cell: variant, once, twice, with dups, dups,
+    // The book chapter's table, every cell: variant, once, twice, with dups, dups,
     // missing, asks, calls+.
-    let seed: [(&str, [u64; 7]); 5] = [
+    let chapter: [(&str, [u64; 7]); 5] = [
         ("save once per turn", [18, 225, 164, 294, 0, 0, 338]),
         ("save after the reply", [34, 654, 306, 360, 0, 0, 234]),
         ("+ idempotency keys", [34, 654, 0, 0, 0, 0, 234]),
         ("+ attempt markers, no keys", [43, 996, 0, 0, 0, 669, 288]),
         ("keys and markers", [43, 1014, 0, 0, 0, 0, 288]),
     ];
-    for (row, (name, want)) in rows.iter().zip(seed) {
+    for (row, (name, want)) in rows.iter().zip(chapter) {
         let got = [
             row.depth_counts[0],
             row.depth_counts[1],

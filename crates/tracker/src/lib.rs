@@ -3,7 +3,7 @@
 //! An agent's tools act on a service that outlives the agent's process. A
 //! crash sweep kills the agent at every point and restarts it, so it needs a
 //! stand-in for that service whose records survive every crash, and which can
-//! behave like the services the seed compares:
+//! behave like the services the book chapter compares:
 //!
 //! * [`Mode::Keyed`] honours idempotency keys the way Stripe and the IETF
 //!   Idempotency-Key draft do: a repeat with a held key gets the first answer
@@ -76,7 +76,7 @@ pub const LOG_APPENDED: &str = "tracker log appended";
 /// record, before [`ACCEPTED`] and the answer.
 pub const INDEX_UPDATED: &str = "tracker index updated";
 
-/// Whether the tracker honours idempotency keys. The seed's table compares a
+/// Whether the tracker honours idempotency keys. The book chapter's table compares a
 /// loop against both kinds of service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Mode {
