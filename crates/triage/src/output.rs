@@ -156,7 +156,8 @@ impl Printer {
             } => self.step(
                 "opened",
                 &format!(
-                    "run {run} in phase done after {turns} turns: nothing to resume, nothing saved"
+                    "run {run} in phase done after {}: nothing to resume, nothing saved",
+                    plural(*turns as usize, "turn")
                 ),
                 json!({"event": "opened_done", "run": run, "turns": turns}),
             ),
@@ -168,7 +169,8 @@ impl Printer {
             } => self.step(
                 "resumed",
                 &format!(
-                    "run {run} in phase {phase} after {turns} turns (restart {resumes}, saved)"
+                    "run {run} in phase {phase} after {} (restart {resumes}, saved)",
+                    plural(*turns as usize, "turn")
                 ),
                 json!({"event": "resumed", "run": run, "phase": phase.as_str(),
                        "resumes": resumes, "turns": turns}),
@@ -399,5 +401,14 @@ mod tests {
         assert_eq!(short("a\nb", 10), "a b");
         assert_eq!(short("abcdef", 4), "abc…");
         assert_eq!(short("äöü", 3), "äöü");
+    }
+}
+
+/// `1 turn`, `2 turns`, `0 turns`: a count with its noun, in agreement.
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
