@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! DIR/
+//!   .triage.lock        the state directory's lock, held while a run is
+//!                       picked or created (milliseconds)
 //!   <run>.json          the checkpoint (0600), written atomically by `durable`
 //!   <run>.lock          the run's flock: one process per run
 //!   <run>.world/        everything else a crash must not erase
@@ -17,6 +19,26 @@
 //! before the run's checkpoint exists, so a checkpoint always has a whole
 //! world, and the resume uses the task the run started with even if the
 //! built-in task changed since.
+//!
+//! Starts are serialised: a command takes `.triage.lock` (waiting for it,
+//! up to a minute) before it cleans up, picks or creates a run, and lets it
+//! go once it holds the run's own lock and the world is whole. So two
+//! `--task` starts at once make one run: the second waits, then finds the
+//! run the first created, held, and exits "locked" (3).
+//!
+//! Crash leftovers are cleaned on every start, under that lock
+//! ([`StateDir::collect`]): half-built worlds (`.<run>.world.tmp`), worlds
+//! of runs killed before their first checkpoint (no checkpoint means no
+//! call was made, so the world holds only what the task seeded) with their
+//! lock files, and checkpoint temp files of runs no process holds. The
+//! temp files of the world's writers (the tracker's, the workspace
+//! patches') are removed when the run is next opened, under its lock
+//! ([`World::remove_leftovers`]). A world is whole or refused: a missing
+//! metadata file, task copy, workspace or tracker is an error, never an
+//! empty replacement ([`StateDir::open_world`]).
+//!
+//! Every file written here is 0600 and every directory 0700, whatever the
+//! umask.
 //!
 //! Names never collide: run IDs never start with `.` and never end in
 //! `.world` + `.json`, so `<run>.world` of one run is never `<other>.json`.
@@ -352,9 +374,20 @@ impl StateDir {
                 c.half_built.push(name.clone());
             }
         }
+        // Every run named here: by its checkpoint, its world, or only a
+        // checkpoint temp file (a run killed in its first save).
         let mut ids: Vec<RunId> = names
             .iter()
-            .filter_map(|n| n.strip_suffix(".json").or_else(|| n.strip_suffix(WORLD_SUFFIX)))
+            .filter_map(|n| {
+                n.strip_suffix(".json")
+                    .or_else(|| n.strip_suffix(WORLD_SUFFIX))
+                    .or_else(|| {
+                        files::is_write_temp(n)
+                            .then(|| n[1..].rsplit_once('-').map(|(t, _)| t))
+                            .flatten()
+                            .and_then(|t| t.strip_suffix(".json"))
+                    })
+            })
             .filter_map(|stem| RunId::parse(stem).ok())
             .collect();
         ids.sort();
@@ -464,12 +497,15 @@ impl StateDir {
                 .is_some_and(|rest| rest.starts_with('-')),
         };
         let mut unfinished: Vec<(RunId, String)> = Vec::new();
+        let runs = self.runs()?;
         for run in starting {
-            if belongs(run, self.meta(run).ok().flatten().as_ref()) {
+            // A run whose first checkpoint appeared since the clean-up is
+            // counted below, by its checkpoint.
+            if !runs.contains(run) && belongs(run, self.meta(run).ok().flatten().as_ref()) {
                 unfinished.push((run.clone(), "starting".to_owned()));
             }
         }
-        for run in self.runs()? {
+        for run in runs {
             let meta = self.meta(&run).ok().flatten();
             if !belongs(&run, meta.as_ref()) {
                 continue;
@@ -709,7 +745,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let sd = StateDir::open(&tmp.path().join("state")).unwrap();
         let t = task();
-        assert_eq!(sd.select(Some(&t.name), None).unwrap(), Selection::New);
+        assert_eq!(sd.select(Some(&t.name), None, &[]).unwrap(), Selection::New);
 
         let run = RunId::generate(&t.name, SystemTime::now());
         let w = sd.create_world(&run, &t).unwrap();
@@ -728,30 +764,30 @@ mod tests {
         assert_eq!(names.len(), 1, "no temp directory left: {names:?}");
 
         // A world without a checkpoint is not a run yet.
-        assert_eq!(sd.select(Some(&t.name), None).unwrap(), Selection::New);
+        assert_eq!(sd.select(Some(&t.name), None, &[]).unwrap(), Selection::New);
         let opened = Checkpoint::open(sd.dir(), &run, durable::Options::default()).unwrap();
         drop(opened);
         assert_eq!(
-            sd.select(Some(&t.name), None).unwrap(),
+            sd.select(Some(&t.name), None, &[]).unwrap(),
             Selection::Existing(run.clone())
         );
-        assert_eq!(sd.select(Some("other"), None).unwrap(), Selection::New);
+        assert_eq!(sd.select(Some("other"), None, &[]).unwrap(), Selection::New);
         assert_eq!(
-            sd.select(None, Some(run.as_str())).unwrap(),
+            sd.select(None, Some(run.as_str()), &[]).unwrap(),
             Selection::Existing(run.clone())
         );
         assert_eq!(
-            sd.select(Some("other"), Some(run.as_str()))
+            sd.select(Some("other"), Some(run.as_str()), &[])
                 .unwrap_err()
                 .kind,
             "wrong_task"
         );
         assert_eq!(
-            sd.select(None, Some("../x")).unwrap_err().kind,
+            sd.select(None, Some("../x"), &[]).unwrap_err().kind,
             "invalid_run_id"
         );
         assert_eq!(
-            sd.select(None, Some("nope")).unwrap_err().kind,
+            sd.select(None, Some("nope"), &[]).unwrap_err().kind,
             "no_such_run"
         );
 
@@ -763,14 +799,14 @@ mod tests {
         let run2 = RunId::generate(&t.name, SystemTime::now());
         sd.create_world(&run2, &t).unwrap();
         drop(Checkpoint::open(sd.dir(), &run2, durable::Options::default()).unwrap());
-        let e = sd.select(Some(&t.name), None).unwrap_err();
+        let e = sd.select(Some(&t.name), None, &[]).unwrap_err();
         assert_eq!(e.kind, "several_runs");
         assert!(e.hint.unwrap().contains(run2.as_str()));
 
         // A corrupt checkpoint of the task stops the choice.
         fs::write(sd.checkpoint_path(&run2), "{").unwrap();
         assert_eq!(
-            sd.select(Some(&t.name), None).unwrap_err().kind,
+            sd.select(Some(&t.name), None, &[]).unwrap_err().kind,
             "corrupt_checkpoint"
         );
         assert_eq!(fs::read_to_string(sd.checkpoint_path(&run2)).unwrap(), "{");

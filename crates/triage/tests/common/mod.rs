@@ -461,3 +461,12 @@ impl AtTerminal {
         }
     }
 }
+
+/// `1 turn`, `2 turns`: how the command counts turns.
+pub fn turns(n: u32) -> String {
+    if n == 1 {
+        "1 turn".to_owned()
+    } else {
+        format!("{n} turns")
+    }
+}
