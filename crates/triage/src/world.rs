@@ -374,13 +374,15 @@ impl StateDir {
                 c.half_built.push(name.clone());
             }
         }
-        // Every run named here: by its checkpoint, its world, or only a
-        // checkpoint temp file (a run killed in its first save).
+        // Every run named here: by its checkpoint, its world, its lock (a
+        // start killed while building the world), or only a checkpoint
+        // temp file (a run killed in its first save).
         let mut ids: Vec<RunId> = names
             .iter()
             .filter_map(|n| {
                 n.strip_suffix(".json")
                     .or_else(|| n.strip_suffix(WORLD_SUFFIX))
+                    .or_else(|| n.strip_suffix(".lock"))
                     .or_else(|| {
                         files::is_write_temp(n)
                             .then(|| n[1..].rsplit_once('-').map(|(t, _)| t))
@@ -397,7 +399,8 @@ impl StateDir {
             let guard = match self.dir.lock(&lock_name) {
                 Ok(g) => g,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if !names.contains(&Checkpoint::file_name(&run)) {
+                    let world = format!("{run}{WORLD_SUFFIX}");
+                    if !names.contains(&Checkpoint::file_name(&run)) && names.contains(&world) {
                         c.starting.push(run);
                     }
                     continue;

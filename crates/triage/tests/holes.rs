@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -22,47 +21,6 @@ fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-}
-
-/// Every path under `dir`, relative, sorted (directories end in `/`).
-fn tree(dir: &Path) -> BTreeSet<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeSet<String>) {
-        for e in fs::read_dir(dir).unwrap() {
-            let e = e.unwrap();
-            let rel = e.path().strip_prefix(root).unwrap().display().to_string();
-            if e.file_type().unwrap().is_dir() {
-                out.insert(format!("{rel}/"));
-                walk(root, &e.path(), out);
-            } else {
-                out.insert(rel);
-            }
-        }
-    }
-    let mut out = BTreeSet::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
-/// What a state directory holding one finished run of `task` holds, and
-/// nothing else.
-fn one_run_files(run: &str, task: &TaskFile, created: &[&str]) -> BTreeSet<String> {
-    let mut want: BTreeSet<String> = [
-        ".triage.lock".to_owned(),
-        format!("{run}.json"),
-        format!("{run}.lock"),
-        format!("{run}.world/"),
-        format!("{run}.world/run.json"),
-        format!("{run}.world/task.json"),
-        format!("{run}.world/tracker.json"),
-        format!("{run}.world/workspace/"),
-    ]
-    .into_iter()
-    .collect();
-    let ws = task.json["workspace"].as_object().unwrap();
-    for f in ws.keys().map(String::as_str).chain(created.iter().copied()) {
-        want.insert(format!("{run}.world/workspace/{f}"));
-    }
-    want
 }
 
 /// Finding 3: a checkpoint entry that is not a regular file — a symbolic
@@ -199,12 +157,7 @@ fn leftovers_of_killed_writers_are_removed_by_the_next_start() {
     let out = triage(&["--task", TASK, "--state", s, "--approve", "off"]);
     out.expect_code(0).expect_stdout("cleanup");
     assert_eq!(runs(&state), vec![run.clone()]);
-    let created: Vec<String> = task
-        .calls()
-        .iter()
-        .filter(|c| c.tool == "code_patch" && c.args["old"] == "")
-        .map(|c| c.args["path"].as_str().unwrap().to_owned())
-        .collect();
+    let created = created_files(&task);
     let created: Vec<&str> = created.iter().map(String::as_str).collect();
     assert_eq!(tree(&state), one_run_files(&run, &task, &created));
     assert_each_effect_once(&task, &tracker(&state, &run));
