@@ -49,7 +49,10 @@ pub fn words(e: &io::Error) -> String {
 
 /// `cannot WHAT PATH: why`, a run error (exit 5).
 pub fn io_failure(what: &str, path: &Path, e: &io::Error) -> Failure {
-    Failure::run("io", format!("cannot {what} {}: {}", path.display(), words(e)))
+    Failure::run(
+        "io",
+        format!("cannot {what} {}: {}", path.display(), words(e)),
+    )
 }
 
 /// What a directory entry is, in words: "a directory", "a FIFO", ….
@@ -215,7 +218,7 @@ mod tests {
         assert_eq!(words(&e), "a part of the path is not a directory");
         let e = io::Error::from_raw_os_error(libc::EXDEV);
         assert!(!words(&e).contains("os error"), "{}", words(&e));
-        let e = io::Error::new(io::ErrorKind::Other, "plain");
+        let e = io::Error::other("plain");
         assert_eq!(words(&e), "plain");
     }
 
@@ -235,7 +238,9 @@ mod tests {
         let file = tmp.path().join("f");
         fs::write(&file, "x").unwrap();
         assert_eq!(read_regular("f", &file).unwrap().unwrap(), b"x");
-        assert!(read_regular("f", &tmp.path().join("none")).unwrap().is_none());
+        assert!(read_regular("f", &tmp.path().join("none"))
+            .unwrap()
+            .is_none());
         let link = tmp.path().join("l");
         std::os::unix::fs::symlink(&file, &link).unwrap();
         let e = read_regular("the file", &link).unwrap_err();
@@ -248,7 +253,7 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let e = read_regular("the file", &fifo).unwrap_err();
         assert!(e.message.contains("is a FIFO"), "{}", e.message);
-        assert_eq!(regular("the file", &file).unwrap(), true);
+        assert!(regular("the file", &file).unwrap());
         assert!(regular("the file", &fifo).is_err());
     }
 }

@@ -383,6 +383,15 @@ impl Printer {
     }
 }
 
+/// `1 turn`, `2 turns`, `0 turns`: a count with its noun, in agreement.
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,14 +410,5 @@ mod tests {
         assert_eq!(short("a\nb", 10), "a b");
         assert_eq!(short("abcdef", 4), "abc…");
         assert_eq!(short("äöü", 3), "äöü");
-    }
-}
-
-/// `1 turn`, `2 turns`, `0 turns`: a count with its noun, in agreement.
-pub fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("{n} {noun}")
-    } else {
-        format!("{n} {noun}s")
     }
 }

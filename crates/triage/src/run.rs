@@ -110,7 +110,12 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
     let (run, fresh) = match selection {
         Selection::New => match task.as_ref() {
             Some(task) => (RunId::generate(&task.name, SystemTime::now()), true),
-            None => return Err(Failure::usage("usage", "--task NAME or --run ID is required")),
+            None => {
+                return Err(Failure::usage(
+                    "usage",
+                    "--task NAME or --run ID is required",
+                ))
+            }
         },
         Selection::Existing(run) => (run, false),
     };
@@ -213,7 +218,14 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
             };
             Ok(report.print(&result, &tracker.issues(), printer))
         }
-        Err(e) => Err(loop_failure(e, &run, &world.task.name, cli, &shutdown, printer)),
+        Err(e) => Err(loop_failure(
+            e,
+            &run,
+            &world.task.name,
+            cli,
+            &shutdown,
+            printer,
+        )),
     }
 }
 
@@ -581,7 +593,9 @@ pub fn program_name(argv0: &Path, path_var: Option<&std::ffi::OsStr>) -> String 
     }
     // A cargo build directory: target/<profile>/triage beside .fingerprint.
     if let Some(profile_dir) = argv0.parent() {
-        let profile = profile_dir.file_name().map(|p| p.to_string_lossy().into_owned());
+        let profile = profile_dir
+            .file_name()
+            .map(|p| p.to_string_lossy().into_owned());
         if profile_dir.join(".fingerprint").is_dir() {
             return match profile.as_deref() {
                 Some("debug") => "cargo run -p triage --".to_owned(),
@@ -625,7 +639,11 @@ fn report_collected(printer: &Shared, c: &Collected) {
         parts.push(format!(
             "the {} of runs killed before their first save ({})",
             plural(c.worlds.len(), "world"),
-            c.worlds.iter().map(RunId::as_str).collect::<Vec<_>>().join(", ")
+            c.worlds
+                .iter()
+                .map(RunId::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     if !c.temps.is_empty() {

@@ -185,9 +185,8 @@ impl StateDir {
                 if let Err(e) = tempfile_probe(path) {
                     return Err(bad(format!("cannot write in it: {}", files::words(&e))));
                 }
-                let dir = DiskDir::new(path).map_err(|e| {
-                    bad(format!("cannot open it: {}", files::words(&e)))
-                })?;
+                let dir = DiskDir::new(path)
+                    .map_err(|e| bad(format!("cannot open it: {}", files::words(&e))))?;
                 return Ok(Some(StateDir {
                     path: path.to_path_buf(),
                     dir: Arc::new(dir),
@@ -221,9 +220,7 @@ impl StateDir {
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => continue,
-                Err(e) => {
-                    return Err(bad(format!("{}: {}", shown.display(), files::words(&e))))
-                }
+                Err(e) => return Err(bad(format!("{}: {}", shown.display(), files::words(&e)))),
             }
         }
         Ok(None)
@@ -240,7 +237,11 @@ impl StateDir {
         let dir = DiskDir::new(path).map_err(|e| {
             Failure::usage(
                 "bad_state",
-                format!("bad --state {}: cannot create it: {}", path.display(), files::words(&e)),
+                format!(
+                    "bad --state {}: cannot create it: {}",
+                    path.display(),
+                    files::words(&e)
+                ),
             )
         })?;
         files::set_dir_mode(path).map_err(|e| io_failure("set the mode of", path, &e))?;
@@ -579,9 +580,8 @@ impl StateDir {
                 source: task.source.display().to_string(),
                 started: now_secs(),
             };
-            let mut meta_json = serde_json::to_vec_pretty(&meta).map_err(|e| {
-                Failure::run("io", format!("cannot write the run's metadata: {e}"))
-            })?;
+            let mut meta_json = serde_json::to_vec_pretty(&meta)
+                .map_err(|e| Failure::run("io", format!("cannot write the run's metadata: {e}")))?;
             meta_json.push(b'\n');
             files::write_new(&tmp.join(META), &meta_json)?;
             files::write_new(&tmp.join(TASK_COPY), task.text.as_bytes())?;
@@ -636,7 +636,10 @@ impl StateDir {
         let incomplete = |what: &str, file: &Path, why: &str| {
             Failure::run(
                 "world_incomplete",
-                format!("the world of run {run} is not whole: {what} {} {why}", file.display()),
+                format!(
+                    "the world of run {run} is not whole: {what} {} {why}",
+                    file.display()
+                ),
             )
             .hint("nothing was replaced; restore it, or move the run away and start a new one")
         };
@@ -659,11 +662,19 @@ impl StateDir {
             Err(e) => return Err(io_failure("look at", &path, &e)),
         }
         let Some(meta) = self.meta(run)? else {
-            return Err(incomplete("the run's metadata", &path.join(META), "is missing"));
+            return Err(incomplete(
+                "the run's metadata",
+                &path.join(META),
+                "is missing",
+            ));
         };
         let copy = path.join(TASK_COPY);
         let Some(bytes) = files::read_regular("the run's copy of its task", &copy)? else {
-            return Err(incomplete("the run's copy of its task", &copy, "is missing"));
+            return Err(incomplete(
+                "the run's copy of its task",
+                &copy,
+                "is missing",
+            ));
         };
         let text = String::from_utf8(bytes).map_err(|_| {
             Failure::run(

@@ -82,7 +82,11 @@ fn kill_after(child: &mut Child, after: Duration) -> bool {
 /// What a truthful person answers to "did this patch happen?": the task
 /// patches the file once, so it happened if and only if the file no longer
 /// holds what the task seeded.
-fn person_answer(task: &TaskFile, state: &std::path::Path, stderr: &str) -> Result<&'static str, String> {
+fn person_answer(
+    task: &TaskFile,
+    state: &std::path::Path,
+    stderr: &str,
+) -> Result<&'static str, String> {
     let call_id = stderr
         .split("code_patch call ")
         .nth(1)
@@ -99,12 +103,18 @@ fn person_answer(task: &TaskFile, state: &std::path::Path, stderr: &str) -> Resu
         .filter(|c| c.tool == "code_patch" && c.args["path"] == path)
         .count();
     if patches != 1 {
-        return Err(format!("{path} is patched {patches} times: no simple truth to answer with"));
+        return Err(format!(
+            "{path} is patched {patches} times: no simple truth to answer with"
+        ));
     }
     let run = only_run(state);
     let now = std::fs::read_to_string(world(state, &run).join("workspace").join(path)).ok();
     let seeded = task.json["workspace"][path].as_str().map(str::to_owned);
-    Ok(if now == seeded { "r\n" } else { "done the patch is in the file\n" })
+    Ok(if now == seeded {
+        "r\n"
+    } else {
+        "done the patch is in the file\n"
+    })
 }
 
 /// One iteration from `seed`: start, kill, resume until done, check.
@@ -115,7 +125,14 @@ fn iteration(seed: u64, tally: &mut Tally) -> Result<(), String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let state = tmp.path().join("state");
     let s = arg(&state);
-    let by_task = ["--task", task.name.as_str(), "--state", s, "--approve", "off"];
+    let by_task = [
+        "--task",
+        task.name.as_str(),
+        "--state",
+        s,
+        "--approve",
+        "off",
+    ];
     let kills = rng.below(MAX_KILLS + 1);
     let mut lives = 0;
     let mut done = None;
@@ -126,7 +143,11 @@ fn iteration(seed: u64, tally: &mut Tally) -> Result<(), String> {
         // A kill that landed after the final save leaves a done run: a
         // further `--task` would rightly start a new run, so the next
         // life reports this one by its ID.
-        let existing = if state.exists() { runs(&state) } else { Vec::new() };
+        let existing = if state.exists() {
+            runs(&state)
+        } else {
+            Vec::new()
+        };
         let done_run = existing
             .into_iter()
             .find(|r| checkpoint(&state, r).phase == Phase::Done);
@@ -149,13 +170,24 @@ fn iteration(seed: u64, tally: &mut Tally) -> Result<(), String> {
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         use std::os::unix::process::ExitStatusExt;
-        let first = stdout.lines().next().unwrap_or("(nothing printed)").to_owned();
+        let first = stdout
+            .lines()
+            .next()
+            .unwrap_or("(nothing printed)")
+            .to_owned();
         if killed && out.status.signal() == Some(libc::SIGKILL) {
             tally.kills_mid_run += 1;
-            log.push(format!("life {}: killed mid-run; it printed first: {first}", life + 1));
+            log.push(format!(
+                "life {}: killed mid-run; it printed first: {first}",
+                life + 1
+            ));
             continue;
         }
-        log.push(format!("life {}: {:?}; it printed first: {first}", life + 1, out.status));
+        log.push(format!(
+            "life {}: {:?}; it printed first: {first}",
+            life + 1,
+            out.status
+        ));
         if life < kills {
             tally.kills_too_late += 1;
         }
@@ -230,8 +262,7 @@ fn iteration(seed: u64, tally: &mut Tally) -> Result<(), String> {
         let mut held = tree(&state);
         held.remove(".triage.lock");
         assert_eq!(
-            held,
-            want,
+            held, want,
             "the state directory holds nothing but the run's files"
         );
     }));

@@ -55,10 +55,16 @@ fn a_checkpoint_that_is_not_a_regular_file_is_refused_by_task_and_by_run() {
             ));
             assert!(!out.stderr.contains("holds no runs"), "{}", out.stderr);
             assert!(!out.stdout.contains("new run"), "{kind}: {}", out.stdout);
-            assert_eq!(tree(&state), before, "{kind} {args:?}: nothing created or removed");
+            assert_eq!(
+                tree(&state),
+                before,
+                "{kind} {args:?}: nothing created or removed"
+            );
         }
         // Put the real file back: the run finishes, each effect once.
-        fs::remove_file(&file).or_else(|_| fs::remove_dir(&file)).unwrap();
+        fs::remove_file(&file)
+            .or_else(|_| fs::remove_dir(&file))
+            .unwrap();
         fs::rename(&aside, &file).unwrap();
         triage(&["--run", &run, "--state", s, "--approve", "off"]).expect_code(0);
         assert_each_effect_once(&task, &tracker(&state, &run));
@@ -93,8 +99,16 @@ fn concurrent_starts_of_one_task_make_one_run() {
                 out.status
             );
         }
-        assert_eq!(runs(&state).len(), 1, "one run: {:?}; exits {codes:?}", runs(&state));
-        assert!(codes.contains(&Some(4)), "one of them paused at the gated call: {codes:?}");
+        assert_eq!(
+            runs(&state).len(),
+            1,
+            "one run: {:?}; exits {codes:?}",
+            runs(&state)
+        );
+        assert!(
+            codes.contains(&Some(4)),
+            "one of them paused at the gated call: {codes:?}"
+        );
     }
 }
 
@@ -184,7 +198,12 @@ fn modes_do_not_depend_on_the_umask() {
     let out = with_umask_000(&["--task", TASK, "--state", s, "--die-after", "code_patch"]);
     assert!(!out.status.success());
     let out = with_umask_000(&["--task", TASK, "--state", s, "--approve", "off"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut seen = 0;
     let mut check = |p: &Path| {
         let m = fs::symlink_metadata(p).unwrap();
@@ -207,7 +226,10 @@ fn bad_input_creates_nothing_and_says_why_in_words() {
     let new = tmp.path().join("new");
     let out = triage(&["--state", arg(&new), "--run", "nope"]);
     out.expect_code(2).expect_stderr("no run nope");
-    assert!(!new.exists(), "--run on a missing state directory created it");
+    assert!(
+        !new.exists(),
+        "--run on a missing state directory created it"
+    );
     triage(&["--state", arg(&new), "--task", "nope"]).expect_code(2);
     assert!(!new.exists());
 
@@ -222,9 +244,13 @@ fn bad_input_creates_nothing_and_says_why_in_words() {
     ));
     assert!(!out.stderr.contains("os error"), "{}", out.stderr);
     let out = triage(&["--state", arg(&file), "--task", TASK]);
-    out.expect_code(2).expect_stderr("is a regular file, not a directory");
+    out.expect_code(2)
+        .expect_stderr("is a regular file, not a directory");
     assert_eq!(fs::read_to_string(&file).unwrap(), "x");
-    let entries: Vec<PathBuf> = fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    let entries: Vec<PathBuf> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(entries, vec![file]);
 }
 

@@ -492,7 +492,11 @@ pub fn tree(dir: &Path) -> std::collections::BTreeSet<String> {
 
 /// What a state directory holding one finished run of `task` holds, and
 /// nothing else.
-pub fn one_run_files(run: &str, task: &TaskFile, created: &[&str]) -> std::collections::BTreeSet<String> {
+pub fn one_run_files(
+    run: &str,
+    task: &TaskFile,
+    created: &[&str],
+) -> std::collections::BTreeSet<String> {
     let mut want: std::collections::BTreeSet<String> = [
         ".triage.lock".to_owned(),
         format!("{run}.json"),
