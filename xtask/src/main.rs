@@ -1,6 +1,7 @@
 //! Developer commands: `cargo xtask sweep …` and `cargo xtask bench`.
 
 mod bench;
+mod chaos;
 mod compose;
 mod defs;
 mod registry;
@@ -29,6 +30,9 @@ enum Cmd {
     Sweep(SweepArgs),
     /// Time the crash points, the checkpoint writer and the full sweep.
     Bench(bench::BenchArgs),
+    /// Kill the real triage binary at random moments and resume it until
+    /// done; check every effect happened once (the triage chaos test).
+    Chaos(chaos::ChaosArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -139,6 +143,7 @@ fn main() -> ExitCode {
             None => sweep_cmd(&args),
         },
         Cmd::Bench(args) => bench::run(&args).map(|()| ExitCode::SUCCESS),
+        Cmd::Chaos(args) => chaos::run(&args),
     };
     match result {
         Ok(code) => code,
@@ -495,7 +500,7 @@ mod tests {
         full.extend_from_slice(argv);
         match Cli::try_parse_from(full).unwrap().cmd {
             Cmd::Sweep(a) => a,
-            Cmd::Bench(_) => unreachable!(),
+            Cmd::Bench(_) | Cmd::Chaos(_) => unreachable!(),
         }
     }
 

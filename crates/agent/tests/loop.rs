@@ -110,6 +110,7 @@ impl World {
         .with_options(Options {
             sync: false,
             max_resumes: Some(100),
+            ..Options::default()
         })
         .with_approver(self.person.clone())
         .with_observer(move |e: &Event| events.lock().unwrap().push(e.clone()))
@@ -670,6 +671,7 @@ fn restarts_are_limited_even_when_every_restart_dies() {
     let opts = Options {
         sync: false,
         max_resumes: Some(2),
+        ..Options::default()
     };
     for _ in 0..3 {
         w.crash(&w.agent(&t).with_options(opts), "reply arrived#1");

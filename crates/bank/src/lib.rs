@@ -234,6 +234,7 @@ const JOB: &str = "payday";
 const OPTS: Options = Options {
     sync: false,
     max_resumes: None,
+    max_read_bytes: durable::DEFAULT_MAX_READ_BYTES,
 };
 
 impl Subject for Payday {

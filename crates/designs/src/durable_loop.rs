@@ -34,6 +34,7 @@ impl Loop<'_> {
             // syncs as its writer says.
             sync: self.modes.power.is_some_and(|p| p.writer.syncs()),
             max_resumes: Some(u32::MAX),
+            ..Options::default()
         };
         let opened = Checkpoint::open(w.dir.clone(), &run, opts).map_err(|e| e.to_string())?;
         Ok((opened.checkpoint, opened.state))

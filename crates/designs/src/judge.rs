@@ -69,6 +69,20 @@ pub(crate) fn judge(script: &Script, modes: &Modes, w: &World) -> Verdict {
                     .is_some_and(|rest| rest.starts_with(" (take ")))
     };
     let comments = || issues.iter().flat_map(|i| &i.comments);
+    // The issues that stand for the issue filed by the scripted call `id`
+    // (more than one if it was filed twice).
+    let filed_by = |id: &str| {
+        let scripted = match script.call(id).map(|c| &c.op) {
+            Some(Op::FileIssue { title, body }) => Some((title, body)),
+            _ => None,
+        };
+        issues.iter().filter(move |i| {
+            scripted.is_some_and(|(title, body)| same(&i.title, title) && same(&i.body, body))
+        })
+    };
+    // An effect is keyed by what it is: an issue by its title and body, a
+    // comment by the issue it is on and its body — two comments with one
+    // body on two issues are two effects, not a duplicate.
     for call in script.effects() {
         let (what, n) = match &call.op {
             Op::FileIssue { title, body } => (
@@ -78,9 +92,12 @@ pub(crate) fn judge(script: &Script, modes: &Modes, w: &World) -> Verdict {
                     .filter(|i| same(&i.title, title) && same(&i.body, body))
                     .count(),
             ),
-            Op::Comment { body, .. } => (
+            Op::Comment { issue_call, body } => (
                 format!("comment {body:?}"),
-                comments().filter(|c| same(&c.body, body)).count(),
+                filed_by(issue_call)
+                    .flat_map(|i| &i.comments)
+                    .filter(|c| same(&c.body, body))
+                    .count(),
             ),
             Op::Search { .. } => continue,
         };

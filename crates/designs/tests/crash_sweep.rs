@@ -183,3 +183,33 @@ fn a_one_call_job_counts_as_worked_out_by_hand() {
         );
     }
 }
+
+/// The judge keys a comment by the issue it is on and its body: two
+/// comments with one body on two different issues are two effects, so the
+/// clean run counts no duplicate (it once counted `dups=2`).
+#[test]
+fn two_comments_with_one_body_on_two_issues_are_no_duplicate() {
+    let job = r#"{"name": "same-body", "replies": [
+        [{"id": "c1", "tool": "issue_file", "args": {"title": "A", "body": "a"}},
+         {"id": "c2", "tool": "issue_file", "args": {"title": "B", "body": "b"}}],
+        [{"id": "c3", "tool": "issue_comment", "args": {"issue": "c1", "body": "x"}},
+         {"id": "c4", "tool": "issue_comment", "args": {"issue": "c2", "body": "x"}}],
+        []
+    ]}"#;
+    let script = Script::parse(job, std::path::Path::new("same-body.json")).unwrap();
+    let config = Config {
+        depth: 0,
+        ..Config::default()
+    };
+    for design in Design::ALL {
+        let report = sweep::run(&design.subject(&script, Storage::Memory), &config).unwrap();
+        assert_eq!(
+            (
+                report.value(&report.clean, "dups"),
+                report.value(&report.clean, "missing")
+            ),
+            (0, 0),
+            "{design:?}: the clean run of a job with one comment body on two issues"
+        );
+    }
+}

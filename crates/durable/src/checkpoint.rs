@@ -14,7 +14,7 @@ use crate::dir::{Dir, LockGuard};
 use crate::disk::DiskDir;
 use crate::error::{Error, Result};
 use crate::run_id::RunId;
-use crate::write::{write_atomic_step, WriteOptions};
+use crate::write::{write_atomic_step, WriteFail, WriteOptions};
 use crate::FORMAT_VERSION;
 
 /// A state type that [`Checkpoint`] can store.
@@ -54,14 +54,23 @@ pub struct Options {
     /// restart saves nothing before the caller does, and no limit applies
     /// (for a job whose every life makes progress or ends).
     pub max_resumes: Option<u32>,
+    /// The largest checkpoint [`Checkpoint::open`] reads, in bytes; a larger
+    /// one is refused with [`Error::TooLarge`] before it is read whole.
+    /// [`DEFAULT_MAX_READ_BYTES`] (64 MiB) by default.
+    pub max_read_bytes: u64,
 }
 
+/// The default of [`Options::max_read_bytes`]: 64 MiB, far above any
+/// checkpoint a run writes, far below what would hurt to hold in memory.
+pub const DEFAULT_MAX_READ_BYTES: u64 = 64 << 20;
+
 impl Default for Options {
-    /// Synced saves, ten restarts.
+    /// Synced saves, ten restarts, reads up to 64 MiB.
     fn default() -> Self {
         Options {
             sync: true,
             max_resumes: Some(10),
+            max_read_bytes: DEFAULT_MAX_READ_BYTES,
         }
     }
 }
@@ -89,6 +98,9 @@ pub struct Saved<S> {
     pub state: S,
     /// How many times the run was restarted.
     pub resumes: u32,
+    /// The fencing epoch of the last holder that saved it (0 in a file
+    /// written before epochs existed).
+    pub epoch: u64,
 }
 
 impl<S> std::ops::Deref for Saved<S> {
@@ -107,14 +119,27 @@ struct EnvelopeRef<'a, S> {
     #[serde(skip_serializing_if = "is_zero")]
     resumes: u32,
     state: &'a S,
+    epoch: u64,
 }
 
 #[derive(Deserialize)]
 struct EnvelopeOwned<S> {
+    /// Checked before, from the raw JSON; named so it is not "unknown".
+    #[allow(dead_code)]
+    version: u64,
     run: String,
     #[serde(default)]
     resumes: u32,
     state: S,
+    #[serde(default)]
+    epoch: u64,
+}
+
+/// The one field the fencing check before each rename reads.
+#[derive(Deserialize)]
+struct EpochOnly {
+    #[serde(default)]
+    epoch: u64,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -131,6 +156,7 @@ pub struct Checkpoint<S> {
     opts: Options,
     file: String,
     resumes: u32,
+    epoch: u64,
     _lock: LockGuard,
     _state: PhantomData<fn(&S)>,
 }
@@ -141,6 +167,7 @@ impl<S> fmt::Debug for Checkpoint<S> {
             .field("path", &self.path())
             .field("opts", &self.opts)
             .field("resumes", &self.resumes)
+            .field("epoch", &self.epoch)
             .finish_non_exhaustive()
     }
 }
@@ -182,12 +209,21 @@ impl<S: Durable> Checkpoint<S> {
     ///      [`Options::max_resumes`], so a run that dies during every restart
     ///      still reaches the limit. A run whose saved count is already over
     ///      the limit is refused without writing anything. With
-    ///      `max_resumes: None` nothing is counted or saved.
+    ///      `max_resumes: None` nothing is counted, and the new epoch is
+    ///      saved by a save that passes no crash point.
+    ///
+    /// Every open of an unfinished run is a new holder with a higher fencing
+    /// epoch, saved before `open` returns; older holders' saves are then
+    /// refused with [`Error::Fenced`] (see the crate docs).
     ///
     /// A checkpoint that cannot be read is never replaced by a fresh run: the
     /// typed error ([`Error::Corrupt`], [`Error::Truncated`],
-    /// [`Error::UnsupportedVersion`]) comes back and the file is left as it
-    /// was.
+    /// [`Error::UnsupportedVersion`], [`Error::NotRegularFile`],
+    /// [`Error::TooLarge`], [`Error::UnknownField`], [`Error::Io`] for any
+    /// read error but "not found") comes back and the file is left as it
+    /// was. A lock path that is not a regular file is
+    /// [`Error::NotRegularFile`], one replaced while being locked
+    /// [`Error::LockReplaced`].
     pub fn open_with(
         dir: Arc<dyn Dir>,
         run: &RunId,
@@ -201,11 +237,7 @@ impl<S: Durable> Checkpoint<S> {
                     path: dir.path_of(&lock_name),
                 }
             } else {
-                Error::Io {
-                    path: dir.path_of(&lock_name),
-                    op: "lock",
-                    source,
-                }
+                Error::from_io(dir.path_of(&lock_name), "lock", source)
             }
         })?;
         let mut checkpoint = Checkpoint {
@@ -214,12 +246,14 @@ impl<S: Durable> Checkpoint<S> {
             run: run.clone(),
             opts,
             resumes: 0,
+            epoch: 1,
             _lock: lock,
             _state: PhantomData,
         };
         checkpoint.remove_temp_files()?;
 
-        let Some(saved) = Self::load(checkpoint.dir.as_ref(), run)? else {
+        let loaded = Self::load_limited(checkpoint.dir.as_ref(), run, opts.max_read_bytes)?;
+        let Some(saved) = loaded else {
             let state = fresh();
             checkpoint.save(&state)?;
             return Ok(Opened {
@@ -229,9 +263,28 @@ impl<S: Durable> Checkpoint<S> {
                 resumes: 0,
             });
         };
-        let Saved { state, resumes } = saved;
+        let Saved {
+            state,
+            resumes,
+            epoch,
+        } = saved;
         checkpoint.resumes = resumes;
-        let Some(limit) = opts.max_resumes.filter(|_| !state.is_finished()) else {
+        checkpoint.epoch = epoch;
+        if state.is_finished() {
+            return Ok(Opened {
+                checkpoint,
+                state,
+                resumed: true,
+                resumes,
+            });
+        }
+        // A new holder: a higher epoch, saved by the first save below, fences
+        // off every older holder's saves.
+        checkpoint.epoch = epoch.saturating_add(1);
+        let Some(limit) = opts.max_resumes else {
+            // Nothing to count, but the epoch must reach the disk before the
+            // caller acts: a save with no crash points of its own.
+            checkpoint.save_with_points(&state, false)?;
             return Ok(Opened {
                 checkpoint,
                 state,
@@ -283,8 +336,14 @@ impl<S: Durable> Checkpoint<S> {
     /// Passes the crash points `mid-save` and `after rename` (through
     /// [`write_atomic`](crate::write_atomic)). Refuses, with
     /// [`Error::InvalidState`] and without writing, a state that
-    /// [`Durable::check`] refuses or that cannot be serialised.
+    /// [`Durable::check`] refuses or that cannot be serialised, and with
+    /// [`Error::Fenced`] (nothing written) when a newer holder opened the
+    /// run since this one did.
     pub fn save(&mut self, state: &S) -> Result<()> {
+        self.save_with_points(state, true)
+    }
+
+    fn save_with_points(&mut self, state: &S, points: bool) -> Result<()> {
         let invalid = |reason: String| Error::InvalidState {
             path: self.path(),
             reason,
@@ -295,37 +354,72 @@ impl<S: Durable> Checkpoint<S> {
             run: self.run.as_str(),
             resumes: self.resumes,
             state,
+            epoch: self.epoch,
         };
         let mut bytes = serde_json::to_vec_pretty(&envelope)
             .map_err(|e| invalid(format!("cannot serialise: {e}")))?;
         bytes.push(b'\n');
         let opts = WriteOptions {
             sync: self.opts.sync,
-            points: true,
+            points,
         };
-        write_atomic_step(self.dir.as_ref(), &self.file, &bytes, opts).map_err(|(op, source)| {
-            Error::Io {
-                path: self.path(),
-                op,
-                source,
-            }
-        })
+        let dir = self.dir.as_ref();
+        write_atomic_step(dir, &self.file, &bytes, opts, &mut || self.check_fence()).map_err(
+            |fail| match fail {
+                WriteFail::Step(op, source) => Error::from_io(self.path(), op, source),
+                WriteFail::Refused(e) => e,
+            },
+        )
+    }
+
+    /// Refuse to write if a newer holder saved since this one opened the
+    /// run: read the epoch on disk, under the lock, just before the rename.
+    fn check_fence(&self) -> Result<()> {
+        let path = || self.path();
+        let bytes = self
+            .dir
+            .read_limited(&self.file, self.opts.max_read_bytes)
+            .map_err(|source| Error::from_io(path(), "read before saving", source))?;
+        let Some(bytes) = bytes else {
+            return Ok(());
+        };
+        let on_disk = serde_json::from_slice::<EpochOnly>(&bytes)
+            .map_err(|e| Error::Corrupt {
+                path: path(),
+                reason: format!("before saving over it: {e}"),
+            })?
+            .epoch;
+        if on_disk > self.epoch {
+            return Err(Error::Fenced {
+                path: path(),
+                ours: self.epoch,
+                on_disk,
+            });
+        }
+        Ok(())
     }
 
     /// Read `run`'s checkpoint in `dir` without taking the lock, for tools
     /// and tests that only look: `Ok(None)` if there is none. Leftover temp
     /// files are ignored, as [`Checkpoint::open`] would ignore them.
+    ///
+    /// Reads at most [`DEFAULT_MAX_READ_BYTES`]; see
+    /// [`Checkpoint::load_limited`].
     pub fn load(dir: &dyn Dir, run: &RunId) -> Result<Option<Saved<S>>> {
+        Self::load_limited(dir, run, DEFAULT_MAX_READ_BYTES)
+    }
+
+    /// [`Checkpoint::load`], refusing a checkpoint larger than `limit` bytes
+    /// with [`Error::TooLarge`]. Only a missing file is `Ok(None)`: an entry
+    /// that is not a regular file is [`Error::NotRegularFile`], and every
+    /// other read error is [`Error::Io`] naming the file.
+    pub fn load_limited(dir: &dyn Dir, run: &RunId, limit: u64) -> Result<Option<Saved<S>>> {
         let file = file_name(run);
         let path = || dir.path_of(&file);
-        match dir.read(&file) {
+        match dir.read_limited(&file, limit) {
             Ok(None) => Ok(None),
             Ok(Some(bytes)) => parse(&bytes, run, &path()).map(Some),
-            Err(source) => Err(Error::Io {
-                path: path(),
-                op: "read",
-                source,
-            }),
+            Err(source) => Err(Error::from_io(path(), "read", source)),
         }
     }
 }
@@ -351,6 +445,12 @@ impl<S> Checkpoint<S> {
         self.resumes
     }
 
+    /// This holder's fencing epoch: what its saves record, and the highest
+    /// epoch on disk they accept (see the crate docs).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
     /// The checkpoint file's path (or `mem:/<run>.json`), for messages.
     pub fn path(&self) -> PathBuf {
         self.dir.path_of(&self.file)
@@ -362,10 +462,12 @@ impl<S> Checkpoint<S> {
     /// `a` and run `a.json-b`) are never touched.
     fn remove_temp_files(&self) -> Result<()> {
         let dir = self.dir.as_ref();
-        crate::write::remove_leftover_temps(dir, &self.file).map_err(|source| Error::Io {
-            path: dir.path_of(&self.file),
-            op: "remove leftover temp files",
-            source,
+        crate::write::remove_leftover_temps(dir, &self.file).map_err(|source| {
+            Error::from_io(
+                dir.path_of(&self.file),
+                "remove leftover temp files",
+                source,
+            )
         })?;
         Ok(())
     }
@@ -406,8 +508,17 @@ fn parse<S: DeserializeOwned>(bytes: &[u8], run: &RunId, path: &Path) -> Result<
     if !fields.contains_key("state") {
         return Err(corrupt("no \"state\" field".to_owned()));
     }
-    let envelope: EnvelopeOwned<S> =
-        serde_json::from_value(value).map_err(|e| corrupt(format!("wrong shape: {e}")))?;
+    let mut unknown = None;
+    let envelope: EnvelopeOwned<S> = serde_ignored::deserialize(value, |field| {
+        unknown.get_or_insert_with(|| field.to_string());
+    })
+    .map_err(|e| corrupt(format!("wrong shape: {e}")))?;
+    if let Some(field) = unknown {
+        return Err(Error::UnknownField {
+            path: path.to_path_buf(),
+            field,
+        });
+    }
     if envelope.run != run.as_str() {
         return Err(corrupt(format!(
             "it holds run {:?}, not {:?}",
@@ -418,5 +529,6 @@ fn parse<S: DeserializeOwned>(bytes: &[u8], run: &RunId, path: &Path) -> Result<
     Ok(Saved {
         state: envelope.state,
         resumes: envelope.resumes,
+        epoch: envelope.epoch,
     })
 }

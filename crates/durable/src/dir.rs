@@ -47,10 +47,35 @@ pub trait Dir: Send + Sync + fmt::Debug {
     fn sync_dir(&self) -> io::Result<()>;
 
     /// The file's contents, or `Ok(None)` when the file does not exist.
+    ///
+    /// Only a missing entry is `Ok(None)`: every other failure (permission
+    /// denied, `EIO`, …) is an error, so a caller never mistakes an
+    /// unreadable file for no file. An entry that is not a regular file (a
+    /// symbolic link, even to a regular file, a directory, a FIFO, a socket,
+    /// a device) is refused with [`EntryError::NotRegularFile`] inside the
+    /// [`io::Error`], and a real directory never blocks on a FIFO.
     fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>>;
 
+    /// [`Dir::read`], refusing a file larger than `limit` bytes with
+    /// [`EntryError::TooLarge`] inside the [`io::Error`], without reading
+    /// more than `limit + 1` bytes of it where the directory can help it.
+    ///
+    /// The default reads the whole file and then checks its length: right
+    /// for directories in memory, whose files are in memory already.
+    fn read_limited(&self, name: &str, limit: u64) -> io::Result<Option<Vec<u8>>> {
+        match self.read(name)? {
+            Some(bytes) if bytes.len() as u64 > limit => Err(EntryError::TooLarge {
+                size: bytes.len() as u64,
+                limit,
+            }
+            .into_io()),
+            found => Ok(found),
+        }
+    }
+
     /// Remove the file. Removing a missing file is `Ok`, so cleanup after a
-    /// crash can be repeated after another crash.
+    /// crash can be repeated after another crash; every other failure is an
+    /// error.
     fn remove(&self, name: &str) -> io::Result<()>;
 
     /// The names of the directory's entries, sorted.
@@ -63,10 +88,90 @@ pub trait Dir: Send + Sync + fmt::Debug {
     /// this is `flock(LOCK_EX|LOCK_NB)` on an open descriptor, so the kernel
     /// also releases it when the process dies by any means, and a crash never
     /// leaves a run locked by a process that no longer exists.
+    ///
+    /// A lock is only worth its path: [`DiskDir`](crate::DiskDir) refuses a
+    /// lock path that is not a regular file (a symbolic link is never
+    /// followed) with [`EntryError::NotRegularFile`], and, once it holds the
+    /// lock, checks that the file it locked is still the one at the path
+    /// (same device and inode), refusing with [`EntryError::LockReplaced`]
+    /// otherwise: a lock on a deleted or replaced file excludes nobody.
     fn lock(&self, name: &str) -> io::Result<LockGuard>;
 
     /// Where `name` lives, for error messages: a real path, or `mem:/name`.
     fn path_of(&self, name: &str) -> PathBuf;
+}
+
+/// The kind of a directory entry that is not a regular file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// A symbolic link (never followed, even to a regular file).
+    Symlink,
+    /// A directory.
+    Directory,
+    /// A named pipe.
+    Fifo,
+    /// A Unix socket.
+    Socket,
+    /// A block device.
+    BlockDevice,
+    /// A character device.
+    CharDevice,
+    /// Anything else.
+    Other,
+}
+
+impl fmt::Display for FileKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FileKind::Symlink => "a symbolic link",
+            FileKind::Directory => "a directory",
+            FileKind::Fifo => "a FIFO",
+            FileKind::Socket => "a socket",
+            FileKind::BlockDevice => "a block device",
+            FileKind::CharDevice => "a character device",
+            FileKind::Other => "not a regular file",
+        })
+    }
+}
+
+/// Why a [`Dir`] refused an entry, carried inside the [`io::Error`] its
+/// methods return (find it with [`EntryError::of`]); the checkpoint store
+/// turns each into its own [`Error`](crate::Error) variant naming the path.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    /// The entry exists but is not a regular file.
+    #[error("is {0}, not a regular file")]
+    NotRegularFile(FileKind),
+    /// The file is larger than the reader's limit.
+    #[error("is {size} bytes, more than the limit of {limit}")]
+    TooLarge {
+        /// The file's size (or a lower bound of it).
+        size: u64,
+        /// The limit it broke.
+        limit: u64,
+    },
+    /// The locked file is no longer the file at the lock's path (it was
+    /// deleted or replaced), so the lock excludes nobody.
+    #[error("was deleted or replaced while being locked")]
+    LockReplaced,
+}
+
+impl EntryError {
+    /// This refusal as an [`io::Error`] (kind `InvalidData`, or
+    /// `InvalidInput` for a file that is not regular).
+    pub fn into_io(self) -> io::Error {
+        let kind = match self {
+            EntryError::NotRegularFile(_) => io::ErrorKind::InvalidInput,
+            _ => io::ErrorKind::InvalidData,
+        };
+        io::Error::new(kind, self)
+    }
+
+    /// The refusal inside `e`, if `e` carries one.
+    pub fn of(e: &io::Error) -> Option<&EntryError> {
+        e.get_ref()
+            .and_then(|inner| inner.downcast_ref::<EntryError>())
+    }
 }
 
 /// A held lock from [`Dir::lock`]; dropping it releases the lock.

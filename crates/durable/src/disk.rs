@@ -2,13 +2,13 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::dir::{check_name, Dir, LockGuard, TEMP_ATTEMPTS};
+use crate::dir::{check_name, Dir, EntryError, FileKind, LockGuard, TEMP_ATTEMPTS};
 
 /// A real directory on a local disk.
 ///
@@ -75,6 +75,73 @@ impl DiskDir {
     fn file(&self, name: &str) -> io::Result<PathBuf> {
         check_name(name)?;
         Ok(self.path.join(name))
+    }
+}
+
+/// What `file_type` is, if it is not a regular file.
+fn not_regular(file_type: fs::FileType) -> Option<FileKind> {
+    let kind = if file_type.is_file() {
+        return None;
+    } else if file_type.is_symlink() {
+        FileKind::Symlink
+    } else if file_type.is_dir() {
+        FileKind::Directory
+    } else if file_type.is_fifo() {
+        FileKind::Fifo
+    } else if file_type.is_socket() {
+        FileKind::Socket
+    } else if file_type.is_block_device() {
+        FileKind::BlockDevice
+    } else if file_type.is_char_device() {
+        FileKind::CharDevice
+    } else {
+        FileKind::Other
+    };
+    Some(kind)
+}
+
+/// Refuse `meta` unless it describes a regular file.
+fn regular(meta: &fs::Metadata) -> io::Result<()> {
+    match not_regular(meta.file_type()) {
+        Some(kind) => Err(EntryError::NotRegularFile(kind).into_io()),
+        None => Ok(()),
+    }
+}
+
+/// Whether an entry exists at `path` (without following a symbolic link),
+/// refusing one that is not a regular file. Only a missing entry is
+/// `Ok(false)`; every other error of `lstat` is an error.
+fn regular_entry(path: &Path) -> io::Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) => regular(&meta).map(|()| true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Open flags that never follow a symbolic link at the last component and
+/// never block on a FIFO.
+const NO_FOLLOW_NO_BLOCK: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+
+/// Refuse unless the entry at `path` is the file `locked` describes (same
+/// device and inode): `flock` locks an inode, not a path, so a lock on a
+/// file deleted or replaced since it was opened excludes nobody.
+fn still_at(path: &Path, locked: &fs::Metadata) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(now) if (now.dev(), now.ino()) == (locked.dev(), locked.ino()) => Ok(()),
+        Ok(_) => Err(EntryError::LockReplaced.into_io()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(EntryError::LockReplaced.into_io()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Call `f` again while it fails with `EINTR`.
+fn retry_interrupted<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    loop {
+        match f() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            done => return done,
+        }
     }
 }
 
@@ -153,11 +220,35 @@ impl Dir for DiskDir {
     }
 
     fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
-        match fs::read(self.file(name)?) {
-            Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
+        self.read_limited(name, u64::MAX)
+    }
+
+    /// `lstat` first, so a device or socket is never opened; then an open
+    /// that follows no link and never blocks, and `fstat` on what was
+    /// opened, so an entry swapped in between is refused too.
+    fn read_limited(&self, name: &str, limit: u64) -> io::Result<Option<Vec<u8>>> {
+        let path = self.file(name)?;
+        if !regular_entry(&path)? {
+            return Ok(None);
         }
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(NO_FOLLOW_NO_BLOCK)
+            .open(&path)?;
+        let meta = file.metadata()?;
+        regular(&meta)?;
+        let too_large = |size| EntryError::TooLarge { size, limit }.into_io();
+        if meta.len() > limit {
+            return Err(too_large(meta.len()));
+        }
+        let mut bytes = Vec::new();
+        // The file may grow after the `fstat`: read one byte past the limit
+        // at most, to tell.
+        file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > limit {
+            return Err(too_large(bytes.len() as u64));
+        }
+        Ok(Some(bytes))
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {
@@ -183,35 +274,124 @@ impl Dir for DiskDir {
     }
 
     fn lock(&self, name: &str) -> io::Result<LockGuard> {
+        let path = self.file(name)?;
+        regular_entry(&path)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .mode(0o600)
-            .open(self.file(name)?)?;
-        loop {
+            .custom_flags(NO_FOLLOW_NO_BLOCK)
+            .open(&path)?;
+        let locked = file.metadata()?;
+        regular(&locked)?;
+        retry_interrupted(|| {
             // SAFETY: `file` owns a valid open descriptor for the whole call.
             let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
             if rc == 0 {
-                return Ok(LockGuard::new(file));
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
             }
-            let err = io::Error::last_os_error();
-            match err.kind() {
-                io::ErrorKind::Interrupted => continue,
-                // EWOULDBLOCK already maps to WouldBlock; say which file.
-                io::ErrorKind::WouldBlock => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::WouldBlock,
-                        format!("{} is locked", self.path.join(name).display()),
-                    ))
-                }
-                _ => return Err(err),
-            }
-        }
+        })
+        .map_err(|err| match err.kind() {
+            // EWOULDBLOCK already maps to WouldBlock; say which file.
+            io::ErrorKind::WouldBlock => io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is locked", path.display()),
+            ),
+            _ => err,
+        })?;
+        still_at(&path, &locked)?;
+        Ok(LockGuard::new(file))
     }
 
     fn path_of(&self, name: &str) -> PathBuf {
         self.path.join(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interrupted_call_is_retried_and_other_errors_are_not() {
+        let mut calls = 0;
+        let r = retry_interrupted(|| {
+            calls += 1;
+            if calls < 3 {
+                Err(io::Error::from(io::ErrorKind::Interrupted))
+            } else {
+                Ok(calls)
+            }
+        });
+        assert_eq!(r.unwrap(), 3);
+        let mut calls = 0;
+        let r: io::Result<()> = retry_interrupted(|| {
+            calls += 1;
+            Err(io::Error::from(io::ErrorKind::PermissionDenied))
+        });
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+        assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn a_lock_file_deleted_or_replaced_after_its_open_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.lock");
+        fs::write(&path, b"").unwrap();
+        let opened = fs::metadata(&path).unwrap();
+        still_at(&path, &opened).unwrap();
+        let replaced = |r: io::Result<()>| {
+            let e = r.unwrap_err();
+            assert_eq!(EntryError::of(&e), Some(&EntryError::LockReplaced), "{e}");
+        };
+        // Replaced by another file (a new inode) at the same path.
+        let other = dir.path().join("other");
+        fs::write(&other, b"").unwrap();
+        fs::rename(&other, &path).unwrap();
+        replaced(still_at(&path, &opened));
+        // Deleted.
+        fs::remove_file(&path).unwrap();
+        replaced(still_at(&path, &opened));
+        // An error other than "not found" is that error.
+        let long = dir.path().join("x".repeat(300));
+        let e = still_at(&long, &opened).unwrap_err();
+        assert_eq!(EntryError::of(&e), None, "{e}");
+    }
+
+    #[test]
+    fn every_kind_of_entry_that_is_not_a_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let kind = |p: &Path| not_regular(fs::symlink_metadata(p).unwrap().file_type());
+        let file = dir.path().join("f");
+        fs::write(&file, b"x").unwrap();
+        assert_eq!(kind(&file), None);
+        assert_eq!(kind(dir.path()), Some(FileKind::Directory));
+        let link = dir.path().join("l");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(kind(&link), Some(FileKind::Symlink));
+        let sock = dir.path().join("s");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        assert_eq!(kind(&sock), Some(FileKind::Socket));
+        let fifo = dir.path().join("p");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(kind(&fifo), Some(FileKind::Fifo));
+        assert_eq!(kind(Path::new("/dev/null")), Some(FileKind::CharDevice));
+        for (k, words) in [
+            (FileKind::Symlink, "a symbolic link"),
+            (FileKind::Directory, "a directory"),
+            (FileKind::Fifo, "a FIFO"),
+            (FileKind::Socket, "a socket"),
+            (FileKind::BlockDevice, "a block device"),
+            (FileKind::CharDevice, "a character device"),
+            (FileKind::Other, "not a regular file"),
+        ] {
+            assert_eq!(k.to_string(), words);
+        }
     }
 }

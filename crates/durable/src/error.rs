@@ -106,6 +106,65 @@ pub enum Error {
         reason: String,
     },
 
+    /// A newer holder of the run opened it since this one did: the
+    /// checkpoint on disk carries a higher fencing epoch than this holder's
+    /// (see the crate docs). Nothing was written; this holder must stop.
+    #[error(
+        "run was opened by a newer holder (epoch {on_disk} on disk, {ours} here); \
+         this process must stop: {path}"
+    )]
+    Fenced {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// This holder's epoch.
+        ours: u64,
+        /// The epoch of the checkpoint on disk.
+        on_disk: u64,
+    },
+
+    /// The run's lock file was deleted or replaced while this process
+    /// locked it, so the lock it holds excludes nobody; nothing was read.
+    #[error("lock file {path} was deleted or replaced while it was being locked; try again")]
+    LockReplaced {
+        /// The lock file.
+        path: PathBuf,
+    },
+
+    /// A checkpoint or lock path names something that is not a regular file
+    /// (a symbolic link, even to a valid checkpoint, a directory, a FIFO, a
+    /// socket, a device). It is refused, never read through, followed or
+    /// replaced by a fresh run.
+    #[error("{path} is {found}, not a regular file; move it away to go on")]
+    NotRegularFile {
+        /// The entry.
+        path: PathBuf,
+        /// What it is.
+        found: crate::FileKind,
+    },
+
+    /// The checkpoint is larger than [`Options::max_read_bytes`](crate::Options::max_read_bytes);
+    /// it was not read whole.
+    #[error("checkpoint {path} is {size} bytes, more than the limit of {limit} bytes")]
+    TooLarge {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// Its size (or as much of it as was read).
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+
+    /// The checkpoint holds a field this build does not know, in the
+    /// envelope or in the state. It is refused rather than silently dropped
+    /// by the next save (a newer build wrote it, or a person did).
+    #[error("checkpoint {path} has a field this build does not know: {field}")]
+    UnknownField {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// Where the field is, e.g. `state.later`.
+        field: String,
+    },
+
     /// An I/O operation failed.
     #[error("{op} {path}: {source}")]
     Io {
@@ -117,6 +176,27 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+}
+
+impl Error {
+    /// The error for `source`, from operation `op` on `path`: the typed
+    /// variant for a refusal a [`Dir`](crate::Dir) carries
+    /// ([`EntryError`](crate::EntryError)), [`Error::Io`] otherwise.
+    pub fn from_io(path: PathBuf, op: &'static str, source: io::Error) -> Error {
+        match crate::EntryError::of(&source) {
+            Some(crate::EntryError::NotRegularFile(found)) => Error::NotRegularFile {
+                path,
+                found: *found,
+            },
+            Some(crate::EntryError::TooLarge { size, limit }) => Error::TooLarge {
+                path,
+                size: *size,
+                limit: *limit,
+            },
+            Some(crate::EntryError::LockReplaced) => Error::LockReplaced { path },
+            None => Error::Io { path, op, source },
+        }
+    }
 }
 
 /// The result type of this crate.

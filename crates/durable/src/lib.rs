@@ -33,7 +33,56 @@
 //!
 //! Errors are values: a corrupt, truncated, foreign or other-version
 //! checkpoint comes back as a typed [`Error`] naming its file, and is never
-//! silently replaced by a fresh run.
+//! silently replaced by a fresh run. Nor is a checkpoint path that is not a
+//! regular file — a symbolic link (even to a valid checkpoint), a
+//! directory, a FIFO, a socket, a device ([`Error::NotRegularFile`]; a FIFO
+//! never blocks the open) —, a file larger than
+//! [`Options::max_read_bytes`] ([`Error::TooLarge`]), or a file that cannot
+//! be read for any reason but "not found" (permission denied, `EIO`:
+//! [`Error::Io`]). A field this build does not know, in the envelope or in
+//! the state, is refused with [`Error::UnknownField`] rather than dropped by
+//! the next save: a newer build (or a person) wrote it, and a save by this
+//! one would erase it without a word.
+//!
+//! # One holder per run: the lock and the fencing epoch
+//!
+//! [`Checkpoint::open`] takes an `flock` on `<run>.lock`, which is never
+//! followed if it is a symbolic link, and then checks that the file it
+//! locked is still the file at the path (same device and inode): `flock`
+//! locks an inode, not a path, so a lock on a file deleted or replaced in
+//! between would exclude nobody ([`Error::LockReplaced`]).
+//!
+//! That still leaves a holder whose lock file is deleted *after* it took the
+//! lock: a second process then creates a new lock file, locks it, and runs
+//! the run too. So the envelope carries a **fencing epoch**, and the store
+//! promises:
+//!
+//! * every open of an unfinished run makes a new holder whose epoch is one
+//!   more than the epoch on disk, and saves it before `open` returns (in the
+//!   save that counts the restart, or the start save of a fresh run; with
+//!   `max_resumes: None`, in a save that passes no crash point). Opening a
+//!   finished run saves nothing and keeps its epoch;
+//! * every save reads the epoch on disk, under the lock, after the point
+//!   `mid-save` and just before the rename, and if it is higher than the
+//!   holder's, refuses with [`Error::Fenced`] and writes nothing (its temp
+//!   file is removed). The read passes no crash point, so a save passes the
+//!   same points, in the same order, as without fencing.
+//!
+//! So once a newer holder has opened a run, nothing an older holder saves
+//! reaches the file, and the older holder learns it at its next save.
+//!
+//! The limits: the check and the rename are two steps. A newer holder whose
+//! save lands in the instant between an older holder's check and its rename
+//! is overwritten by the older holder's file, and until the newer holder
+//! saves again (its check reads a lower epoch than its own, so it goes
+//! through) the older holder is not fenced. What an older holder
+//! does *outside* the store (a tool call between two saves) is not fenced:
+//! keep idempotency keys ([`key`]) for that. The epoch is a number in a
+//! local file, guarded by a local `flock`: a run shared across machines
+//! needs a lease in a database, where the same epoch becomes the lease's
+//! fencing token and the check-and-write one conditional update
+//! (`UPDATE … WHERE epoch <= ours`), which closes the window above. A build
+//! older than the epoch ignores it.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -86,9 +135,10 @@
 //! # }
 //! ```
 //!
-//! The store is Unix-only: it relies on `flock`, file modes and syncing a
-//! directory. `flock` holds on one machine's local disk; a run shared across
-//! machines needs a lease in a database instead.
+//! The store is Unix-only: it relies on `flock`, `O_NOFOLLOW`, file modes
+//! and syncing a directory. `flock` holds on one machine's local disk; a run
+//! shared across machines needs a lease in a database instead (see the
+//! fencing epoch above).
 
 #![deny(missing_docs)]
 
@@ -103,8 +153,8 @@ mod write;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use checkpoint::{Checkpoint, Durable, Opened, Options, Saved};
-pub use dir::{Dir, LockGuard};
+pub use checkpoint::{Checkpoint, Durable, Opened, Options, Saved, DEFAULT_MAX_READ_BYTES};
+pub use dir::{Dir, EntryError, FileKind, LockGuard};
 pub use disk::DiskDir;
 pub use error::{Error, Result};
 pub use key::{key, sha256_hex};
@@ -116,6 +166,8 @@ pub use write::{remove_leftover_temps, write_atomic, WriteOptions};
 /// [`Error::UnsupportedVersion`] instead of being misread.
 ///
 /// Version 1 was the agent's state written flat, with no envelope; version 2
-/// wraps any state type: `{"version": 2, "run": …, "resumes": …, "state": …}`.
+/// wraps any state type: `{"version": 2, "run": …, "resumes": …, "state": …,
+/// "epoch": …}` (`epoch` came later within version 2: a file without it reads
+/// as epoch 0).
 /// A state type that changes meaning keeps its own version inside `S`.
 pub const FORMAT_VERSION: u32 = 2;

@@ -28,21 +28,36 @@ impl Default for WriteOptions {
     }
 }
 
-/// Which step of [`write_atomic`] failed, for error messages.
-pub(crate) type StepError = (&'static str, io::Error);
+/// Why [`write_atomic_step`] did not write.
+pub(crate) enum WriteFail {
+    /// A step failed: which one, and how.
+    Step(&'static str, io::Error),
+    /// The check before the rename refused the write.
+    Refused(crate::Error),
+}
 
-/// [`write_atomic`], naming the step that failed.
+impl From<(&'static str, io::Error)> for WriteFail {
+    fn from((op, e): (&'static str, io::Error)) -> Self {
+        WriteFail::Step(op, e)
+    }
+}
+
+/// [`write_atomic`], naming the step that failed, with `before_rename`
+/// called after the point `mid-save` and just before the rename: an `Err`
+/// from it removes the temp file and writes nothing. It passes no crash
+/// point of its own.
 pub(crate) fn write_atomic_step(
     dir: &dyn Dir,
     name: &str,
     bytes: &[u8],
     opts: WriteOptions,
-) -> Result<(), StepError> {
+    before_rename: &mut dyn FnMut() -> crate::Result<()>,
+) -> Result<(), WriteFail> {
     check_name(name).map_err(|e| ("write", e))?;
     let tmp = dir
         .create_temp(&format!(".{name}-"))
         .map_err(|e| ("create temp file for", e))?;
-    let swapped = (|| {
+    let swapped = (|| -> Result<(), WriteFail> {
         dir.write(&tmp, bytes)
             .map_err(|e| ("write temp file for", e))?;
         if opts.sync {
@@ -51,8 +66,10 @@ pub(crate) fn write_atomic_step(
         if opts.points {
             crashpoint::point!("mid-save");
         }
+        before_rename().map_err(WriteFail::Refused)?;
         dir.rename(&tmp, name)
-            .map_err(|e| ("rename temp file over", e))
+            .map_err(|e| ("rename temp file over", e))?;
+        Ok(())
     })();
     if let Err(e) = swapped {
         // Best effort: the error that matters is the one above, and open
@@ -108,5 +125,8 @@ pub fn remove_leftover_temps(dir: &dyn Dir, name: &str) -> io::Result<Vec<String
 /// a crash it is left for [`remove_leftover_temps`] (which
 /// [`Checkpoint::open`](crate::Checkpoint::open) calls) to remove.
 pub fn write_atomic(dir: &dyn Dir, name: &str, bytes: &[u8], opts: WriteOptions) -> io::Result<()> {
-    write_atomic_step(dir, name, bytes, opts).map_err(|(_, e)| e)
+    write_atomic_step(dir, name, bytes, opts, &mut || Ok(())).map_err(|fail| match fail {
+        WriteFail::Step(_, e) => e,
+        WriteFail::Refused(e) => io::Error::other(e),
+    })
 }

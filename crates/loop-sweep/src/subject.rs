@@ -119,6 +119,7 @@ impl LoopSubject {
         .with_options(Options {
             sync: self.syncs(),
             max_resumes: Some(u32::MAX),
+            ..Options::default()
         })
         .with_approver(person)
         .with_workspace(Arc::clone(&w.workspace))

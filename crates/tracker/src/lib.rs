@@ -202,6 +202,13 @@ pub enum TrackerError {
         /// What is wrong with it.
         reason: String,
     },
+    /// [`Tracker::open_existing`] found no tracker file where one must be.
+    /// Nothing was created.
+    #[error("tracker file {} is missing; it is never replaced by an empty tracker", path.display())]
+    Missing {
+        /// The missing file.
+        path: PathBuf,
+    },
     /// Reading or writing the tracker's file failed, or another tracker
     /// changed the file since this one read it (see [`Tracker::open_dir`]).
     /// A failed write records nothing: the request is rolled back, as a
@@ -477,7 +484,29 @@ impl Tracker {
     /// another tracker changed since this one read it is refused with
     /// [`TrackerError::Io`] rather than erase the other's records.
     pub fn open_dir(dir: Arc<dyn durable::Dir>, mode: Mode) -> Result<Tracker, TrackerError> {
-        Ok(Tracker::from_state(mode, store::Store::open(dir)?))
+        Ok(Tracker::from_state(mode, store::Store::open(dir, false)?))
+    }
+
+    /// [`Tracker::open_dir`] for a tracker that must already exist: a
+    /// missing `tracker.json` is [`TrackerError::Missing`], never an empty
+    /// tracker, so a world that lost its tracker is refused rather than
+    /// refilled from nothing. Everything else is as in `open_dir`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tracker::{Mode, Tracker, TrackerError};
+    ///
+    /// let disk = durable::testing::MemDir::new();
+    /// let missing = Tracker::open_existing(Arc::new(disk.clone()), Mode::Keyed);
+    /// assert!(matches!(missing, Err(TrackerError::Missing { .. })));
+    /// // Once a tracker was created and wrote its file, it opens.
+    /// let t = Tracker::open_dir(Arc::new(disk.clone()), Mode::Keyed).unwrap();
+    /// t.file_issue("bug", "trace", None).unwrap();
+    /// let t = Tracker::open_existing(Arc::new(disk), Mode::Keyed).unwrap();
+    /// assert_eq!(t.issues().len(), 1);
+    /// ```
+    pub fn open_existing(dir: Arc<dyn durable::Dir>, mode: Mode) -> Result<Tracker, TrackerError> {
+        Ok(Tracker::from_state(mode, store::Store::open(dir, true)?))
     }
 
     /// A tracker whose records live in `dir` as a log of entries and an

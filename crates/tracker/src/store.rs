@@ -81,11 +81,19 @@ impl Store {
         }
     }
 
-    /// Load the state from `dir` (an empty state if there is no file yet).
-    pub(crate) fn open(dir: Arc<dyn durable::Dir>) -> Result<State, TrackerError> {
+    /// Load the state from `dir`: an empty state if there is no file yet,
+    /// unless `existing`, which refuses a missing file with
+    /// [`TrackerError::Missing`].
+    pub(crate) fn open(dir: Arc<dyn durable::Dir>, existing: bool) -> Result<State, TrackerError> {
         let mut store = Store { dir, generation: 0 };
         store.remove_leftover_temps()?;
-        let Some(bytes) = store.dir.read(FILE).map_err(|e| store.io(e))? else {
+        let read = store
+            .dir
+            .read_limited(FILE, durable::DEFAULT_MAX_READ_BYTES);
+        let Some(bytes) = read.map_err(|e| store.io(e))? else {
+            if existing {
+                return Err(TrackerError::Missing { path: store.path() });
+            }
             return Ok(State {
                 store: Some(store),
                 ..State::default()

@@ -746,3 +746,96 @@ mod log_backed {
         );
     }
 }
+
+mod existing {
+    use super::*;
+    use durable::testing::{FaultDir, MemDir, Op};
+    use durable::Dir;
+
+    #[test]
+    fn a_missing_tracker_is_refused_and_nothing_is_created() {
+        let world = MemDir::new();
+        let e = Tracker::open_existing(Arc::new(world.clone()), Mode::Keyed).unwrap_err();
+        match &e {
+            TrackerError::Missing { path } => assert_eq!(path.to_str(), Some("mem:/tracker.json")),
+            other => panic!("expected Missing, got {other:?}"),
+        }
+        assert!(e.to_string().contains("mem:/tracker.json"), "{e}");
+        assert!(e.to_string().contains("missing"), "{e}");
+        assert!(world.list().unwrap().is_empty(), "nothing created");
+        // open_dir still starts an empty tracker where none is expected.
+        let t = Tracker::open_dir(Arc::new(world.clone()), Mode::Keyed).unwrap();
+        assert!(t.issues().is_empty());
+    }
+
+    #[test]
+    fn an_existing_tracker_opens_with_its_records() {
+        let world = MemDir::new();
+        let t = Tracker::open_dir(Arc::new(world.clone()), Mode::Keyed).unwrap();
+        t.file_issue("bug", "trace", Some("k1")).unwrap();
+        let t = Tracker::open_existing(Arc::new(world.clone()), Mode::Keyed).unwrap();
+        assert_eq!(t.search("bug"), [(1, "bug".to_owned())]);
+        assert!(t.holds_key("k1"));
+        // It writes on as open_dir's tracker does.
+        t.file_issue("other", "x", None).unwrap();
+        let again = Tracker::open_existing(Arc::new(world), Mode::Keyed).unwrap();
+        assert_eq!(again.issues().len(), 2);
+    }
+
+    #[test]
+    fn a_leftover_temp_file_is_not_a_tracker() {
+        let world = MemDir::new();
+        world.write(".tracker.json-abc.tmp", b"{}").unwrap();
+        assert!(matches!(
+            Tracker::open_existing(Arc::new(world.clone()), Mode::Keyed),
+            Err(TrackerError::Missing { .. })
+        ));
+        assert!(world.list().unwrap().is_empty(), "the leftover was removed");
+    }
+
+    #[test]
+    fn a_read_error_is_an_error_not_an_empty_tracker() {
+        for existing in [false, true] {
+            let dir = FaultDir::new(MemDir::new());
+            dir.fail(Op::Read, io::ErrorKind::PermissionDenied);
+            let r = if existing {
+                Tracker::open_existing(Arc::new(dir.clone()), Mode::Keyed)
+            } else {
+                Tracker::open_dir(Arc::new(dir.clone()), Mode::Keyed)
+            };
+            assert!(
+                matches!(&r, Err(TrackerError::Io { source, .. }) if source.kind() == io::ErrorKind::PermissionDenied),
+                "{:?}",
+                r.map(|t| t.issues())
+            );
+        }
+    }
+
+    #[test]
+    fn a_tracker_path_that_is_not_a_file_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("tracker.json")).unwrap();
+        let dir = durable::DiskDir::new(t.path()).unwrap();
+        for existing in [false, true] {
+            let r = if existing {
+                Tracker::open_existing(Arc::new(dir.clone()), Mode::Keyed)
+            } else {
+                Tracker::open_dir(Arc::new(dir.clone()), Mode::Keyed)
+            };
+            let e = r.err().expect("a directory is not a tracker");
+            assert!(e.to_string().contains("tracker.json"), "{e}");
+            assert!(e.to_string().contains("a directory"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_tracker_over_the_read_limit_is_refused() {
+        let world = MemDir::new();
+        let big = vec![b' '; (durable::DEFAULT_MAX_READ_BYTES + 1) as usize];
+        world.write("tracker.json", &big).unwrap();
+        let e = Tracker::open_existing(Arc::new(world), Mode::Keyed)
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("more than the limit"), "{e}");
+    }
+}

@@ -155,6 +155,11 @@ impl From<durable::Error> for Failure {
             E::InvalidRunId { .. } => Failure::usage("invalid_run_id", message),
             E::InvalidState { .. } => Failure::run("invalid_state", message),
             E::Io { .. } => Failure::run("io", message),
+            E::Fenced { .. } => Failure::run("fenced", message),
+            E::LockReplaced { .. } => Failure::new(Exit::Locked, "lock_replaced", message),
+            E::NotRegularFile { .. } => Failure::run("not_a_file", message),
+            E::TooLarge { .. } => Failure::run("too_large", message),
+            E::UnknownField { .. } => Failure::run("unknown_field", message),
         }
     }
 }

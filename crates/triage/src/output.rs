@@ -156,7 +156,8 @@ impl Printer {
             } => self.step(
                 "opened",
                 &format!(
-                    "run {run} in phase done after {turns} turns: nothing to resume, nothing saved"
+                    "run {run} in phase done after {}: nothing to resume, nothing saved",
+                    plural(*turns as usize, "turn")
                 ),
                 json!({"event": "opened_done", "run": run, "turns": turns}),
             ),
@@ -168,7 +169,8 @@ impl Printer {
             } => self.step(
                 "resumed",
                 &format!(
-                    "run {run} in phase {phase} after {turns} turns (restart {resumes}, saved)"
+                    "run {run} in phase {phase} after {} (restart {resumes}, saved)",
+                    plural(*turns as usize, "turn")
                 ),
                 json!({"event": "resumed", "run": run, "phase": phase.as_str(),
                        "resumes": resumes, "turns": turns}),
@@ -378,6 +380,15 @@ impl Printer {
         if let Some(hint) = &f.hint {
             let _ = writeln!(err, "triage: hint: {hint}");
         }
+    }
+}
+
+/// `1 turn`, `2 turns`, `0 turns`: a count with its noun, in agreement.
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 

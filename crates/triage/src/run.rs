@@ -17,7 +17,7 @@
 //! 3. A new run's world is built whole before its checkpoint exists.
 
 use std::io::{self, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -30,10 +30,11 @@ use triage_tools::{CodePatch, IssueComment, IssueFile, Search};
 
 use crate::checks::{self, Evidence};
 use crate::exit::{Exit, Failure};
-use crate::output::{self, PauseCause, Printer};
+use crate::files;
+use crate::output::{self, plural, PauseCause, Printer};
 use crate::shutdown::Shutdown;
 use crate::task::{self, Catalog, Task};
-use crate::world::{Selection, StateDir, World};
+use crate::world::{Collected, Selection, StateDir, World};
 use crate::{Approve, Cli};
 
 type Shared = Arc<Mutex<Printer>>;
@@ -81,36 +82,81 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         )
     })?;
 
-    // 2. The state directory, the run, its lock.
-    let sd = StateDir::open(state)?;
-    let task_name = task.as_ref().map(|t| t.name.as_str());
-    let selection = sd.select(task_name, cli.run.as_deref())?;
-    let (run, fresh) = match selection {
-        Selection::New => {
-            let task = task.as_ref().expect("select returns New only for a task");
-            (RunId::generate(&task.name, SystemTime::now()), true)
+    // 2. The state directory — created only for a new run of a known task,
+    // so bad input creates nothing — and, under its lock, the clean-up of
+    // crashed starts, the choice of the run and the run's lock: two starts
+    // of one task at once make one run (the second waits for the first to
+    // create it, then finds it held and reports "locked").
+    let sd = match StateDir::existing(state)? {
+        Some(sd) => sd,
+        None if cli.run.is_some() || task.is_none() => {
+            let id = cli.run.as_deref().unwrap_or_default();
+            return Err(Failure::usage(
+                "no_such_run",
+                format!("no run {id} in {}", state.display()),
+            )
+            .hint(format!(
+                "{} does not exist, so it holds no runs; nothing was created",
+                state.display()
+            )));
         }
+        None => StateDir::open(state)?,
+    };
+    let state_guard = sd.lock()?;
+    let collected = sd.collect()?;
+    report_collected(printer, &collected);
+    let task_name = task.as_ref().map(|t| t.name.as_str());
+    let selection = sd.select(task_name, cli.run.as_deref(), &collected.starting)?;
+    let (run, fresh) = match selection {
+        Selection::New => match task.as_ref() {
+            Some(task) => (RunId::generate(&task.name, SystemTime::now()), true),
+            None => {
+                return Err(Failure::usage(
+                    "usage",
+                    "--task NAME or --run ID is required",
+                ))
+            }
+        },
         Selection::Existing(run) => (run, false),
     };
     output::lock(printer).run = Some(run.to_string());
     let lock_name = Checkpoint::lock_name(&run);
     let guard = take_lock(&sd, &lock_name)?;
 
-    // 3. The world: built for a new run, read for an existing one.
-    let (world, before) = if fresh {
-        let task = task.as_ref().expect("a new run has a task");
-        (sd.create_world(&run, task)?, None)
-    } else {
-        // Read the checkpoint first: a corrupt one stops here, untouched.
-        let state = Checkpoint::load(sd.dir().as_ref(), &run)
-            .map_err(Failure::from)?
-            .ok_or_else(|| Failure::usage("no_such_run", format!("no run {run}")))?;
-        let world = sd.open_world(&run)?;
-        for (option, tool) in tool_options(cli) {
-            check_tool_option(&world.task, option, tool)?;
+    // 3. The world: built for a new run, read for an existing one; then
+    // the temp files killed writers left in it are removed (we hold the
+    // run's lock, so no writer is alive).
+    let (world, before) = match (fresh, task.as_ref()) {
+        (true, Some(task)) => (sd.create_world(&run, task)?, None),
+        _ => {
+            // Read the checkpoint first: a corrupt one stops here, untouched.
+            let path = sd.checkpoint_path(&run);
+            if !files::regular("the checkpoint", &path)? {
+                return Err(Failure::usage("no_such_run", format!("no run {run}")));
+            }
+            let state = Checkpoint::load(sd.dir().as_ref(), &run)
+                .map_err(Failure::from)?
+                .ok_or_else(|| Failure::usage("no_such_run", format!("no run {run}")))?;
+            let world = sd.open_world(&run)?;
+            for (option, tool) in tool_options(cli) {
+                check_tool_option(&world.task, option, tool)?;
+            }
+            (world, Some(state))
         }
-        (world, Some(state))
     };
+    drop(state_guard);
+    let removed = world.remove_leftovers()?;
+    if !removed.is_empty() {
+        output::lock(printer).step(
+            "cleanup",
+            &format!(
+                "removed {} left by a killed writer in the world: {}",
+                plural(removed.len(), "temp file"),
+                removed.join(", ")
+            ),
+            json!({"event": "cleanup", "world_temps": removed}),
+        );
+    }
     let already_done = before.as_ref().is_some_and(|s| s.phase == Phase::Done);
 
     header(printer, &sd, &run, &world, before.as_ref());
@@ -172,7 +218,14 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
             };
             Ok(report.print(&result, &tracker.issues(), printer))
         }
-        Err(e) => Err(loop_failure(e, &run, cli, &shutdown, printer)),
+        Err(e) => Err(loop_failure(
+            e,
+            &run,
+            &world.task.name,
+            cli,
+            &shutdown,
+            printer,
+        )),
     }
 }
 
@@ -220,16 +273,15 @@ impl Report<'_> {
         let failed = if exit == Exit::Done {
             String::new()
         } else {
-            format!("; {} check(s) FAILED", verdicts.len() - passed)
+            format!("; {} FAILED", plural(verdicts.len() - passed, "check"))
         };
         let checkpoint = self.sd.checkpoint_path(run);
         p.step(
             "summary",
             &format!(
-                "run {run} is done: {} turns, {} restart{}, {} in / {} out tokens, ${:.4}{failed}",
-                result.turns,
-                result.resumes,
-                if result.resumes == 1 { "" } else { "s" },
+                "run {run} is done: {}, {}, {} in / {} out tokens, ${:.4}{failed}",
+                plural(result.turns as usize, "turn"),
+                plural(result.resumes as usize, "restart"),
                 u.input_tokens,
                 u.output_tokens,
                 u.dollars,
@@ -299,8 +351,10 @@ fn header(
     let text = match before {
         None => format!("new run {run} of task {}", world.task.name),
         Some(s) => format!(
-            "found run {run} of task {} in phase {} after {} turns",
-            world.task.name, s.phase, s.turns
+            "found run {run} of task {} in phase {} after {}",
+            world.task.name,
+            s.phase,
+            plural(s.turns as usize, "turn")
         ),
     };
     p.step(
@@ -419,12 +473,16 @@ fn die_now(p: &Printer, tool: &str, call: &str) -> ! {
 fn loop_failure(
     e: agent::Error,
     run: &RunId,
+    task: &str,
     cli: &Cli,
     shutdown: &Shutdown,
     printer: &Shared,
 ) -> Failure {
     use agent::Error as E;
     match e {
+        E::Checkpoint(e @ durable::Error::MaxResumes { .. }) => {
+            Failure::from(e).hint(max_resumes_hint(&state_arg(cli), run, task))
+        }
         E::Checkpoint(e) => Failure::from(e),
         E::Paused { waiting } => {
             let cause = output::lock(printer).pause.clone();
@@ -486,14 +544,137 @@ fn loop_failure(
 
 /// The command that continues this run, for hints.
 fn rerun_command(cli: &Cli, run: &RunId, approve: Option<&str>) -> String {
-    let state = cli.state.as_ref().map_or_else(PathBuf::new, PathBuf::clone);
     let approve = approve.unwrap_or(match cli.approve {
         Approve::On => "on",
         Approve::Off => "off",
     });
     format!(
-        "triage --state {} --run {run} --approve {approve}",
-        state.display()
+        "{} --state {} --run {run} --approve {approve}",
+        invocation(),
+        state_arg(cli)
+    )
+}
+
+/// `--state`'s value, quoted for a shell.
+fn state_arg(cli: &Cli) -> String {
+    let state = cli.state.as_ref().map_or_else(PathBuf::new, PathBuf::clone);
+    shell_quote(&state.to_string_lossy())
+}
+
+/// How to run this program again, for hints a person can paste: the name it
+/// was invoked by when that finds it on `PATH`, `cargo run -p triage --`
+/// when it runs from a cargo build directory, else the path it was invoked
+/// by.
+pub fn invocation() -> String {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    program_name(Path::new(&argv0), std::env::var_os("PATH").as_deref())
+}
+
+/// [`invocation`] for a given `argv[0]` and `PATH`.
+pub fn program_name(argv0: &Path, path_var: Option<&std::ffi::OsStr>) -> String {
+    let shown = argv0.to_string_lossy();
+    if shown.is_empty() {
+        return "cargo run -p triage --".to_owned();
+    }
+    if !shown.contains('/') {
+        // Found by the shell on PATH.
+        return shell_quote(&shown);
+    }
+    let Some(file) = argv0.file_name() else {
+        return shell_quote(&shown);
+    };
+    let me = std::fs::canonicalize(argv0).ok();
+    if let (Some(me), Some(path_var)) = (&me, path_var) {
+        for dir in std::env::split_paths(path_var) {
+            if std::fs::canonicalize(dir.join(file)).ok().as_ref() == Some(me) {
+                return shell_quote(&file.to_string_lossy());
+            }
+        }
+    }
+    // A cargo build directory: target/<profile>/triage beside .fingerprint.
+    if let Some(profile_dir) = argv0.parent() {
+        let profile = profile_dir
+            .file_name()
+            .map(|p| p.to_string_lossy().into_owned());
+        if profile_dir.join(".fingerprint").is_dir() {
+            return match profile.as_deref() {
+                Some("debug") => "cargo run -p triage --".to_owned(),
+                Some("release") => "cargo run --release -p triage --".to_owned(),
+                Some(other) => format!("cargo run --profile {} -p triage --", shell_quote(other)),
+                None => "cargo run -p triage --".to_owned(),
+            };
+        }
+    }
+    shell_quote(&shown)
+}
+
+/// `text` as one shell word: as it is when that is safe, else in single
+/// quotes.
+pub fn shell_quote(text: &str) -> String {
+    let safe = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@%".contains(&b));
+    if safe {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// Say what [`StateDir::collect`] removed, if anything.
+fn report_collected(printer: &Shared, c: &Collected) {
+    if c.worlds.is_empty() && c.half_built.is_empty() && c.temps.is_empty() {
+        return;
+    }
+    let mut parts = Vec::new();
+    if !c.half_built.is_empty() {
+        parts.push(format!(
+            "{} of killed starts ({})",
+            plural(c.half_built.len(), "half-built world"),
+            c.half_built.join(", ")
+        ));
+    }
+    if !c.worlds.is_empty() {
+        parts.push(format!(
+            "the {} of runs killed before their first save ({})",
+            plural(c.worlds.len(), "world"),
+            c.worlds
+                .iter()
+                .map(RunId::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !c.temps.is_empty() {
+        parts.push(format!(
+            "{} of killed saves ({})",
+            plural(c.temps.len(), "checkpoint temp file"),
+            c.temps.join(", ")
+        ));
+    }
+    output::lock(printer).step(
+        "cleanup",
+        &format!("removed {}", parts.join("; ")),
+        json!({"event": "cleanup",
+               "half_built": c.half_built,
+               "unstarted_worlds": c.worlds.iter().map(RunId::as_str).collect::<Vec<_>>(),
+               "checkpoint_temps": c.temps}),
+    );
+}
+
+/// What the restart limit's error says to do: where to look, and the
+/// options.
+fn max_resumes_hint(state: &str, run: &RunId, task: &str) -> String {
+    format!(
+        "the run stops for good rather than restart again. Look at it: its checkpoint \
+         {state}/{run}.json (phase, turns, calls, restarts) and its world {state}/{run}.world/ \
+         (tracker.json, workspace/). Options: find out why it keeps stopping (each restart \
+         follows a kill, a crash, a pause or a signal) and fix that; then keep the run as \
+         a record, or start the task over as a new run in a fresh world: move both away \
+         and run `{} --task {} --state {state}` (what this run did stays in its own world)",
+        invocation(),
+        shell_quote(task),
     )
 }
 

@@ -78,8 +78,8 @@ fn die_and_resume(task: &TaskFile, tool: &str) -> bool {
 
     let resumed = triage(&["--task", name, "--state", s, "--approve", "off"]);
     resumed.expect_stdout(&format!(
-        "resumed   run {run} in phase tools after {} turns (restart 1, saved)",
-        call.turn
+        "resumed   run {run} in phase tools after {} (restart 1, saved)",
+        turns(call.turn)
     ));
     // Keys settle a tracker call on rung 1, the workspace lookup a patch on
     // rung 2; a patch whose texts do not decide it goes to a person (rung

@@ -116,8 +116,9 @@ fn signal_and_resume(task: &TaskFile, tool: &str) {
     resumed
         .expect_code(0)
         .expect_stdout(&format!(
-            "resumed   run {run} in phase {} after {} turns (restart 1, saved)",
-            st.phase, call.turn
+            "resumed   run {run} in phase {} after {} (restart 1, saved)",
+            st.phase,
+            turns(call.turn)
         ))
         .expect_stdout(&all_passed(task));
     assert!(

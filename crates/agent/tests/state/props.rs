@@ -22,7 +22,10 @@ fn load_bytes(bytes: &[u8]) -> (MemDir, durable::Result<Option<durable::Saved<St
 fn is_content_error(e: &Error) -> bool {
     matches!(
         e,
-        Error::Corrupt { .. } | Error::Truncated { .. } | Error::UnsupportedVersion { .. }
+        Error::Corrupt { .. }
+            | Error::Truncated { .. }
+            | Error::UnsupportedVersion { .. }
+            | Error::UnknownField { .. }
     )
 }
 

@@ -115,20 +115,23 @@ fn the_file_is_readable_json_with_lowercase_names() {
 }
 
 #[test]
-fn unknown_fields_are_ignored() {
-    // A checkpoint with a field this build does not know (same version)
-    // still loads: adding an optional field does not need a version bump.
+fn unknown_fields_are_refused_not_dropped() {
+    // A checkpoint with a field this build does not know (same version) is
+    // refused, naming the field: a save by this build would drop it.
     let world = MemDir::new();
-    durable::Dir::write(
-        &world,
-        "r.json",
-        br#"{"version":2,"run":"r","state":{"phase":"paused","waiting":["c1"],"later":{"x":1}}}"#,
-    )
-    .unwrap();
-    let s = Checkpoint::load(&world, &run_id("r")).unwrap().unwrap();
+    let bytes =
+        br#"{"version":2,"run":"r","state":{"phase":"paused","waiting":["c1"],"later":{"x":1}}}"#;
+    durable::Dir::write(&world, "r.json", bytes).unwrap();
+    let e = Checkpoint::load(&world, &run_id("r")).unwrap_err();
+    assert!(
+        matches!(&e, durable::Error::UnknownField { field, .. } if field == "state.later"),
+        "{e:?}"
+    );
+    assert!(open(&world, &run_id("r"), fast()).is_err());
     assert_eq!(
-        (s.phase, s.waiting.clone()),
-        (Phase::Paused, vec!["c1".to_string()])
+        durable::Dir::read(&world, "r.json").unwrap().as_deref(),
+        Some(&bytes[..]),
+        "left as it was"
     );
 }
 

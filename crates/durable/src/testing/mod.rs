@@ -8,18 +8,23 @@
 //!   goes, what was not synced, in one of a bounded list of ways.
 //! * [`MutantDir`] and [`Mutation`]: deliberately broken writers, to prove a
 //!   power-loss sweep catches them ([`MID_OVERWRITE`] is the point of one).
+//! * [`FaultDir`] and [`Op`]: any `Dir` whose operations fail on demand
+//!   with a chosen error, to prove that every error but "not found" stops a
+//!   run (a test as root cannot make a file unreadable with its mode bits).
 //!
 //! Enable it where it is used: in `[dev-dependencies]` for tests
 //! (`durable = { workspace = true, features = ["testing"] }`), and in normal
 //! dependencies only for crates that exist to sweep or test.
 
 mod crash_state;
+mod fault;
 mod lock_table;
 mod mem;
 mod mutant;
 mod power;
 
 pub use crash_state::CrashState;
+pub use fault::{FaultDir, Op};
 pub use mem::MemDir;
 pub use mutant::{MutantDir, Mutation, MID_OVERWRITE};
 pub use power::PowerDir;

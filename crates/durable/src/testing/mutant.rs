@@ -78,6 +78,9 @@ impl<D: Dir> Dir for MutantDir<D> {
     fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
         self.inner.read(name)
     }
+    fn read_limited(&self, name: &str, limit: u64) -> io::Result<Option<Vec<u8>>> {
+        self.inner.read_limited(name, limit)
+    }
     fn remove(&self, name: &str) -> io::Result<()> {
         self.inner.remove(name)
     }

@@ -183,6 +183,7 @@ fn a_custom_limit_counts_clean_restarts() {
     let opts = Options {
         sync: false,
         max_resumes: Some(2),
+        ..Options::default()
     };
     assert_eq!(open(&world, &run, opts).unwrap().resumes, 0);
     assert_eq!(open(&world, &run, opts).unwrap().resumes, 1);
@@ -227,6 +228,7 @@ fn a_limit_of_zero_refuses_the_first_restart() {
     let opts = Options {
         sync: false,
         max_resumes: Some(0),
+        ..Options::default()
     };
     open(&world, &run, opts).unwrap();
     assert!(matches!(
@@ -269,6 +271,7 @@ fn a_done_run_is_returned_without_saving_or_counting() {
     let opts = Options {
         sync: false,
         max_resumes: Some(0),
+        ..Options::default()
     };
     assert_eq!(
         open(&world, &run, opts).unwrap().state.answer.as_deref(),
@@ -329,6 +332,7 @@ fn restarts_are_not_counted_without_a_limit() {
     let opts = Options {
         sync: false,
         max_resumes: None,
+        ..Options::default()
     };
     open(&world, &run, opts).unwrap();
     for _ in 0..3 {

@@ -20,8 +20,9 @@ fn the_envelope_holds_the_version_run_restarts_and_state() {
             "version": 2,
             "run": "r",
             "state": serde_json::to_value(&opened.state).unwrap(),
+            "epoch": 1,
         }),
-        "no restart yet, so no count"
+        "no restart yet, so no count; the first holder's epoch"
     );
     drop(opened);
     let again = open(&world, &run, fast()).unwrap();
@@ -29,6 +30,11 @@ fn the_envelope_holds_the_version_run_restarts_and_state() {
     let bytes = durable::Dir::read(&world, "r.json").unwrap().unwrap();
     let file: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(file["resumes"], 1);
+    assert_eq!(
+        file["epoch"], 2,
+        "each open of an unfinished run is a new holder"
+    );
+    assert_eq!(again.checkpoint.epoch(), 2);
     assert_eq!(durable::FORMAT_VERSION, 2);
     let saved = Checkpoint::load(&world, &run).unwrap().unwrap();
     assert_eq!(

@@ -3,8 +3,10 @@
 mod bad_input;
 mod crash;
 mod dir_conformance;
+mod fence;
 mod format;
 mod lock;
+mod not_a_file;
 
 use std::sync::Arc;
 

@@ -461,3 +461,67 @@ impl AtTerminal {
         }
     }
 }
+
+/// `1 turn`, `2 turns`: how the command counts turns.
+pub fn turns(n: u32) -> String {
+    if n == 1 {
+        "1 turn".to_owned()
+    } else {
+        format!("{n} turns")
+    }
+}
+
+/// Every path under `dir`, relative, sorted (directories end in `/`).
+pub fn tree(dir: &Path) -> std::collections::BTreeSet<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeSet<String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let rel = e.path().strip_prefix(root).unwrap().display().to_string();
+            if e.file_type().unwrap().is_dir() {
+                out.insert(format!("{rel}/"));
+                walk(root, &e.path(), out);
+            } else {
+                out.insert(rel);
+            }
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// What a state directory holding one finished run of `task` holds, and
+/// nothing else.
+pub fn one_run_files(
+    run: &str,
+    task: &TaskFile,
+    created: &[&str],
+) -> std::collections::BTreeSet<String> {
+    let mut want: std::collections::BTreeSet<String> = [
+        ".triage.lock".to_owned(),
+        format!("{run}.json"),
+        format!("{run}.lock"),
+        format!("{run}.world/"),
+        format!("{run}.world/run.json"),
+        format!("{run}.world/task.json"),
+        format!("{run}.world/tracker.json"),
+        format!("{run}.world/workspace/"),
+    ]
+    .into_iter()
+    .collect();
+    let ws = task.json["workspace"].as_object().into_iter().flatten();
+    for f in ws.map(|(k, _)| k.as_str()).chain(created.iter().copied()) {
+        want.insert(format!("{run}.world/workspace/{f}"));
+    }
+    want
+}
+
+/// The workspace files `task`'s calls create (a `code_patch` with `old`
+/// empty).
+pub fn created_files(task: &TaskFile) -> Vec<String> {
+    task.calls()
+        .iter()
+        .filter(|c| c.tool == "code_patch" && c.args["old"] == "")
+        .map(|c| c.args["path"].as_str().unwrap().to_owned())
+        .collect()
+}
