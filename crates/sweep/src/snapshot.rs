@@ -48,8 +48,9 @@ pub fn check(path: &Path, actual: &str) -> Result<(), String> {
         ),
     };
     msg.push_str(
-        "\nIf the new output is right, accept it with `cargo xtask sweep --bless` \
-         (or rerun the test with CRASHSWEEP_BLESS=1) and say in review why the numbers moved.",
+        "\nIf the new output is right, accept it by rerunning the sweep with --bless \
+         (`cargo xtask sweep --bless` in this workspace; CRASHSWEEP_BLESS=1 for a test) \
+         and say in review why the numbers moved.",
     );
     Err(msg)
 }
