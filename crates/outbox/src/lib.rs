@@ -152,6 +152,12 @@ impl Subject for Relay {
         }
         v.count("lost", lost).count("dups", dups)
     }
+
+    fn describe(&self, w: &World) -> String {
+        let log = w.receiver.0.lock().unwrap_or_else(|e| e.into_inner());
+        let events: Vec<&str> = log.iter().map(|(_, e)| e.as_str()).collect();
+        format!("the receiver has: {}", events.join(", "))
+    }
 }
 
 /// Both versions of the relay under every crash state, as a command line.

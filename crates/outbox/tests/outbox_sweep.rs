@@ -49,3 +49,24 @@ fn a_failure_reruns_by_name_with_its_timeline() {
         "{timeline}"
     );
 }
+
+#[test]
+fn the_guide_shows_the_example_code() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let guide = std::fs::read_to_string(root.join("../../docs/sweep-your-program.md")).unwrap();
+    let code = ["src/lib.rs", "src/main.rs"]
+        .map(|f| std::fs::read_to_string(root.join(f)).unwrap())
+        .join("\n");
+    let blocks: Vec<&str> = guide
+        .split("```rust\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .collect();
+    assert!(blocks.len() >= 5);
+    for block in blocks {
+        assert!(
+            code.contains(block),
+            "the guide shows code the example does not have:\n{block}"
+        );
+    }
+}
