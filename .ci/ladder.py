@@ -43,6 +43,7 @@ KNOWN_HARNESS = [
     "triage-tools",
     "triage",
     "bank",
+    "outbox",
     "xtask",
 ]
 

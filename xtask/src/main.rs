@@ -12,15 +12,22 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use compose::{Dim, Registry, Request, Spec};
-use indicatif::{ProgressBar, ProgressStyle};
-use sweep::{Config, DynSubject, Progress, Report, Scenario};
+use sweep::cli::{Env, Format, SweepFlags};
+use sweep::{DynSubject, Scenario};
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "crashsweep developer commands")]
+#[command(name = "cargo xtask", about = "crashsweep developer commands", after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
+
+const EXIT_CODES: &str = "\
+Exit codes of `cargo xtask sweep` (those of sweep::cli):
+  0  every scenario passed (and the table matches its snapshot)
+  1  a scenario failed a required invariant, or the table differs from its snapshot
+  2  the command could not run: bad flags, an unreadable or refused file,
+     a sweep that could not start, --bless refused under CI";
 
 // Parsed once per run: the size of the sweep's arguments does not matter.
 #[allow(clippy::large_enum_variant)]
@@ -33,13 +40,6 @@ enum Cmd {
     /// Kill the real triage binary at random moments and resume it until
     /// done; check every effect happened once (the triage chaos test).
     Chaos(chaos::ChaosArgs),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Format {
-    Table,
-    Json,
-    Markdown,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -88,12 +88,6 @@ struct SweepArgs {
     /// Skip the double pass (same as --depth 1).
     #[arg(long, conflicts_with = "depth")]
     single: bool,
-    /// How many lives in a row crash (0 = clean only, 1 = single, 2 = double, …).
-    #[arg(long)]
-    depth: Option<u32>,
-    /// Worker threads (default: one per core).
-    #[arg(long)]
-    threads: Option<usize>,
     /// Run the variants on another job file: a scripted job like
     /// sweeps/triage.json for the designs, a transcript like
     /// sweeps/loop-triage.json for the loop.
@@ -102,18 +96,10 @@ struct SweepArgs {
     /// Where worlds keep checkpoints (the plain designs only).
     #[arg(long, value_enum)]
     storage: Option<StorageArg>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    format: Format,
-    /// Rerun one scenario by name (e.g. "tracker accepted#2 → mid-save#1") and print its timeline.
-    #[arg(long, value_name = "NAME")]
-    scenario: Option<String>,
-    /// Run only shard K of N (e.g. 2/3); with --format json, writes a partial report for `merge`.
-    #[arg(long, value_name = "K/N")]
-    partition: Option<String>,
-    /// Rewrite the definition's reviewed snapshot with this run's table (never under CI).
-    #[arg(long)]
-    bless: bool,
+    /// Depth, threads, output, one scenario, a shard, --bless: the flags of
+    /// every sweep::cli command.
+    #[command(flatten)]
+    flags: SweepFlags,
 }
 
 #[derive(Subcommand)]
@@ -162,19 +148,6 @@ pub fn root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-fn parse_partition(s: &str) -> Result<(u32, u32), String> {
-    let bad = || format!("--partition {s:?}: expected K/N with 1 ≤ K ≤ N, e.g. 2/3");
-    let (k, n) = s.split_once('/').ok_or_else(bad)?;
-    let (k, n): (u32, u32) = (
-        k.trim().parse().map_err(|_| bad())?,
-        n.trim().parse().map_err(|_| bad())?,
-    );
-    if k == 0 || k > n {
-        return Err(bad());
-    }
-    Ok((k, n))
-}
-
 impl SweepArgs {
     /// The variants named on the command line: the subjects of `--variant`
     /// and the values of every dimension flag.
@@ -208,10 +181,10 @@ impl SweepArgs {
 fn runs_as_defined(args: &SweepArgs) -> bool {
     args.variants.is_empty()
         && !args.request().has_dims()
-        && args.depth.is_none()
+        && args.flags.depth.is_none()
         && !args.single
         && args.script.is_none()
-        && args.partition.is_none()
+        && args.flags.partition.is_none()
 }
 
 /// The canonical spec of each variant, and its subject, in run order.
@@ -260,12 +233,17 @@ fn plan(
 
 /// Rerun one scenario of each subject and print its timeline; a crash
 /// point that no life passed gets a "did you mean".
-fn rerun(subjects: &[Box<dyn DynSubject>], sc: &Scenario) -> ExitCode {
+fn rerun(subjects: &[Box<dyn DynSubject>], sc: &Scenario, format: Format) -> ExitCode {
     let mut failed = false;
+    let mut docs = Vec::new();
     for s in subjects {
         let r = s.scenario(sc);
-        println!("variant: {}", s.name());
-        print!("{}", r.timeline());
+        if format == Format::Json {
+            docs.push(sweep::cli::scenario_json(&s.name(), &r));
+        } else {
+            println!("variant: {}", s.name());
+            print!("{}", r.timeline());
+        }
         if r.failure.is_some() {
             failed = true;
             let clean = s.scenario(&Scenario::default());
@@ -274,6 +252,10 @@ fn rerun(subjects: &[Box<dyn DynSubject>], sc: &Scenario) -> ExitCode {
                 eprintln!("--scenario: in {}: {hint}", s.name());
             }
         }
+    }
+    if format == Format::Json {
+        let doc = serde_json::json!({ "scenarios": docs });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     }
     if failed {
         ExitCode::FAILURE
@@ -324,20 +306,16 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
         (None, false) => None,
     };
     let (specs, subjects) = plan(&registry, args, def.as_ref())?;
+    let def_depth = def.as_ref().map_or(2, |d| d.depth);
 
-    if let Some(name) = &args.scenario {
+    if let Some(name) = &args.flags.scenario {
         let sc: Scenario = name.parse().map_err(|e| format!("--scenario: {e}"))?;
-        return Ok(rerun(&subjects, &sc));
+        return Ok(rerun(&subjects, &sc, args.flags.format));
     }
 
-    let depth = if args.single {
-        1
-    } else {
-        args.depth.or(def.as_ref().map(|d| d.depth)).unwrap_or(2)
-    };
-    let partition = args.partition.as_deref().map(parse_partition).transpose()?;
     let as_defined = runs_as_defined(args);
-    if args.bless && (def.as_ref().and_then(|d| d.snapshot.as_ref()).is_none() || !as_defined) {
+    let snapshot = def.as_ref().and_then(|d| d.snapshot.clone());
+    if args.flags.bless && (snapshot.is_none() || !as_defined) {
         return Err(
             "--bless rewrites the reviewed snapshot of a sweep definition run as written: \
              drop --variant, --depth, --single, --script and --partition (the five designs), \
@@ -345,35 +323,11 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
                 .into(),
         );
     }
-    let config = Config {
-        depth,
-        threads: args.threads,
-        partition,
-        trace: false,
-    };
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template("{msg:>28} [{bar:40}] {pos}/{len} scenarios {elapsed}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let mut reports = Vec::new();
-    for s in &subjects {
-        bar.set_message(s.name());
-        let progress = |p: Progress| match p {
-            Progress::Planned(n) => bar.inc_length(n),
-            Progress::Finished => bar.inc(1),
-        };
-        let mut report = s.sweep(&config, &progress).map_err(|e| e.to_string())?;
-        for counter in def.iter().flat_map(|d| &d.required) {
-            report.require(counter).map_err(|e| {
-                format!("the sweep definition requires a counter its variant lacks: {e}")
-            })?;
-        }
-        reports.push(report);
+    let mut flags = args.flags.clone();
+    if args.single {
+        flags.depth = Some(1);
     }
-    bar.finish_and_clear();
-
-    let command = |i: usize, _: &Report, sc: &Scenario| {
+    let command = |i: usize, sc: &Scenario| {
         let variant = specs
             .get(i)
             .map_or_else(|| "--variant ?".to_owned(), Spec::command);
@@ -384,110 +338,42 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
             .unwrap_or_default();
         format!("cargo xtask sweep {variant}{script} --scenario \"{sc}\"")
     };
-    print!("{}", render(&reports, args.format, partition.is_some()));
-    if let (Some(d), true) = (&def, as_defined) {
-        if let Some(snap) = &d.snapshot {
-            let table = sweep::table(&reports.iter().map(Report::row).collect::<Vec<_>>());
-            if args.bless {
-                if sweep::snapshot::blessing() || std::env::var_os("CI").is_none() {
-                    std::fs::write(snap, &table)
-                        .map_err(|e| format!("cannot write {}: {e}", snap.display()))?;
-                    eprintln!("wrote {}", snap.display());
-                } else {
-                    return Err(
-                        "--bless is refused under CI: snapshots are reviewed, not rewritten".into(),
-                    );
-                }
-            } else if let Err(diff) = sweep::snapshot::check(snap, &table) {
-                eprintln!("{diff}");
-                return Ok(ExitCode::FAILURE);
-            }
-        }
-    }
-    report_failures(&reports, &command)
-}
-
-fn report_failures(
-    reports: &[Report],
-    command: &dyn Fn(usize, &Report, &Scenario) -> String,
-) -> Result<ExitCode, String> {
-    const SHOWN: usize = 10;
-    let mut total = 0;
-    for (i, r) in reports.iter().enumerate() {
-        let failures: Vec<_> = r.failures().collect();
-        total += failures.len();
-        for f in failures.iter().take(SHOWN) {
-            eprintln!(
-                "FAILED {} / {}: {}\n    rerun: {}",
-                r.subject,
-                f.scenario,
-                f.failure.as_deref().unwrap_or(""),
-                command(i, r, &f.scenario)
-            );
-        }
-        if failures.len() > SHOWN {
-            eprintln!(
-                "    … and {} more failing scenarios of {}",
-                failures.len() - SHOWN,
-                r.subject
-            );
-        }
-    }
-    if total > 0 {
-        eprintln!("{total} scenarios failed a required invariant");
-        Ok(ExitCode::FAILURE)
-    } else {
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-fn render(reports: &[Report], format: Format, full: bool) -> String {
-    let rows: Vec<_> = reports.iter().map(Report::row).collect();
-    match format {
-        Format::Table => sweep::table(&rows),
-        Format::Markdown => sweep::markdown(&rows),
-        Format::Json => {
-            let mut v = serde_json::json!({ "rows": rows });
-            if full {
-                v["reports"] = serde_json::to_value(reports).unwrap_or(serde_json::Value::Null);
-            }
-            let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
-            s.push('\n');
-            s
-        }
-    }
+    let plan = sweep::cli::Plan {
+        subjects: subjects.iter().map(|s| &**s).collect(),
+        snapshot: snapshot.filter(|_| as_defined),
+        required: def.map(|d| d.required).unwrap_or_default(),
+        default_depth: def_depth,
+        rerun: &command,
+    };
+    let code = sweep::cli::execute(
+        &plan,
+        &flags,
+        &Env::from_process(),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    );
+    Ok(ExitCode::from(code))
 }
 
 fn merge(files: &[PathBuf], format: Format) -> Result<ExitCode, String> {
-    let mut by_subject: Vec<(String, Vec<Report>)> = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", f.display()))?;
-        let reports: Vec<Report> = serde_json::from_value(v["reports"].clone()).map_err(|e| {
-            format!(
-                "{}: no partial reports in it ({e}); write them with --partition K/N --format json",
-                f.display()
-            )
-        })?;
-        for r in reports {
-            match by_subject.iter_mut().find(|(s, _)| *s == r.subject) {
-                Some((_, v)) => v.push(r),
-                None => by_subject.push((r.subject.clone(), vec![r])),
-            }
-        }
-    }
-    let merged = by_subject
-        .into_iter()
-        .map(|(_, parts)| Report::merge(parts).map_err(|e| e.to_string()))
-        .collect::<Result<Vec<_>, _>>()?;
-    print!("{}", render(&merged, format, false));
+    let merged = sweep::cli::merge_files(files).map_err(|e| e.to_string())?;
+    print!("{}", sweep::cli::render(&merged, format, false));
     let registry = Registry::load();
-    report_failures(&merged, &|_, r, sc| {
-        let variant = registry
-            .spec_of_title(&r.subject)
+    let command = |i: usize, sc: &Scenario| {
+        let variant = merged
+            .get(i)
+            .and_then(|r| registry.spec_of_title(&r.subject))
             .map_or_else(|| "--variant ?".to_owned(), |s| s.command());
         format!("cargo xtask sweep {variant} --scenario \"{sc}\"")
+    };
+    let (lines, failed) = sweep::cli::failure_lines(&merged, &command);
+    for l in lines {
+        eprintln!("{l}");
+    }
+    Ok(if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     })
 }
 
@@ -533,10 +419,10 @@ mod tests {
 
     #[test]
     fn partitions_parse_and_bad_ones_are_refused() {
-        assert_eq!(parse_partition("2/3"), Ok((2, 3)));
-        assert_eq!(parse_partition(" 1 / 1 "), Ok((1, 1)));
+        assert_eq!(sweep::cli::parse_partition("2/3"), Ok((2, 3)));
+        assert_eq!(sweep::cli::parse_partition(" 1 / 1 "), Ok((1, 1)));
         for bad in ["0/3", "4/3", "3", "a/b", "1/0", ""] {
-            let e = parse_partition(bad).unwrap_err();
+            let e = sweep::cli::parse_partition(bad).unwrap_err();
             assert!(e.contains("K/N"), "{bad}: {e}");
         }
     }
@@ -549,12 +435,12 @@ mod tests {
             .entry
             .build(None, StorageArg::Memory)
             .unwrap();
-        let config = Config {
+        let config = sweep::Config {
             depth: 1,
-            ..Config::default()
+            ..sweep::Config::default()
         };
         let report = subject.sweep(&config, &|_| {}).unwrap();
-        let json = render(&[report], Format::Json, false);
+        let json = sweep::cli::render(&[report], Format::Json, false);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         let row = v["rows"][0].as_object().unwrap();
         let keys: Vec<&str> = row.keys().map(String::as_str).collect();

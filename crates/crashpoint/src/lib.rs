@@ -13,7 +13,9 @@
 //! Scopes belong to one thread, so hundreds of scenarios can run at once on a
 //! thread pool without seeing each other (unlike a global failpoint registry).
 //! A life that spawns threads carries its scope into them with [`spawn`] or
-//! [`Handle::enter`].
+//! [`Handle::enter`]; an async life carries it into tasks a multi-thread
+//! runtime polls elsewhere with [`scoped`] (or `spawn_task`, with the `tokio`
+//! feature): see [`task`].
 //!
 //! ```
 //! fn save() {
@@ -44,6 +46,11 @@
 //!
 //! Without the `enabled` feature (on by default) [`point!`] compiles to
 //! nothing, and every scope records no hits.
+
+pub mod task;
+#[cfg(feature = "tokio")]
+pub use task::{join_task, spawn_task};
+pub use task::{scoped, Scoped};
 
 use std::any::Any;
 use std::borrow::Cow;

@@ -80,6 +80,8 @@
 //! println!("{}", sweep::table(&[report.row()]));
 //! ```
 
+#[cfg(feature = "cli")]
+pub mod cli;
 mod dyn_subject;
 mod error;
 mod judge;

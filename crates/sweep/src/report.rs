@@ -215,7 +215,10 @@ impl Report {
                 )));
             }
             if seen.contains(&p.partition) {
-                return Err(Error::Merge(format!("shard {:?} given twice", p.partition)));
+                let shard = p
+                    .partition
+                    .map_or("all".into(), |(k, n)| format!("{k}/{n}"));
+                return Err(Error::Merge(format!("shard {shard} given twice")));
             }
             seen.push(p.partition);
             first.scenarios.extend(p.scenarios);

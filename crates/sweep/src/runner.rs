@@ -41,12 +41,25 @@ impl Default for Config {
 }
 
 /// Progress of a running sweep, for a progress bar.
-#[derive(Clone, Copy, Debug)]
+///
+/// `depth` is the scenario's level (1 = one crash). A scenario's children
+/// are planned as soon as it finishes, so once every scenario of level `d`
+/// has finished, the count planned at level `d + 1` is final: a bar over one
+/// level at a time has a total that does not grow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Progress {
-    /// This many more scenarios are planned.
-    Planned(u64),
-    /// One more scenario has finished.
-    Finished,
+    /// This many more scenarios of level `depth` are planned.
+    Planned {
+        /// The level of the planned scenarios.
+        depth: usize,
+        /// How many more.
+        count: u64,
+    },
+    /// One more scenario of level `depth` has finished.
+    Finished {
+        /// The level of the finished scenario.
+        depth: usize,
+    },
 }
 
 /// Sweep `subject` as `config` says.
@@ -93,10 +106,13 @@ pub fn run_with<S: Subject>(
     // soon as it finishes — no barrier between depths — and results are
     // sorted into the sweep's fixed order at the end.
     let top = expand(&Scenario::default(), &[], &clean.last_hits);
-    progress(Progress::Planned(top.len() as u64));
     let mut scenarios: Vec<ScenarioResult> = if config.depth == 0 {
         Vec::new()
     } else {
+        progress(Progress::Planned {
+            depth: 1,
+            count: top.len() as u64,
+        });
         pool.install(|| {
             top.into_par_iter()
                 .flat_map_iter(|(sc, order)| {
@@ -127,7 +143,7 @@ fn subtree<S: Subject>(
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Vec<ScenarioResult> {
     let ran = replayer.replay(&sc, order, Some(clean));
-    progress(Progress::Finished);
+    progress(Progress::Finished { depth: sc.depth() });
     let children = if sc.depth() < config.depth as usize {
         expand(&sc, &ran.result.order, &ran.last_hits)
     } else {
@@ -138,7 +154,10 @@ fn subtree<S: Subject>(
         out.push(ran.result);
     }
     if !children.is_empty() {
-        progress(Progress::Planned(children.len() as u64));
+        progress(Progress::Planned {
+            depth: sc.depth() + 1,
+            count: children.len() as u64,
+        });
         let nested: Vec<Vec<ScenarioResult>> = children
             .into_par_iter()
             .map(|(c, o)| subtree(replayer, c, o, config, clean, progress))

@@ -6,9 +6,18 @@ use std::path::Path;
 /// Whether this run may rewrite snapshots: `CRASHSWEEP_BLESS=1` is set and
 /// `CI` is not (under CI snapshots are never written).
 pub fn blessing() -> bool {
-    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+    let ci = under_ci(std::env::var("CI").ok().as_deref());
     let bless = std::env::var("CRASHSWEEP_BLESS").is_ok_and(|v| v == "1" || v == "true");
     bless && !ci
+}
+
+/// Whether a value of the `CI` variable means "this is CI": set and not
+/// empty, `0`, `false` or `no` (any case). `CI=false` is not CI.
+pub fn under_ci(value: Option<&str>) -> bool {
+    value.is_some_and(|v| {
+        let v = v.trim().to_ascii_lowercase();
+        !(v.is_empty() || v == "0" || v == "false" || v == "no")
+    })
 }
 
 /// Compare `actual` with the snapshot at `path`. When they differ (or the
@@ -39,8 +48,9 @@ pub fn check(path: &Path, actual: &str) -> Result<(), String> {
         ),
     };
     msg.push_str(
-        "\nIf the new output is right, accept it with `cargo xtask sweep --bless` \
-         (or rerun the test with CRASHSWEEP_BLESS=1) and say in review why the numbers moved.",
+        "\nIf the new output is right, accept it by rerunning the sweep with --bless \
+         (`cargo xtask sweep --bless` in this workspace; CRASHSWEEP_BLESS=1 for a test) \
+         and say in review why the numbers moved.",
     );
     Err(msg)
 }

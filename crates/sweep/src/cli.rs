@@ -1,0 +1,509 @@
+//! A command line for sweeping your own crate, in five lines (feature `cli`).
+//!
+//! Hand your subjects to an [`App`] in a binary's `main` (or in a test
+//! target with `harness = false`):
+//!
+//! ```no_run
+//! # struct Relay;
+//! # impl sweep::Subject for Relay {
+//! #     type World = ();
+//! #     fn name(&self) -> String { "relay".into() }
+//! #     fn counters(&self) -> Vec<sweep::Counter> { vec![] }
+//! #     fn world(&self) {}
+//! #     fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> { Ok(()) }
+//! #     fn judge(&self, _: &()) -> sweep::Verdict { sweep::Verdict::new() }
+//! # }
+//! fn main() -> std::process::ExitCode {
+//!     sweep::cli::App::new("cargo run -p outbox --")
+//!         .subject(Relay)
+//!         .snapshot("snapshots/outbox.txt")
+//!         .main()
+//! }
+//! ```
+//!
+//! and get:
+//!
+//! | command | does |
+//! |---|---|
+//! | `--list` | lists the subjects (slug, crash state, name) |
+//! | *(no subject)* / `SUBJECT…` | sweeps all subjects, or those named (by slug or name) |
+//! | `--depth N`, `--threads N` | lives crashed in a row (default 2); worker threads |
+//! | `--crash-state STATE,…` | only the subjects registered under these crash states |
+//! | `--scenario NAME` | reruns one scenario by name and prints its timeline |
+//! | `--format table\|markdown\|json` | how results are printed |
+//! | `--partition K/N`, `merge FILE…` | one shard of the sweep; shards merged into the table |
+//! | `--bless` | rewrites the snapshot (refused when `CI` is set to a true value) |
+//!
+//! Subjects of different world types fit in one list: each is kept as a
+//! [`DynSubject`]. A subject registered with [`App::subject_in`] belongs to
+//! a crash state (`process`, `lose`, …): the state is a label for
+//! `--crash-state` and `--list`; what the state does to the world is the
+//! subject's (e.g. a `durable::testing::PowerDir` of that state, booted at
+//! the start of each life and shut down at its end).
+//!
+//! When the [`App`] has a snapshot and runs as registered (every subject, no
+//! `--depth`, `--crash-state` or `--partition`), its table is compared with
+//! the snapshot file, and a difference is printed as a line diff (exit 1).
+//! `--bless` rewrites the file instead, unless the `CI` variable is set to a
+//! true value (`CI=false`, `CI=0` and an empty `CI` are not CI; see
+//! [`crate::snapshot::under_ci`]).
+//!
+//! A progress bar is drawn on standard error when it is a terminal. It shows
+//! one level of the sweep at a time (`level 2 of 2`), whose total is final
+//! when shown: a level's scenarios are all planned once the level above it
+//! has finished.
+//!
+//! # Exit codes
+//!
+//! - `0`: every scenario passed (and the table matches its snapshot);
+//! - `1`: a scenario failed a required invariant, or the table differs from
+//!   its snapshot;
+//! - `2`: the command could not run: bad flags, an unreadable or refused
+//!   file, a sweep that could not start, `--bless` refused under CI.
+//!
+//! # JSON
+//!
+//! A sweep with `--format json` prints one object:
+//!
+//! ```text
+//! {
+//!   "rows": [ { "variant": NAME, "once": N, "twice": N, …, COLUMN: N, … } ],
+//!   "failures": [ { "subject": NAME, "scenario": NAME, "reason": TEXT, "rerun": COMMAND } ],
+//!   "reports": [ REPORT, … ]          // only with --partition: what `merge` reads
+//! }
+//! ```
+//!
+//! A row's keys after `variant` are the depth columns (`once`, `twice`,
+//! `thrice`, `4 times`, …) and then each counter's columns in table order,
+//! their titles with `+` spelt `_plus` and any other character that is not a
+//! letter or digit spelt `_`. With `--scenario`, it prints
+//! `{ "scenarios": [ SCENARIO, … ] }`, one per subject, each as
+//! [`scenario_json`] describes: `subject`, `scenario`, `passed`, `failure`
+//! (text or null), `lives` (each `{ "crash": HIT or null, "hits": [HIT…],
+//! "end": TEXT }`), `counts` (counter name → value), `notes`, `world`.
+
+mod args;
+mod bar;
+mod output;
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use args::{parse_partition, Format, SweepFlags};
+pub use bar::Levels;
+pub use output::{failure_lines, failures_json, merge_files, render, scenario_json, MergeError};
+
+use crate::dyn_subject::DynSubject;
+use crate::report::Report;
+use crate::runner::Config;
+use crate::scenario::Scenario;
+
+/// Every scenario passed.
+pub const EXIT_PASSED: u8 = 0;
+/// A scenario failed, or the table differs from its snapshot.
+pub const EXIT_FAILED: u8 = 1;
+/// The command could not run.
+pub const EXIT_USAGE: u8 = 2;
+
+/// What the command line reads from its environment, passed in so tests
+/// can set it without touching the process's variables.
+#[derive(Clone, Debug, Default)]
+pub struct Env {
+    /// The value of `CI`, if set.
+    pub ci: Option<String>,
+    /// Draw a progress bar (standard error is a terminal).
+    pub progress: bool,
+}
+
+impl Env {
+    /// This process's environment.
+    pub fn from_process() -> Env {
+        Env {
+            ci: std::env::var("CI").ok(),
+            progress: std::io::stderr().is_terminal(),
+        }
+    }
+}
+
+/// One sweep command, resolved: the subjects to sweep, the snapshot to
+/// compare with (if this run is the one it reviews), counters a definition
+/// requires, and how to write the command that reruns a scenario.
+pub struct Plan<'a> {
+    /// The subjects, in table order.
+    pub subjects: Vec<&'a dyn DynSubject>,
+    /// The reviewed table this run is compared with, if any.
+    pub snapshot: Option<PathBuf>,
+    /// Counters required to be zero on top of the subjects' own.
+    pub required: Vec<String>,
+    /// The depth when `--depth` is not given.
+    pub default_depth: u32,
+    /// The command that reruns scenario `sc` of subject `i`.
+    pub rerun: &'a dyn Fn(usize, &Scenario) -> String,
+}
+
+/// A message for people and the exit code that goes with it.
+type Refusal = (u8, String);
+
+/// Run `plan` as `flags` say, printing to `out` (results) and `err`
+/// (progress, failures, refusals); returns the exit code.
+pub fn execute(
+    plan: &Plan<'_>,
+    flags: &SweepFlags,
+    env: &Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    match try_execute(plan, flags, env, out, err) {
+        Ok(code) => code,
+        Err((code, msg)) => {
+            let _ = writeln!(err, "error: {msg}");
+            code
+        }
+    }
+}
+
+fn try_execute(
+    plan: &Plan<'_>,
+    flags: &SweepFlags,
+    env: &Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Refusal> {
+    let usage = |m: String| (EXIT_USAGE, m);
+    if let Some(name) = &flags.scenario {
+        let sc: Scenario = name
+            .parse()
+            .map_err(|e| usage(format!("--scenario {name:?}: {e}")))?;
+        return Ok(rerun(plan, &sc, flags.format, out));
+    }
+    if flags.bless {
+        if plan.snapshot.is_none() {
+            return Err(usage(
+                "--bless rewrites the reviewed snapshot of a run as registered: \
+                 drop the subject names, --depth, --crash-state and --partition"
+                    .into(),
+            ));
+        }
+        if crate::snapshot::under_ci(env.ci.as_deref()) {
+            return Err(usage(format!(
+                "--bless is refused under CI (CI={}): snapshots are reviewed, not rewritten",
+                env.ci.as_deref().unwrap_or_default()
+            )));
+        }
+    }
+    let config = Config {
+        depth: flags.depth.unwrap_or(plan.default_depth),
+        threads: flags.threads,
+        partition: flags.partition,
+        trace: false,
+    };
+    let bar = bar::Bar::new(env.progress);
+    let mut reports = Vec::new();
+    for s in &plan.subjects {
+        bar.start(&s.name(), config.depth);
+        let result = s.sweep(&config, &|p| bar.note(p));
+        let mut report = match result {
+            Ok(r) => r,
+            Err(e) => {
+                bar.finish();
+                return Err(usage(e.to_string()));
+            }
+        };
+        for counter in &plan.required {
+            report.require(counter).map_err(|e| {
+                usage(format!(
+                    "the sweep definition requires a counter its subject lacks: {e}"
+                ))
+            })?;
+        }
+        reports.push(report);
+    }
+    bar.finish();
+    let write_err = |e: std::io::Error| usage(format!("cannot write the output: {e}"));
+    if flags.format == Format::Json {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&render(&reports, Format::Json, flags.partition.is_some()))
+                .unwrap_or_default();
+        v["failures"] = failures_json(&reports, plan.rerun);
+        if let Some(reports) = v.as_object_mut().and_then(|m| m.remove("reports")) {
+            v["reports"] = reports;
+        }
+        out.write_all(output::pretty(&v).as_bytes())
+            .map_err(write_err)?;
+    } else {
+        out.write_all(render(&reports, flags.format, false).as_bytes())
+            .map_err(write_err)?;
+    }
+    let mut code = EXIT_PASSED;
+    if let Some(snap) = &plan.snapshot {
+        let table = crate::table(&reports.iter().map(Report::row).collect::<Vec<_>>());
+        if flags.bless {
+            std::fs::write(snap, &table)
+                .map_err(|e| usage(format!("cannot write {}: {e}", snap.display())))?;
+            let _ = writeln!(err, "wrote {}", snap.display());
+        } else if let Err(diff) = crate::snapshot::check(snap, &table) {
+            let _ = writeln!(err, "{diff}");
+            code = EXIT_FAILED;
+        }
+    }
+    let (lines, failed) = failure_lines(&reports, plan.rerun);
+    for l in lines {
+        let _ = writeln!(err, "{l}");
+    }
+    if failed > 0 {
+        code = EXIT_FAILED;
+    }
+    Ok(code)
+}
+
+fn rerun(plan: &Plan<'_>, sc: &Scenario, format: Format, out: &mut dyn Write) -> u8 {
+    let mut failed = false;
+    let mut docs = Vec::new();
+    for s in &plan.subjects {
+        let r = s.scenario(sc);
+        failed |= r.failure.is_some();
+        if format == Format::Json {
+            docs.push(scenario_json(&s.name(), &r));
+        } else {
+            let _ = writeln!(out, "subject: {}", s.name());
+            let _ = write!(out, "{}", r.timeline());
+        }
+    }
+    if format == Format::Json {
+        let _ = write!(
+            out,
+            "{}",
+            output::pretty(&serde_json::json!({ "scenarios": docs }))
+        );
+    }
+    if failed {
+        EXIT_FAILED
+    } else {
+        EXIT_PASSED
+    }
+}
+
+struct Entry {
+    subject: Box<dyn DynSubject>,
+    state: String,
+}
+
+/// A command line over a list of subjects; see the [module docs](self).
+pub struct App {
+    command: String,
+    entries: Vec<Entry>,
+    snapshot: Option<PathBuf>,
+}
+
+/// A name as typed on a command line: lower case, words joined by `-`.
+pub fn slug(name: &str) -> String {
+    let mut s = String::new();
+    for c in name.chars() {
+        if c.is_alphanumeric() {
+            s.extend(c.to_lowercase());
+        } else if !s.ends_with('-') && !s.is_empty() {
+            s.push('-');
+        }
+    }
+    s.trim_end_matches('-').to_owned()
+}
+
+impl App {
+    /// A command line whose rerun hints start with `command` (how a user
+    /// runs this binary, e.g. `cargo run -p outbox --`).
+    pub fn new(command: &str) -> App {
+        App {
+            command: command.to_owned(),
+            entries: Vec::new(),
+            snapshot: None,
+        }
+    }
+
+    /// Add a subject, under the `process` crash state.
+    pub fn subject(self, subject: impl DynSubject + 'static) -> App {
+        self.subject_in("process", subject)
+    }
+
+    /// Add a subject under crash state `state` (a label for
+    /// `--crash-state` and `--list`).
+    pub fn subject_in(mut self, state: &str, subject: impl DynSubject + 'static) -> App {
+        self.entries.push(Entry {
+            subject: Box::new(subject),
+            state: state.to_owned(),
+        });
+        self
+    }
+
+    /// Compare the table of a run as registered with this file.
+    pub fn snapshot(mut self, path: impl Into<PathBuf>) -> App {
+        self.snapshot = Some(path.into());
+        self
+    }
+
+    /// Parse this process's arguments, run, and exit with the documented code.
+    pub fn main(self) -> ExitCode {
+        let env = Env::from_process();
+        let code = self.run(
+            std::env::args_os(),
+            &env,
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr().lock(),
+        );
+        ExitCode::from(code)
+    }
+
+    /// Run with `args` (the program's name first) and `env`; returns the
+    /// exit code.
+    pub fn run<I, T>(&self, args: I, env: &Env, out: &mut dyn Write, err: &mut dyn Write) -> u8
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let parsed = match args::AppArgs::try_parse_from(args) {
+            Ok(p) => p,
+            Err(e) => {
+                let code = if e.use_stderr() {
+                    EXIT_USAGE
+                } else {
+                    EXIT_PASSED
+                };
+                let text = e.render().to_string();
+                let _ = if e.use_stderr() {
+                    write!(err, "{text}")
+                } else {
+                    write!(out, "{text}")
+                };
+                return code;
+            }
+        };
+        match self.dispatch(&parsed, env, out, err) {
+            Ok(code) => code,
+            Err(msg) => {
+                let _ = writeln!(err, "error: {msg}");
+                EXIT_USAGE
+            }
+        }
+    }
+
+    fn dispatch(
+        &self,
+        a: &args::AppArgs,
+        env: &Env,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> Result<u8, String> {
+        let slugs: Vec<String> = self
+            .entries
+            .iter()
+            .map(|e| slug(&e.subject.name()))
+            .collect();
+        for (i, s) in slugs.iter().enumerate() {
+            if slugs[..i].contains(s) {
+                return Err(format!(
+                    "two subjects are named {s:?}: give each its own name"
+                ));
+            }
+        }
+        if let Some(args::Action::Merge { files, format }) = &a.action {
+            let merged = merge_files(files).map_err(|e| e.to_string())?;
+            let _ = write!(out, "{}", render(&merged, *format, false));
+            let rerun = |i: usize, sc: &Scenario| {
+                let name = merged.get(i).map_or_else(String::new, |r| slug(&r.subject));
+                self.rerun_command(&name, sc)
+            };
+            let (lines, failed) = failure_lines(&merged, &rerun);
+            for l in lines {
+                let _ = writeln!(err, "{l}");
+            }
+            return Ok(if failed > 0 { EXIT_FAILED } else { EXIT_PASSED });
+        }
+        let states: Vec<&str> = {
+            let mut v: Vec<&str> = Vec::new();
+            for e in &self.entries {
+                if !v.contains(&e.state.as_str()) {
+                    v.push(&e.state);
+                }
+            }
+            v
+        };
+        if a.list {
+            let _ = writeln!(out, "subjects (slug, crash state, name):");
+            let width = slugs.iter().map(String::len).max().unwrap_or(0);
+            for (e, s) in self.entries.iter().zip(&slugs) {
+                let _ = writeln!(out, "  {s:width$}  {:10}  {}", e.state, e.subject.name());
+            }
+            let _ = writeln!(out, "crash states: {}", states.join(", "));
+            return Ok(EXIT_PASSED);
+        }
+        for s in &a.crash_state {
+            if !states.contains(&s.as_str()) {
+                return Err(format!(
+                    "--crash-state {s}: no subject is registered under it (the states are {})",
+                    states.join(", ")
+                ));
+            }
+        }
+        let mut chosen: Vec<usize> = Vec::new();
+        for name in &a.subjects {
+            let want = slug(name);
+            let Some(i) = slugs.iter().position(|s| *s == want) else {
+                return Err(format!(
+                    "no subject is named {name:?} (the subjects are {}; see --list)",
+                    slugs.join(", ")
+                ));
+            };
+            if !chosen.contains(&i) {
+                chosen.push(i);
+            }
+        }
+        if chosen.is_empty() {
+            chosen = (0..self.entries.len()).collect();
+        }
+        chosen.retain(|&i| {
+            a.crash_state.is_empty() || a.crash_state.contains(&self.entries[i].state)
+        });
+        if chosen.is_empty() {
+            return Err(
+                "no subject is left to sweep: the names and --crash-state exclude every one".into(),
+            );
+        }
+        let as_registered = a.subjects.is_empty()
+            && a.crash_state.is_empty()
+            && a.flags.depth.is_none()
+            && a.flags.partition.is_none();
+        let rerun = |i: usize, sc: &Scenario| {
+            let name = chosen
+                .get(i)
+                .map_or_else(String::new, |&j| slugs[j].clone());
+            self.rerun_command(&name, sc)
+        };
+        let plan = Plan {
+            subjects: chosen.iter().map(|&i| &*self.entries[i].subject).collect(),
+            snapshot: self.snapshot.clone().filter(|_| as_registered),
+            required: Vec::new(),
+            default_depth: 2,
+            rerun: &rerun,
+        };
+        Ok(execute(&plan, &a.flags, env, out, err))
+    }
+
+    fn rerun_command(&self, slug: &str, sc: &Scenario) -> String {
+        format!("{} {slug} --scenario \"{sc}\"", self.command)
+    }
+}
+
+/// [`App`] over `subjects`, in one call: `sweep::cli::main("cargo run --", vec![Box::new(a), Box::new(b)])`.
+pub fn main(command: &str, subjects: Vec<Box<dyn DynSubject>>) -> ExitCode {
+    let mut app = App::new(command);
+    for s in subjects {
+        app.entries.push(Entry {
+            subject: s,
+            state: "process".into(),
+        });
+    }
+    app.main()
+}

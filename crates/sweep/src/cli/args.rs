@@ -1,0 +1,97 @@
+//! The command line's flags: those every sweep command shares
+//! ([`SweepFlags`], which a bigger command line can flatten into its own),
+//! and the whole command of an [`App`](super::App).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// How results are printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A fixed-width table (the default).
+    #[default]
+    Table,
+    /// A Markdown table.
+    Markdown,
+    /// JSON, in the schema the module docs describe.
+    Json,
+}
+
+/// The flags of any sweep command: depth, threads, output, one scenario,
+/// a shard, blessing the snapshot. Flatten them into a larger command line
+/// with `#[command(flatten)]`.
+#[derive(Args, Clone, Debug, Default)]
+pub struct SweepFlags {
+    /// How many lives in a row crash (0 = clean only, 1 = single, 2 = double, …).
+    #[arg(long)]
+    pub depth: Option<u32>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Rerun one scenario by name (e.g. "tracker accepted#2 → mid-save#1") and print its timeline.
+    #[arg(long, value_name = "NAME")]
+    pub scenario: Option<String>,
+    /// Run only shard K of N (e.g. 2/3); with --format json, writes a partial report for `merge`.
+    #[arg(long, value_name = "K/N", value_parser = parse_partition)]
+    pub partition: Option<(u32, u32)>,
+    /// Rewrite the reviewed snapshot with this run's table (refused when CI is set to a true value).
+    #[arg(long)]
+    pub bless: bool,
+}
+
+/// `K/N` with `1 ≤ K ≤ N`.
+pub fn parse_partition(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("{s:?} is not a shard: expected K/N with 1 ≤ K ≤ N, e.g. 2/3");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u32, u32) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if k == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+pub(crate) const EXIT_CODES: &str = "\
+Exit codes:
+  0  every scenario passed (and the table matches its snapshot)
+  1  a scenario failed a required invariant, or the table differs from its snapshot
+  2  the command could not run: bad flags, an unreadable or refused file,
+     a sweep that could not start, --bless refused under CI";
+
+/// The command line of an [`App`](super::App).
+#[derive(Parser, Debug)]
+#[command(after_help = EXIT_CODES, args_conflicts_with_subcommands = true)]
+pub(crate) struct AppArgs {
+    #[command(subcommand)]
+    pub action: Option<Action>,
+    /// Subjects to sweep, by name or slug (see --list); default: all.
+    #[arg(value_name = "SUBJECT")]
+    pub subjects: Vec<String>,
+    /// List the subjects and the crash states.
+    #[arg(long)]
+    pub list: bool,
+    /// Only the subjects of these crash states (repeatable, or NAME,NAME); default: all.
+    #[arg(long, value_name = "STATE", value_delimiter = ',')]
+    pub crash_state: Vec<String>,
+    #[command(flatten)]
+    pub flags: SweepFlags,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Action {
+    /// Merge the partial JSON reports of a partitioned sweep into its table.
+    Merge {
+        /// Partial reports written by `--partition K/N --format json`.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+    },
+}

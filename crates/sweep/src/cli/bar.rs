@@ -1,0 +1,109 @@
+//! The progress bar: one level of the sweep at a time, so its total is
+//! final when it is shown (a level's count is known once the level above
+//! it has finished).
+
+use std::sync::Mutex;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::runner::Progress;
+
+/// Per-level counts of planned and finished scenarios.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Levels {
+    planned: Vec<u64>,
+    finished: Vec<u64>,
+}
+
+impl Levels {
+    /// Count one progress event.
+    pub fn note(&mut self, p: Progress) {
+        let (depth, planned, finished) = match p {
+            Progress::Planned { depth, count } => (depth, count, 0),
+            Progress::Finished { depth } => (depth, 0, 1),
+        };
+        let i = depth.saturating_sub(1);
+        if self.planned.len() <= i {
+            self.planned.resize(i + 1, 0);
+            self.finished.resize(i + 1, 0);
+        }
+        self.planned[i] += planned;
+        self.finished[i] += finished;
+    }
+
+    /// The first level not yet finished, as (level, finished, total): its
+    /// total is final, because every scenario of the level above finished.
+    /// `None` when every planned scenario finished.
+    pub fn current(&self) -> Option<(usize, u64, u64)> {
+        self.planned
+            .iter()
+            .zip(&self.finished)
+            .enumerate()
+            .find(|(_, (p, f))| f < p)
+            .map(|(i, (p, f))| (i + 1, *f, *p))
+    }
+}
+
+/// A bar on standard error, drawn only when it is a terminal.
+pub(crate) struct Bar {
+    bar: ProgressBar,
+    levels: Mutex<Levels>,
+    subject: Mutex<(String, u32)>,
+}
+
+impl Bar {
+    pub(crate) fn new(visible: bool) -> Bar {
+        let bar = ProgressBar::with_draw_target(
+            Some(0),
+            if visible {
+                ProgressDrawTarget::stderr()
+            } else {
+                ProgressDrawTarget::hidden()
+            },
+        );
+        bar.set_style(
+            ProgressStyle::with_template("{msg:>40} [{bar:30}] {pos}/{len} scenarios {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        Bar {
+            bar,
+            levels: Mutex::new(Levels::default()),
+            subject: Mutex::new((String::new(), 0)),
+        }
+    }
+
+    pub(crate) fn start(&self, subject: &str, depth: u32) {
+        *self.lock_levels() = Levels::default();
+        *self.subject.lock().unwrap_or_else(|e| e.into_inner()) = (subject.to_owned(), depth);
+        self.bar.set_length(0);
+        self.bar.set_position(0);
+        self.bar.set_message(subject.to_owned());
+    }
+
+    pub(crate) fn note(&self, p: Progress) {
+        let current = {
+            let mut levels = self.lock_levels();
+            levels.note(p);
+            levels.current()
+        };
+        if let Some((level, done, total)) = current {
+            let (name, depth) = self
+                .subject
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            self.bar.set_length(total);
+            self.bar.set_position(done);
+            self.bar
+                .set_message(format!("{name}, level {level} of {depth}"));
+        }
+    }
+
+    pub(crate) fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+
+    fn lock_levels(&self) -> std::sync::MutexGuard<'_, Levels> {
+        self.levels.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,220 @@
+//! What the command line prints: tables, the JSON documents, failures with
+//! the command that reruns each, and merging shard files.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::args::Format;
+use crate::report::{Report, ScenarioResult};
+use crate::scenario::Scenario;
+
+/// The rows of `reports` as `format` says. With `partial` and JSON, the
+/// full reports are included too (what `merge` reads back).
+pub fn render(reports: &[Report], format: Format, partial: bool) -> String {
+    let rows: Vec<_> = reports.iter().map(Report::row).collect();
+    match format {
+        Format::Table => crate::table(&rows),
+        Format::Markdown => crate::markdown(&rows),
+        Format::Json => {
+            let mut v = json!({ "rows": rows });
+            if partial {
+                v["reports"] = serde_json::to_value(reports).unwrap_or(Value::Null);
+            }
+            pretty(&v)
+        }
+    }
+}
+
+/// One rerun scenario as JSON: `subject`, `scenario`, `passed`, `failure`
+/// (text or null), `lives` (each with `crash`, `hits`, `end`), `counts`
+/// (counter name → value), `notes`, `world` (text or null).
+pub fn scenario_json(subject: &str, r: &ScenarioResult) -> Value {
+    let counts: serde_json::Map<String, Value> = r
+        .verdict
+        .counts
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    json!({
+        "subject": subject,
+        "scenario": r.scenario.to_string(),
+        "passed": r.failure.is_none(),
+        "failure": r.failure,
+        "lives": r.lives,
+        "counts": counts,
+        "notes": r.verdict.notes,
+        "world": r.world,
+    })
+}
+
+pub(crate) fn pretty(v: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// How many failures of one subject are printed (the rest are counted).
+const SHOWN: usize = 10;
+
+/// Each failing scenario of `reports` as a message and the command that
+/// reruns it; `rerun(i, scenario)` is that command for report `i`.
+pub fn failure_lines(
+    reports: &[Report],
+    rerun: &dyn Fn(usize, &Scenario) -> String,
+) -> (Vec<String>, usize) {
+    let mut lines = Vec::new();
+    let mut total = 0;
+    for (i, r) in reports.iter().enumerate() {
+        let failures: Vec<_> = r.failures().collect();
+        total += failures.len();
+        for f in failures.iter().take(SHOWN) {
+            lines.push(format!(
+                "FAILED {} / {}: {}\n    rerun: {}",
+                r.subject,
+                f.scenario,
+                f.failure.as_deref().unwrap_or(""),
+                rerun(i, &f.scenario)
+            ));
+        }
+        if failures.len() > SHOWN {
+            lines.push(format!(
+                "    … and {} more failing scenarios of {}",
+                failures.len() - SHOWN,
+                r.subject
+            ));
+        }
+    }
+    if total > 0 {
+        lines.push(format!("{total} scenarios failed a required invariant"));
+    }
+    (lines, total)
+}
+
+/// The failures as JSON objects: `subject`, `scenario`, `reason`, `rerun`.
+pub fn failures_json(reports: &[Report], rerun: &dyn Fn(usize, &Scenario) -> String) -> Value {
+    let mut out = Vec::new();
+    for (i, r) in reports.iter().enumerate() {
+        for f in r.failures() {
+            out.push(json!({
+                "subject": r.subject,
+                "scenario": f.scenario.to_string(),
+                "reason": f.failure,
+                "rerun": rerun(i, &f.scenario),
+            }));
+        }
+    }
+    Value::Array(out)
+}
+
+/// Why shard files could not be merged; every message names its file.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// The file could not be read.
+    #[error("cannot read {}: {reason}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The file holds no partial reports.
+    #[error("{}: no partial reports in it ({reason}); write them with --partition K/N --format json", path.display())]
+    NotAShard {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The file's shard of a subject was given by another file already.
+    #[error("{}: shard {shard} of {subject} is also in {}", path.display(), first.display())]
+    Twice {
+        /// The file refused.
+        path: PathBuf,
+        /// The file that gave the shard first.
+        first: PathBuf,
+        /// The subject.
+        subject: String,
+        /// The shard, `K/N`.
+        shard: String,
+    },
+    /// The file's report is not a shard of one sweep.
+    #[error("{}: {subject} is not a shard of a partitioned sweep (its report covers all scenarios)", path.display())]
+    Whole {
+        /// The file refused.
+        path: PathBuf,
+        /// The subject.
+        subject: String,
+    },
+    /// The shards do not add up.
+    #[error("cannot merge the shards of {subject} ({}): {reason}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "))]
+    Shards {
+        /// The subject.
+        subject: String,
+        /// Its files.
+        files: Vec<PathBuf>,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Read the partial reports in `files` and merge them, subject by subject,
+/// in the order the subjects first appear.
+pub fn merge_files(files: &[PathBuf]) -> Result<Vec<Report>, MergeError> {
+    type Parts = Vec<(PathBuf, Report)>;
+    let mut by_subject: Vec<(String, Parts)> = Vec::new();
+    for f in files {
+        for r in read_shard(f)? {
+            let Some((k, n)) = r.partition else {
+                return Err(MergeError::Whole {
+                    path: f.clone(),
+                    subject: r.subject,
+                });
+            };
+            let i = match by_subject.iter().position(|(s, _)| *s == r.subject) {
+                Some(i) => i,
+                None => {
+                    by_subject.push((r.subject.clone(), Vec::new()));
+                    by_subject.len() - 1
+                }
+            };
+            let slot = &mut by_subject[i].1;
+            if let Some((first, _)) = slot.iter().find(|(_, p)| p.partition == r.partition) {
+                return Err(MergeError::Twice {
+                    path: f.clone(),
+                    first: first.clone(),
+                    subject: r.subject,
+                    shard: format!("{k}/{n}"),
+                });
+            }
+            slot.push((f.clone(), r));
+        }
+    }
+    by_subject
+        .into_iter()
+        .map(|(subject, parts)| {
+            let paths: Vec<PathBuf> = parts.iter().map(|(p, _)| p.clone()).collect();
+            Report::merge(parts.into_iter().map(|(_, r)| r).collect()).map_err(|e| {
+                MergeError::Shards {
+                    subject,
+                    files: paths,
+                    reason: e.to_string(),
+                }
+            })
+        })
+        .collect()
+}
+
+fn read_shard(f: &Path) -> Result<Vec<Report>, MergeError> {
+    let text = std::fs::read_to_string(f).map_err(|e| MergeError::Read {
+        path: f.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let not_a_shard = |reason: String| MergeError::NotAShard {
+        path: f.to_path_buf(),
+        reason,
+    };
+    let v: Value =
+        serde_json::from_str(&text).map_err(|e| not_a_shard(format!("not JSON: {e}")))?;
+    serde_json::from_value(v["reports"].clone()).map_err(|e| not_a_shard(e.to_string()))
+}

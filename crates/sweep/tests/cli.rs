@@ -1,0 +1,343 @@
+//! The command line of `sweep::cli`: parsing, exit codes, the snapshot and
+//! --bless under CI, the JSON documents, shards and merge.
+
+use std::path::PathBuf;
+
+use sweep::cli::{App, Env, Levels, EXIT_FAILED, EXIT_PASSED, EXIT_USAGE};
+use sweep::{Counter, LifeError, Progress, Subject, Verdict};
+
+/// Moves 10 coins from `a` to `b`; `careful` saves its progress with the
+/// debit, the hasty one after it.
+struct Transfer {
+    careful: bool,
+}
+
+#[derive(Default)]
+struct Coins {
+    a: i64,
+    b: i64,
+    step: u8,
+}
+
+impl Subject for Transfer {
+    type World = Coins;
+    fn name(&self) -> String {
+        if self.careful {
+            "careful transfer"
+        } else {
+            "hasty transfer"
+        }
+        .into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("created").required()]
+    }
+    fn world(&self) -> Coins {
+        Coins {
+            a: 10,
+            ..Coins::default()
+        }
+    }
+    fn life(&self, w: &mut Coins) -> Result<(), LifeError> {
+        if w.step == 0 {
+            if self.careful {
+                // The debit and the progress saved as one write.
+                (w.a, w.step) = (w.a - 10, 1);
+                crashpoint::point!("saved");
+            } else {
+                w.a -= 10;
+                crashpoint::point!("debited");
+                w.step = 1;
+            }
+        }
+        if w.step == 1 {
+            w.b += 10;
+            w.step = 2;
+            crashpoint::point!("credited");
+        }
+        Ok(())
+    }
+    fn judge(&self, w: &Coins) -> Verdict {
+        let created = (w.a + w.b - 10).unsigned_abs();
+        let v = Verdict::new().count("created", created);
+        if created > 0 {
+            v.note(format!("{created} coins appeared or vanished"))
+        } else {
+            v
+        }
+    }
+}
+
+/// A world of another type, in the same list.
+struct Counter2;
+impl Subject for Counter2 {
+    type World = u32;
+    fn name(&self) -> String {
+        "tally".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("n")]
+    }
+    fn world(&self) -> u32 {
+        0
+    }
+    fn life(&self, w: &mut u32) -> Result<(), LifeError> {
+        *w += 1;
+        crashpoint::point!("counted");
+        Ok(())
+    }
+    fn judge(&self, w: &u32) -> Verdict {
+        Verdict::new().count("n", u64::from(*w))
+    }
+}
+
+fn app(snapshot: Option<PathBuf>) -> App {
+    let app = App::new("mysweep")
+        .subject(Transfer { careful: true })
+        .subject_in("lose", Transfer { careful: false })
+        .subject(Counter2);
+    match snapshot {
+        Some(p) => app.snapshot(p),
+        None => app,
+    }
+}
+
+fn run_env(app: &App, args: &[&str], env: &Env) -> (u8, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let argv = std::iter::once("mysweep").chain(args.iter().copied());
+    let code = app.run(argv, env, &mut out, &mut err);
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+fn run(args: &[&str]) -> (u8, String, String) {
+    run_env(&app(None), args, &Env::default())
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sweep-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn help_documents_the_exit_codes_and_bad_flags_exit_2() {
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, EXIT_PASSED);
+    assert!(
+        out.contains("Exit codes:") && out.contains("--bless refused under CI"),
+        "{out}"
+    );
+    for bad in [&["--depth", "x"][..], &["--partition", "3/2"], &["--nope"]] {
+        let (code, _, err) = run(bad);
+        assert_eq!(code, EXIT_USAGE, "{bad:?}: {err}");
+    }
+    let (_, _, err) = run(&["--partition", "0/3"]);
+    assert!(err.contains("expected K/N"), "{err}");
+}
+
+#[test]
+fn list_names_every_subject_and_state() {
+    let (code, out, _) = run(&["--list"]);
+    assert_eq!(code, EXIT_PASSED);
+    for needle in [
+        "careful-transfer",
+        "hasty-transfer",
+        "tally",
+        "lose",
+        "crash states: process, lose",
+    ] {
+        assert!(out.contains(needle), "{needle}: {out}");
+    }
+}
+
+#[test]
+fn a_passing_sweep_exits_0_and_a_failing_one_1_naming_the_rerun() {
+    let (code, out, err) = run(&["careful-transfer", "tally"]);
+    assert_eq!(code, EXIT_PASSED, "{err}");
+    assert!(out.contains("careful transfer") && out.contains("tally") && !out.contains("hasty"));
+    let (code, _, err) = run(&["--crash-state", "lose", "--depth", "1", "--threads", "1"]);
+    assert_eq!(code, EXIT_FAILED);
+    assert!(err.contains("FAILED hasty transfer / debited#1"), "{err}");
+    assert!(
+        err.contains("rerun: mysweep hasty-transfer --scenario \"debited#1\""),
+        "{err}"
+    );
+    assert!(!err.contains("Some(") && !err.contains("None"), "{err}");
+    let (code, _, err) = run(&["nobody"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("no subject is named \"nobody\""), "{err}");
+    let (code, _, err) = run(&["--crash-state", "torn"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("the states are process, lose"), "{err}");
+}
+
+#[test]
+fn a_scenario_reruns_with_its_timeline_as_text_and_as_json() {
+    let (code, out, _) = run(&["hasty-transfer", "--scenario", "debited#1"]);
+    assert_eq!(code, EXIT_FAILED);
+    assert!(
+        out.contains("subject: hasty transfer") && out.contains("debited#1  ← crash"),
+        "{out}"
+    );
+    let (code, out, _) = run(&[
+        "hasty-transfer",
+        "--scenario",
+        "debited#1",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, EXIT_FAILED);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let sc = &v["scenarios"][0];
+    let keys: Vec<&str> = sc.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        ["subject", "scenario", "passed", "failure", "lives", "counts", "notes", "world"]
+    );
+    assert_eq!(sc["scenario"], "debited#1");
+    assert_eq!(sc["passed"], false);
+    assert_eq!(sc["counts"]["created"], 10);
+    assert_eq!(sc["lives"][0]["crash"], "debited#1");
+    assert_eq!(sc["lives"][1]["crash"], serde_json::Value::Null);
+    assert_eq!(sc["lives"][1]["end"], "finished");
+    let (code, _, err) = run(&["--scenario", "a#b#c"]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+}
+
+#[test]
+fn json_sweeps_follow_the_documented_schema() {
+    let (code, out, _) = run(&["hasty-transfer", "--format", "json", "--depth", "1"]);
+    assert_eq!(code, EXIT_FAILED);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let top: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(top, ["rows", "failures"]);
+    let row: Vec<&str> = v["rows"][0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(row, ["variant", "once", "created"]);
+    let f = &v["failures"][0];
+    let keys: Vec<&str> = f.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["subject", "scenario", "reason", "rerun"]);
+    assert_eq!(f["scenario"], "debited#1");
+}
+
+#[test]
+fn shards_merge_into_the_whole_table_and_a_refused_shard_names_its_file() {
+    let dir = temp("shards");
+    let (_, whole, _) = run(&["hasty-transfer"]);
+    let mut files = Vec::new();
+    for k in 1..=2 {
+        let (_, out, _) = run(&[
+            "hasty-transfer",
+            "--partition",
+            &format!("{k}/2"),
+            "--format",
+            "json",
+        ]);
+        let f = dir.join(format!("shard-{k}.json"));
+        std::fs::write(&f, out).unwrap();
+        files.push(f.to_string_lossy().into_owned());
+    }
+    let (code, merged, err) = run(&["merge", &files[0], &files[1]]);
+    assert_eq!(code, EXIT_FAILED, "{err}");
+    assert_eq!(merged, whole);
+    let (code, _, err) = run(&["merge", &files[0], &files[0]]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("shard-1.json: shard 1/2 of hasty transfer is also in"),
+        "{err}"
+    );
+    assert!(!err.contains("Some("), "{err}");
+    std::fs::write(dir.join("bad.json"), "{}").unwrap();
+    let bad = dir.join("bad.json").to_string_lossy().into_owned();
+    let (code, _, err) = run(&["merge", &bad]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("bad.json: no partial reports"), "{err}");
+    let (code, _, err) = run(&["merge", &files[0]]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("shard-1.json"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_snapshot_is_checked_and_bless_is_refused_only_under_a_true_ci() {
+    let dir = temp("snap");
+    let snap = dir.join("table.txt");
+    let app = app(Some(snap.clone()));
+    let env = |ci: Option<&str>| Env {
+        ci: ci.map(str::to_owned),
+        progress: false,
+    };
+    // No snapshot yet: the run fails on it.
+    let (code, _, err) = run_env(&app, &[], &env(None));
+    assert_eq!(code, EXIT_FAILED);
+    assert!(err.contains("table.txt does not exist"), "{err}");
+    for ci in ["true", "1", "yes"] {
+        let (code, _, err) = run_env(&app, &["--bless"], &env(Some(ci)));
+        assert_eq!(code, EXIT_USAGE, "CI={ci}");
+        assert!(err.contains("refused under CI"), "{err}");
+        assert!(!snap.exists());
+    }
+    for ci in [Some("false"), Some("0"), Some(""), None] {
+        let _ = std::fs::remove_file(&snap);
+        let (_, table, err) = run_env(&app, &["--bless"], &env(ci));
+        assert!(err.contains("wrote"), "CI={ci:?}: {err}");
+        assert_eq!(std::fs::read_to_string(&snap).unwrap(), table);
+    }
+    // Blessed: the same run now meets its snapshot (the hasty transfer
+    // still fails its scenarios, so the code stays 1, with no diff).
+    let (code, _, err) = run_env(&app, &[], &env(Some("true")));
+    assert_eq!(code, EXIT_FAILED);
+    assert!(!err.contains("snapshot"), "{err}");
+    std::fs::write(&snap, "old\n").unwrap();
+    let (_, _, err) = run_env(&app, &[], &env(None));
+    assert!(err.contains("- old"), "{err}");
+    // A run that is not the registered one is not compared, and cannot bless.
+    let (code, _, err) = run_env(&app, &["--depth", "1", "--bless"], &env(None));
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("--bless rewrites the reviewed snapshot"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_progress_bar_counts_one_level_whose_total_is_final() {
+    let mut levels = Levels::default();
+    levels.note(Progress::Planned { depth: 1, count: 2 });
+    assert_eq!(levels.current(), Some((1, 0, 2)));
+    levels.note(Progress::Finished { depth: 1 });
+    levels.note(Progress::Planned { depth: 2, count: 3 });
+    assert_eq!(levels.current(), Some((1, 1, 2)));
+    levels.note(Progress::Finished { depth: 2 });
+    levels.note(Progress::Finished { depth: 1 });
+    levels.note(Progress::Planned { depth: 2, count: 1 });
+    // Level 1 is done: level 2's total (4) cannot grow any more.
+    assert_eq!(levels.current(), Some((2, 1, 4)));
+    for _ in 0..3 {
+        levels.note(Progress::Finished { depth: 2 });
+    }
+    assert_eq!(levels.current(), None);
+
+    // The runner's events add up to its scenarios, level by level.
+    let events = std::sync::Mutex::new(Levels::default());
+    let report = sweep::run_with(
+        &Transfer { careful: false },
+        &sweep::Config::default(),
+        &|p| events.lock().unwrap().note(p),
+    )
+    .unwrap();
+    assert_eq!(events.lock().unwrap().current(), None);
+    assert_eq!(
+        report.scenarios.len(),
+        report.row().depth_counts.iter().sum::<u64>() as usize
+    );
+}
