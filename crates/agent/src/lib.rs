@@ -129,6 +129,7 @@ mod life;
 mod limits;
 mod model;
 mod observer;
+pub mod provider;
 mod replay;
 mod result;
 mod resume;
