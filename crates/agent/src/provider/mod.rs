@@ -1,7 +1,7 @@
-//! Model clients for real providers, behind cargo features: [`OpenAi`]
+//! Model clients for real providers, behind cargo features: `OpenAi`
 //! (feature `openai`) for any OpenAI-compatible Chat Completions endpoint —
 //! OpenAI's own, and the many providers and local servers that speak its
-//! format — and [`Anthropic`] (feature `anthropic`) for the Anthropic
+//! format — and `Anthropic` (feature `anthropic`) for the Anthropic
 //! Messages API. Both implement [`Model`](crate::Model), so an
 //! [`Agent`](crate::Agent) runs them like the scripted model, with the same
 //! save points: the reply, with the provider's call IDs, is saved before any
