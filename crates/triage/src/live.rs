@@ -155,6 +155,29 @@ impl Mode {
     }
 }
 
+/// The text after `--help`'s options: the exit codes, then live mode.
+pub fn after_help() -> String {
+    format!("{}\n\n{LIVE_HELP}", crate::exit::EXIT_CODES_HELP.trim_end())
+}
+
+/// Live mode, as `--help` explains it.
+pub const LIVE_HELP: &str = "\
+Live mode:
+  With OPENAI_API_KEY set, the replies come from a model behind an
+  OpenAI-compatible Chat Completions endpoint instead of the task's
+  recording: OPENAI_BASE_URL (default https://api.openai.com/v1), the model
+  from --model or OPENAI_MODEL (default gpt-4o-mini). With only
+  ANTHROPIC_API_KEY set, the Anthropic Messages API (ANTHROPIC_BASE_URL,
+  ANTHROPIC_MODEL; default claude-sonnet-4-20250514). Without a key the
+  command replays the recording. The first line of output names the mode
+  and the checkpoint records it; a run goes on in the mode it started in (a
+  live run needs its key to resume). Tools, checkpoints, approvals,
+  --die-after and resume work alike in both modes, and a resumed live run
+  never asks the model again for a reply it saved. 429 and 5xx answers are
+  retried with backoff; the key is never printed or saved. --record FILE
+  turns a live run into a task file that replays without a key.
+";
+
 /// What the live model is told before the task.
 pub const SYSTEM_PROMPT: &str = "You are a careful triage agent for a small code base. \
 Use the tools to look at the tracker, file issues, comment on them and patch files in the \
@@ -260,13 +283,22 @@ mod tests {
         assert_eq!(m.record(), "live openai local http://127.0.0.1:8080/v1");
         let m = Mode::from_env(
             Some("claude-x"),
-            env(&[("ANTHROPIC_API_KEY", "sk-ant"), ("ANTHROPIC_MODEL", "ignored")]),
+            env(&[
+                ("ANTHROPIC_API_KEY", "sk-ant"),
+                ("ANTHROPIC_MODEL", "ignored"),
+            ]),
         )
         .unwrap();
-        assert_eq!(m.record(), "live anthropic claude-x https://api.anthropic.com");
+        assert_eq!(
+            m.record(),
+            "live anthropic claude-x https://api.anthropic.com"
+        );
         assert!(!format!("{m:?}").contains("sk-ant"));
         assert!(!m.describe().contains("sk-ant") && !m.record().contains("sk-ant"));
         let names: Vec<String> = tool_specs().into_iter().map(|t| t.name).collect();
-        assert_eq!(names, ["search", "issue_file", "issue_comment", "code_patch"]);
+        assert_eq!(
+            names,
+            ["search", "issue_file", "issue_comment", "code_patch"]
+        );
     }
 }

@@ -12,7 +12,7 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use durable::Phase;
+use agent::Phase;
 use test_provider::{openai, Script, TestProvider};
 
 const KEY: &str = "sk-live-test-5f1e0c9a7b3d";
@@ -52,8 +52,16 @@ fn live(server: &TestProvider, args: &[&str]) -> Out {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     };
-    assert!(!out.stdout.contains(KEY), "the key in stdout:\n{}", out.stdout);
-    assert!(!out.stderr.contains(KEY), "the key in stderr:\n{}", out.stderr);
+    assert!(
+        !out.stdout.contains(KEY),
+        "the key in stdout:\n{}",
+        out.stdout
+    );
+    assert!(
+        !out.stderr.contains(KEY),
+        "the key in stderr:\n{}",
+        out.stderr
+    );
     out
 }
 
@@ -91,19 +99,32 @@ fn a_live_run_goes_end_to_end_with_the_mode_in_the_first_line_and_the_checkpoint
     let state = tmp.path().join("state");
     let out = live(
         &server,
-        &["--task", &task.name, "--state", arg(&state), "--approve", "off"],
+        &[
+            "--task",
+            &task.name,
+            "--state",
+            arg(&state),
+            "--approve",
+            "off",
+        ],
     );
     out.expect_code(0).expect_stdout(&live_passed(&task));
     let first = out.stdout.lines().next().unwrap();
     assert!(
-        first.contains(&format!("live: openai model test-model at {}", server.url())),
+        first.contains(&format!(
+            "live: openai model test-model at {}",
+            server.url()
+        )),
         "{first}"
     );
     assert_eq!(server.count(), replies(&task));
     assert_eq!(turns(&server), (0..replies(&task)).collect::<Vec<_>>());
     let first = &server.requests()[0];
     assert_eq!(first.path, "/v1/chat/completions");
-    assert_eq!(first.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(
+        first.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
     let body = first.json().unwrap();
     assert_eq!(body["model"], "test-model");
     assert_eq!(body["tools"].as_array().map(Vec::len), Some(4));
@@ -120,12 +141,22 @@ fn a_live_run_goes_end_to_end_with_the_mode_in_the_first_line_and_the_checkpoint
 
     // Without a key, the same command replays, and says so.
     let tmp2 = tempfile::tempdir().unwrap();
-    let replay = triage(&["--task", &task.name, "--state", arg(tmp2.path()), "--approve", "off"]);
+    let replay = triage(&[
+        "--task",
+        &task.name,
+        "--state",
+        arg(tmp2.path()),
+        "--approve",
+        "off",
+    ]);
     replay.expect_code(0);
     let first = replay.stdout.lines().next().unwrap();
     assert!(first.contains("replay of the recorded replies"), "{first}");
     let run2 = only_run(tmp2.path());
-    assert_eq!(checkpoint(tmp2.path(), &run2).mode.as_deref(), Some("replay"));
+    assert_eq!(
+        checkpoint(tmp2.path(), &run2).mode.as_deref(),
+        Some("replay")
+    );
 }
 
 #[test]
@@ -139,7 +170,16 @@ fn die_after_a_tool_then_resume_asks_for_no_saved_reply_again() {
             let at = format!("{} --die-after {tool}", task.name);
             live(
                 &server,
-                &["--task", &task.name, "--state", s, "--die-after", &tool, "--approve", "off"],
+                &[
+                    "--task",
+                    &task.name,
+                    "--state",
+                    s,
+                    "--die-after",
+                    &tool,
+                    "--approve",
+                    "off",
+                ],
             )
             .expect_killed();
             let call = task.first_call_of(&tool);
@@ -148,9 +188,41 @@ fn die_after_a_tool_then_resume_asks_for_no_saved_reply_again() {
             let run = only_run(&state);
             assert_eq!(checkpoint(&state, &run).phase, Phase::Tools, "{at}");
 
-            live(&server, &["--task", &task.name, "--state", s, "--approve", "off"])
-                .expect_code(0)
-                .expect_stdout(&live_passed(&task));
+            let resumed = live(
+                &server,
+                &["--task", &task.name, "--state", s, "--approve", "off"],
+            );
+            let finished = if resumed.code() == Some(4) {
+                // A patch whose texts do not settle it goes to a person, who
+                // is asked at a terminal: the run paused before any model
+                // call, and the person's life finishes it.
+                assert_eq!(tool, "code_patch", "{at}: only a patch can need a person");
+                assert_eq!(
+                    server.count(),
+                    call.turn as usize,
+                    "{at}: no request while paused"
+                );
+                let url = server.url();
+                let env = [
+                    ("OPENAI_API_KEY", KEY),
+                    ("OPENAI_BASE_URL", url.as_str()),
+                    ("OPENAI_MODEL", "test-model"),
+                ];
+                let mut person =
+                    AtTerminal::spawn_with_env(&["--task", &task.name, "--state", s], &env);
+                person.answer_prompts(&[
+                    (
+                        "did it happen? [r]erun (it did not) / [d]one <what you found> / [l]ater: ",
+                        "done the patch is in the file\n",
+                    ),
+                    ("? [y]es / [n]o [reason] / [l]ater: ", "y\n"),
+                ]);
+                person.finish()
+            } else {
+                resumed
+            };
+            finished.expect_code(0).expect_stdout(&live_passed(&task));
+            assert!(!finished.stdout.contains(KEY) && !finished.stderr.contains(KEY));
             assert_eq!(
                 turns(&server),
                 (0..replies(&task)).collect::<Vec<_>>(),
@@ -180,24 +252,57 @@ fn a_crash_after_the_reply_arrived_and_before_it_was_saved_asks_exactly_once_mor
         let t = turn.to_string();
         live(
             &server,
-            &["--task", &task.name, "--state", s, "--die-after-reply", &t, "--approve", "off"],
+            &[
+                "--task",
+                &task.name,
+                "--state",
+                s,
+                "--die-after-reply",
+                &t,
+                "--approve",
+                "off",
+            ],
         )
         .expect_killed();
         assert_eq!(server.count(), turn, "turn {turn}: the reply arrived");
         let run = only_run(&state);
         let st = checkpoint(&state, &run);
-        assert_eq!(st.phase, Phase::Model, "turn {turn}: the reply was not saved");
-        assert_eq!(st.turns as usize, turn - 1, "turn {turn}");
+        assert_eq!(
+            st.turns as usize,
+            turn - 1,
+            "turn {turn}: the reply was not saved"
+        );
+        let saved_replies = st
+            .messages
+            .iter()
+            .filter(|m| m.role == agent::Role::Assistant)
+            .count();
+        assert_eq!(saved_replies, turn - 1, "turn {turn}");
+        assert_ne!(st.phase, Phase::Done, "turn {turn}");
 
-        live(&server, &["--task", &task.name, "--state", s, "--approve", "off"])
-            .expect_code(0)
-            .expect_stdout(&live_passed(&task));
-        assert_eq!(server.count(), n + 1, "turn {turn}: exactly one more request");
+        live(
+            &server,
+            &["--task", &task.name, "--state", s, "--approve", "off"],
+        )
+        .expect_code(0)
+        .expect_stdout(&live_passed(&task));
+        assert_eq!(
+            server.count(),
+            n + 1,
+            "turn {turn}: exactly one more request"
+        );
         let mut want: Vec<usize> = (0..n).collect();
         want.insert(turn, turn - 1);
-        assert_eq!(turns(&server), want, "turn {turn}: the lost turn asked again");
+        assert_eq!(
+            turns(&server),
+            want,
+            "turn {turn}: the lost turn asked again"
+        );
         assert_each_effect_once(&task, &tracker(&state, &run));
-        eprintln!("requests --die-after-reply {turn}: {turn} in the first life, {} in all (replies: {n})", server.count());
+        eprintln!(
+            "requests --die-after-reply {turn}: {turn} in the first life, {} in all (replies: {n})",
+            server.count()
+        );
     }
 }
 
@@ -211,7 +316,14 @@ fn a_provider_error_names_status_and_message_but_never_the_key() {
     let tmp = tempfile::tempdir().unwrap();
     for json in [false, true] {
         let state = tmp.path().join(format!("state-{json}"));
-        let mut args = vec!["--task", "m1-done-after-delete", "--state", arg(&state), "--approve", "off"];
+        let mut args = vec![
+            "--task",
+            "m1-done-after-delete",
+            "--state",
+            arg(&state),
+            "--approve",
+            "off",
+        ];
         if json {
             args.push("--json");
         }
@@ -223,7 +335,10 @@ fn a_provider_error_names_status_and_message_but_never_the_key() {
         assert_ne!(out.code(), Some(0));
         let all = format!("{}{}", out.stdout, out.stderr);
         assert!(all.contains("HTTP 401"), "{all}");
-        assert!(all.contains("Incorrect API key provided: [redacted]"), "{all}");
+        assert!(
+            all.contains("Incorrect API key provided: [redacted]"),
+            "{all}"
+        );
         assert_no_key_under(&state);
     }
 }
@@ -237,15 +352,28 @@ fn a_live_run_is_not_resumed_as_a_replay() {
     let s = arg(&state);
     live(
         &server,
-        &["--task", &task.name, "--state", s, "--die-after", "code_patch", "--approve", "off"],
+        &[
+            "--task",
+            &task.name,
+            "--state",
+            s,
+            "--die-after",
+            "code_patch",
+            "--approve",
+            "off",
+        ],
     )
     .expect_killed();
     let run = only_run(&state);
     let before = std::fs::read(state.join(format!("{run}.json"))).unwrap();
     let out = triage(&["--task", &task.name, "--state", s, "--approve", "off"]);
     assert_eq!(out.code(), Some(2), "{out:?}");
-    out.expect_stderr("was started live").expect_stderr("OPENAI_API_KEY");
-    assert_eq!(std::fs::read(state.join(format!("{run}.json"))).unwrap(), before);
+    out.expect_stderr("was started live")
+        .expect_stderr("OPENAI_API_KEY");
+    assert_eq!(
+        std::fs::read(state.join(format!("{run}.json"))).unwrap(),
+        before
+    );
 }
 
 #[test]
@@ -260,13 +388,32 @@ fn a_recorded_live_run_replays_to_the_same_tool_calls() {
     // Killed after a tool, resumed: the recording continues across lives.
     live(
         &server,
-        &["--task", &task.name, "--state", arg(&state), "--record", arg(&file),
-          "--die-after", "code_patch", "--approve", "off"],
+        &[
+            "--task",
+            &task.name,
+            "--state",
+            arg(&state),
+            "--record",
+            arg(&file),
+            "--die-after",
+            "code_patch",
+            "--approve",
+            "off",
+        ],
     )
     .expect_killed();
     live(
         &server,
-        &["--task", &task.name, "--state", arg(&state), "--record", arg(&file), "--approve", "off"],
+        &[
+            "--task",
+            &task.name,
+            "--state",
+            arg(&state),
+            "--record",
+            arg(&file),
+            "--approve",
+            "off",
+        ],
     )
     .expect_code(0);
     assert!(!std::fs::read_to_string(&file).unwrap().contains(KEY));
@@ -277,17 +424,32 @@ fn a_recorded_live_run_replays_to_the_same_tool_calls() {
     let calls = |t: &agent::Transcript| t.calls().cloned().collect::<Vec<_>>();
     assert_eq!(calls(&copy), calls(&original));
     assert_eq!(copy.task, original.task);
-    let usage: Vec<_> = copy.replies.iter().map(|r| (r.usage.input_tokens, r.usage.output_tokens)).collect();
-    let want: Vec<_> = original.replies.iter().map(|r| (r.usage.input_tokens, r.usage.output_tokens)).collect();
+    let usage: Vec<_> = copy
+        .replies
+        .iter()
+        .map(|r| (r.usage.input_tokens, r.usage.output_tokens))
+        .collect();
+    let want: Vec<_> = original
+        .replies
+        .iter()
+        .map(|r| (r.usage.input_tokens, r.usage.output_tokens))
+        .collect();
     assert_eq!(usage, want);
 
     // … and a task file: replayed with no key, it makes the same calls.
     let replay_state = tmp.path().join("replay");
     let out = triage(&[
-        "--tasks", arg(&recorded), "--task", "m1-recorded", "--state", arg(&replay_state),
-        "--approve", "off",
+        "--tasks",
+        arg(&recorded),
+        "--task",
+        "m1-recorded",
+        "--state",
+        arg(&replay_state),
+        "--approve",
+        "off",
     ]);
-    out.expect_code(0).expect_stdout("replay of the recorded replies");
+    out.expect_code(0)
+        .expect_stdout("replay of the recorded replies");
     let run = only_run(&replay_state);
     let st = checkpoint(&replay_state, &run);
     let made: Vec<_> = st.messages.iter().flat_map(|m| m.calls.clone()).collect();
