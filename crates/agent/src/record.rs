@@ -28,7 +28,8 @@ use crate::model::{Model, ModelError, Reply};
 /// replay gets the very same bytes, invalid JSON included.
 ///
 /// The file is replaced on every reply (written to a temporary file beside
-/// it, then renamed), so a crash leaves the last complete version.
+/// it, then renamed; missing directories are created), so a crash leaves
+/// the last complete version.
 #[derive(Debug)]
 pub struct Recording<M> {
     inner: M,
@@ -152,6 +153,9 @@ impl<M: Model> Recording<M> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
         let tmp = self.path.with_file_name(format!(".{name}.recording.tmp"));
         std::fs::write(&tmp, text)?;
         std::fs::rename(&tmp, &self.path)
