@@ -44,6 +44,7 @@ KNOWN_HARNESS = [
     "triage",
     "bank",
     "xtask",
+    "test-provider",
 ]
 
 

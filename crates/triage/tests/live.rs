@@ -11,8 +11,8 @@ mod common;
 
 use std::path::Path;
 
-use common::*;
 use agent::Phase;
+use common::*;
 use test_provider::{openai, Script, TestProvider};
 
 const KEY: &str = "sk-live-test-5f1e0c9a7b3d";
