@@ -45,6 +45,7 @@ KNOWN_HARNESS = [
     "bank",
     "outbox",
     "xtask",
+    "test-provider",
 ]
 
 

@@ -51,6 +51,7 @@ pub struct Agent {
     pub(crate) clock: Box<dyn Clock>,
     pub(crate) cancel: Arc<AtomicBool>,
     pub(crate) workspace: Option<Arc<dyn Dir>>,
+    pub(crate) mode: Option<String>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -94,6 +95,7 @@ impl Agent {
             clock: Box::new(SystemClock),
             cancel: Arc::default(),
             workspace: None,
+            mode: None,
         }
     }
 
@@ -161,6 +163,15 @@ impl Agent {
     /// ([`durable::Error::WorkspaceChanged`]).
     pub fn with_workspace(mut self, workspace: Arc<dyn Dir>) -> Agent {
         self.workspace = Some(workspace);
+        self
+    }
+
+    /// Record `mode` (where the replies come from, e.g. `replay` or
+    /// `live openai gpt-4o-mini https://api.openai.com/v1`) in the state of
+    /// a run that has none yet. It is saved with the first reply, so a
+    /// checkpoint without a mode holds no reply of either kind.
+    pub fn with_mode(mut self, mode: impl Into<String>) -> Agent {
+        self.mode = Some(mode.into());
         self
     }
 

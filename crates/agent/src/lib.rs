@@ -129,6 +129,8 @@ mod life;
 mod limits;
 mod model;
 mod observer;
+pub mod provider;
+mod record;
 mod replay;
 mod result;
 mod resume;
@@ -147,6 +149,7 @@ pub use error::Error;
 pub use limits::Limits;
 pub use model::{Model, ModelError, Reply};
 pub use observer::{Event, Observer, Quiet, Returned, Rung};
+pub use record::{RecordError, Recording};
 pub use replay::ScriptedModel;
 pub use result::RunResult;
 pub use state::{

@@ -35,7 +35,10 @@ pub enum ModelError {
         /// Which reply (1-based) was asked for.
         wanted: usize,
     },
-    /// Any other failure (a provider's error, a network error).
+    /// A provider's client gave up (see [`crate::provider`]).
+    #[error(transparent)]
+    Provider(#[from] crate::provider::ProviderError),
+    /// Any other failure.
     #[error("{0}")]
     Failed(String),
 }

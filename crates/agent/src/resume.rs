@@ -51,6 +51,9 @@ impl Agent {
         if opened.resumed {
             self.check_workspace(&life.st)?;
         }
+        if life.st.mode.is_none() {
+            life.st.mode.clone_from(&self.mode);
+        }
         if life.st.messages.is_empty() {
             life.st.messages.push(Message {
                 role: Role::User,

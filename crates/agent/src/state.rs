@@ -84,6 +84,11 @@ pub struct State {
     /// The final answer, once the run is [`Phase::Done`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// Where the replies come from (`replay`, or `live PROVIDER MODEL
+    /// URL`), as the program running the loop names it; saved with the
+    /// first reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
 }
 
 impl Durable for State {

@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use agent::{
-    CallContext, Effect, Gated, Keys, Lookup, Model, ModelError, Reply, Resolution, ScriptedModel,
-    Tool, ToolError, ToolOutput,
+    CallContext, Effect, Gated, Keys, Lookup, Model, ModelError, Reply, Resolution, Tool,
+    ToolError, ToolOutput,
 };
 use agent::{Message, ToolCall};
 use durable::{Dir, RunId};
@@ -19,7 +19,7 @@ use crate::RUN;
 
 /// A model that counts its calls in the world.
 pub(crate) struct Counted {
-    pub(crate) inner: ScriptedModel,
+    pub(crate) inner: Box<dyn Model>,
     pub(crate) tally: Arc<Tally>,
 }
 

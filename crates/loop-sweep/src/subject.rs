@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use agent::testing::{ManualClock, ScriptedApprover};
-use agent::{Agent, Decision, Gated, ScriptedModel, Tools, Transcript};
+use agent::{Agent, Decision, Gated, Model, ScriptedModel, Tools, Transcript};
 use agent::{Checkpoint, Phase, Role};
 use durable::testing::{MemDir, PowerDir};
 use durable::{Dir, Options};
@@ -24,12 +24,27 @@ use crate::variant::{LoopVariant, Situation};
 use crate::world::{run_id, saved_yes, LoopWorld, PowerWorld};
 use crate::RUN;
 
+/// Makes the model of one life: the seam a sweep uses to put a real client
+/// (over HTTP, say) where the scripted model would be.
+pub type ModelFactory = Arc<dyn Fn() -> Result<Box<dyn Model>, String> + Send + Sync>;
+
 /// The triage job on the real loop, as a sweep subject.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct LoopSubject {
     variant: LoopVariant,
     transcript: Arc<Transcript>,
     expected: Expected,
+    model: Option<(String, ModelFactory)>,
+}
+
+impl std::fmt::Debug for LoopSubject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoopSubject")
+            .field("variant", &self.variant)
+            .field("transcript", &self.transcript.path)
+            .field("model", &self.model.as_ref().map(|(name, _)| name))
+            .finish_non_exhaustive()
+    }
 }
 impl LoopSubject {
     /// `variant` running `transcript`.
@@ -44,6 +59,7 @@ impl LoopSubject {
                 requests: Vec::new(),
                 files: BTreeMap::new(),
             },
+            model: None,
         };
         transcript.check_tools(&probe.tools(&probe.world()))?;
         let expected = Expected::of(&transcript)?;
@@ -53,6 +69,15 @@ impl LoopSubject {
     /// The variant.
     pub fn variant(&self) -> LoopVariant {
         self.variant
+    }
+
+    /// The same subject with each life's model made by `make` instead of
+    /// the scripted model; `name` is added to the row title (`loop keyed,
+    /// NAME`). The model must answer as the transcript does (a client of a
+    /// test provider serving it, say) for the judge's counts to hold.
+    pub fn with_model(mut self, name: &str, make: ModelFactory) -> LoopSubject {
+        self.model = Some((name.to_owned(), make));
+        self
     }
 
     /// Saves and patches are fsynced in a power-loss world (syncs are what
@@ -79,8 +104,12 @@ impl LoopSubject {
     }
 
     fn agent(&self, w: &LoopWorld) -> Result<Agent, String> {
+        let inner: Box<dyn Model> = match &self.model {
+            None => Box::new(ScriptedModel::new(Arc::clone(&self.transcript))),
+            Some((_, make)) => make()?,
+        };
         let model = Counted {
-            inner: ScriptedModel::new(Arc::clone(&self.transcript)),
+            inner,
             tally: Arc::clone(&w.tally),
         };
         let (gate_tally, gate_dir) = (Arc::clone(&w.tally), Arc::clone(&w.files));
@@ -131,7 +160,10 @@ impl Subject for LoopSubject {
     type World = LoopWorld;
 
     fn name(&self) -> String {
-        self.variant.title()
+        match &self.model {
+            None => self.variant.title(),
+            Some((name, _)) => format!("{}, {name}", self.variant.title()),
+        }
     }
 
     fn counters(&self) -> Vec<Counter> {

@@ -79,6 +79,7 @@ impl Relay {
         let opts = Options {
             sync: true,
             max_resumes: None,
+            ..Options::default()
         };
         let fresh = || Outbox {
             events: EVENTS.map(String::from).to_vec(),

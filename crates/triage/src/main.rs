@@ -19,6 +19,7 @@
 mod checks;
 mod exit;
 mod files;
+mod live;
 mod output;
 mod run;
 mod shutdown;
@@ -31,7 +32,6 @@ use std::sync::{Arc, Mutex};
 
 use clap::{Parser, ValueEnum};
 
-use crate::exit::EXIT_CODES_HELP;
 use crate::output::Printer;
 
 /// Whether gated calls wait for a person.
@@ -45,16 +45,18 @@ pub enum Approve {
     Off,
 }
 
-/// Run a recorded triage job as a durable agent run; kill it on purpose;
-/// resume it.
+/// Run a triage job as a durable agent run, live or from a recording; kill
+/// it on purpose; resume it.
 ///
-/// Replays a recorded task's model replies against real parts under --state
-/// DIR: the run's checkpoint DIR/RUN.json (0600) and its lock, and the
-/// run's world DIR/RUN.world/ (a file-backed tracker that honours
-/// idempotency keys, and the workspace code_patch writes in). Without --run,
-/// resumes the task's one unfinished run in DIR, or starts a new one.
+/// Runs a task against real parts under --state DIR: the run's checkpoint
+/// DIR/RUN.json (0600) and its lock, and the run's world DIR/RUN.world/ (a
+/// file-backed tracker that honours idempotency keys, and the workspace
+/// code_patch writes in). With OPENAI_API_KEY (or ANTHROPIC_API_KEY) set,
+/// the replies come from a live model; without a key, from the task's
+/// recording (see "Live mode" below). Without --run, resumes the task's one
+/// unfinished run in DIR, or starts a new one.
 #[derive(Debug, Parser)]
-#[command(name = "triage", version, after_help = EXIT_CODES_HELP)]
+#[command(name = "triage", version, after_help = live::after_help())]
 pub struct Cli {
     /// The recorded task to run (see --list-tasks).
     #[arg(long, value_name = "NAME", required_unless_present_any = ["list_tasks", "run"])]
@@ -97,6 +99,29 @@ pub struct Cli {
     /// Read task files from DIR/*.json instead of the built-in tasks.
     #[arg(long, value_name = "DIR")]
     pub tasks: Option<PathBuf>,
+
+    /// Live mode: the model to ask (default $OPENAI_MODEL, else
+    /// gpt-4o-mini; with ANTHROPIC_API_KEY, $ANTHROPIC_MODEL, else
+    /// claude-sonnet-4-20250514). Ignored when replaying.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+
+    /// Write the run's replies to FILE: the task's fields plus the replies
+    /// (text, calls with IDs and arguments, usage) in the transcript format,
+    /// so `--tasks DIR` replays it and the loop's sweep reads it. A resumed
+    /// run continues the file.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+
+    /// Live mode: model prices in dollars per million tokens, added to the
+    /// built-in table, for the dollars the run reports and limits.
+    #[arg(long, value_name = "MODEL=IN/OUT,...")]
+    pub price: Option<String>,
+
+    /// For tests: send this process SIGKILL right after model reply N (the
+    /// turn, 1-based) arrives, before it is saved. Hidden from --help.
+    #[arg(long, value_name = "N", hide = true)]
+    pub die_after_reply: Option<u32>,
 }
 
 fn main() -> ExitCode {
@@ -125,6 +150,16 @@ mod tests {
             help.contains("3    the run is locked by another process"),
             "{help}"
         );
+        for text in [
+            "Live mode:",
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "--model <NAME>",
+            "--record <FILE>",
+        ] {
+            assert!(help.contains(text), "{text:?} not in --help:\n{help}");
+        }
+        assert!(!help.contains("--die-after-reply"), "a hidden test option");
     }
 
     #[test]

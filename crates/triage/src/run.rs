@@ -22,15 +22,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use agent::{Agent, ApproveAll, Approver, Event, Gated, TerminalApprover, Tool, Tools, Unattended};
+use agent::provider::Prices;
+use agent::{
+    Agent, ApproveAll, Approver, Event, Gated, Message, Model, ModelError, Recording, Reply,
+    ScriptedModel, TerminalApprover, Tool, Tools, Unattended,
+};
 use agent::{Checkpoint, Phase};
 use durable::{Dir, DiskDir, LockGuard, RunId};
-use serde_json::json;
+use serde_json::{json, Value};
 use triage_tools::{CodePatch, IssueComment, IssueFile, Search};
 
-use crate::checks::{self, Evidence};
+use crate::checks::{self, Evidence, Kind};
 use crate::exit::{Exit, Failure};
 use crate::files;
+use crate::live::Mode;
 use crate::output::{self, plural, PauseCause, Printer};
 use crate::shutdown::Shutdown;
 use crate::task::{self, Catalog, Task};
@@ -59,6 +64,10 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
     if let Some(id) = &cli.run {
         RunId::parse(id).map_err(Failure::from)?;
     }
+    let env_mode = Mode::from_env(cli.model.as_deref(), |k| std::env::var(k).ok())
+        .map_err(|e| Failure::usage("live", e.to_string()))?;
+    let prices = Prices::parse(cli.price.as_deref().unwrap_or(""))
+        .map_err(|e| Failure::usage("price", e.to_string()))?;
     for (option, tool) in tool_options(cli) {
         let known = task::tool_names();
         if !known.contains(tool) {
@@ -137,6 +146,23 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
             let state = Checkpoint::load(sd.dir().as_ref(), &run)
                 .map_err(Failure::from)?
                 .ok_or_else(|| Failure::usage("no_such_run", format!("no run {run}")))?;
+            // A live run cannot go on as a replay: its conversation holds the
+            // live model's replies, not the recording's. Refused before the
+            // world is touched.
+            if let Some(saved) = state.mode.as_deref().filter(|m| m.starts_with("live")) {
+                if !env_mode.is_live() && state.phase != Phase::Done {
+                    let var = if saved.starts_with("live anthropic") {
+                        "ANTHROPIC_API_KEY"
+                    } else {
+                        "OPENAI_API_KEY"
+                    };
+                    return Err(Failure::usage(
+                        "live_needs_key",
+                        format!("run {run} was started live ({saved}) and holds that model's replies; it cannot resume as a replay"),
+                    )
+                    .hint(format!("set {var} (and the endpoint it used) to resume it")));
+                }
+            }
             let world = sd.open_world(&run)?;
             for (option, tool) in tool_options(cli) {
                 check_tool_option(&world.task, option, tool)?;
@@ -158,8 +184,28 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         );
     }
     let already_done = before.as_ref().is_some_and(|s| s.phase == Phase::Done);
+    // A run goes on in the mode it started in (the checkpoint records it
+    // with the first reply); a run with no reply saved yet takes today's.
+    let replay_kept = before
+        .as_ref()
+        .and_then(|s| s.mode.as_deref())
+        .is_some_and(|m| m == "replay")
+        && env_mode.is_live();
+    let mode = if replay_kept { Mode::Replay } else { env_mode };
+    let mode_text = if replay_kept {
+        "replay of the recorded replies (as the run started; the API key is not used)".to_owned()
+    } else {
+        mode.describe()
+    };
 
-    header(printer, &sd, &run, &world, before.as_ref());
+    header(
+        printer,
+        &sd,
+        &run,
+        &world,
+        before.as_ref(),
+        (&mode, &mode_text),
+    );
     if already_done {
         output::lock(printer).step(
             "done",
@@ -196,13 +242,15 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         name: lock_name,
         guard: Mutex::new(Some(guard)),
     };
-    let agent = Agent::scripted(
+    let model = model(cli, &mode, prices, &world, &tools, printer)?;
+    let agent = Agent::new(
         run.clone(),
         Arc::new(checkpoints),
-        world.task.transcript.clone(),
+        world.task.transcript.task.clone(),
+        model,
         tools,
     )
-    .map_err(|e| Failure::run("bad_task", e.to_string()))?
+    .with_mode(mode.record())
     .with_approver(approver)
     .with_observer(observer)
     .with_workspace(workspace)
@@ -215,6 +263,7 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
                 run: &run,
                 world: &world,
                 already_done,
+                live: mode.is_live(),
             };
             Ok(report.print(&result, &tracker.issues(), printer))
         }
@@ -235,6 +284,8 @@ struct Report<'a> {
     run: &'a RunId,
     world: &'a World,
     already_done: bool,
+    /// Live mode: the checks that compare with the recording are skipped.
+    live: bool,
 }
 
 impl Report<'_> {
@@ -255,7 +306,13 @@ impl Report<'_> {
             tokens: (result.usage.input_tokens, result.usage.output_tokens),
             recorded_tokens: world.task.recorded_tokens,
         };
-        let verdicts = checks::evaluate(&world.task.checks, &evidence);
+        // `turns` and `paid_once` compare the run with the recorded
+        // replies; a live model's replies are not those.
+        let (catalog, skipped): (Vec<_>, Vec<_>) =
+            world.task.checks.iter().cloned().partition(|c| {
+                !(self.live && matches!(c.kind, Kind::Turns { .. } | Kind::PaidOnce))
+            });
+        let verdicts = checks::evaluate(&catalog, &evidence);
         let passed = verdicts.iter().filter(|v| v.passed).count();
         let exit = if passed == verdicts.len() {
             Exit::Done
@@ -269,6 +326,17 @@ impl Report<'_> {
             json!({"event": "answer", "answer": result.answer}),
         );
         p.checks(&verdicts);
+        if !skipped.is_empty() {
+            p.detail(&format!(
+                "live mode: {} check(s) that compare with the recording skipped ({})",
+                skipped.len(),
+                skipped
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         let u = &result.usage;
         let failed = if exit == Exit::Done {
             String::new()
@@ -345,13 +413,14 @@ fn header(
     run: &RunId,
     world: &World,
     before: Option<&durable::Saved<agent::State>>,
+    (mode, mode_text): (&Mode, &str),
 ) {
     let p = output::lock(printer);
     let checkpoint = sd.checkpoint_path(run);
     let text = match before {
-        None => format!("new run {run} of task {}", world.task.name),
+        None => format!("new run {run} of task {}; {mode_text}", world.task.name),
         Some(s) => format!(
-            "found run {run} of task {} in phase {} after {}",
+            "found run {run} of task {} in phase {} after {}; {mode_text}",
             world.task.name,
             s.phase,
             plural(s.turns as usize, "turn")
@@ -361,6 +430,7 @@ fn header(
         "run",
         &text,
         json!({"event": "run", "run": run.as_str(), "task": world.task.name,
+               "mode": mode.record(), "live": mode.is_live(),
                "new": before.is_none(), "phase": before.map(|s| s.phase.as_str()),
                "started": world.meta.started,
                "state": sd.path(), "checkpoint": checkpoint, "world": world.path}),
@@ -388,6 +458,87 @@ fn build_tools(tracker: &tracker::Tracker, workspace: Arc<dyn Dir>, gated: &[Str
     add(&mut tools, Search::new(tracker.clone()), gated);
     add(&mut tools, CodePatch::new(workspace), gated);
     tools
+}
+
+/// The run's model: the recording's replies or a live provider, then
+/// `--record FILE` and `--die-after-reply N` around it.
+fn model(
+    cli: &Cli,
+    mode: &Mode,
+    prices: Prices,
+    world: &World,
+    tools: &Tools,
+    printer: &Shared,
+) -> Result<Box<dyn Model>, Failure> {
+    let transcript = &world.task.transcript;
+    let mut model: Box<dyn Model> = match mode {
+        Mode::Replay => {
+            transcript
+                .check_tools(tools)
+                .map_err(|e| Failure::run("bad_task", e.to_string()))?;
+            Box::new(ScriptedModel::new(transcript.clone()))
+        }
+        Mode::Live(live) => live
+            .model(prices)
+            .map_err(|e| Failure::usage("live", e.to_string()))?,
+    };
+    if let Some(path) = &cli.record {
+        let mut header = match serde_json::from_str::<Value>(&world.task.text) {
+            Ok(Value::Object(fields)) => fields,
+            _ => serde_json::Map::new(),
+        };
+        header.remove("replies");
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+        header.insert(
+            "name".into(),
+            Value::String(
+                stem.filter(|s| task::valid_name(s))
+                    .unwrap_or_else(|| world.task.name.clone()),
+            ),
+        );
+        header.insert("task".into(), Value::String(transcript.task.clone()));
+        model = Box::new(
+            Recording::new(model, path, header)
+                .map_err(|e| Failure::usage("record", e.to_string()))?,
+        );
+    }
+    if let Some(turn) = cli.die_after_reply {
+        model = Box::new(DieAfterReply {
+            inner: model,
+            turn,
+            printer: Arc::clone(printer),
+        });
+    }
+    Ok(model)
+}
+
+/// `--die-after-reply N`: SIGKILL as soon as reply N arrives, before the
+/// loop saves it (the reply is paid for, and lost).
+struct DieAfterReply {
+    inner: Box<dyn Model>,
+    turn: u32,
+    printer: Shared,
+}
+
+impl Model for DieAfterReply {
+    fn reply(&self, conversation: &[Message]) -> Result<Reply, ModelError> {
+        let reply = self.inner.reply(conversation)?;
+        let turn = conversation
+            .iter()
+            .filter(|m| m.role == agent::Role::Assistant)
+            .count()
+            + 1;
+        if u32::try_from(turn).is_ok_and(|t| t == self.turn) {
+            let p = output::lock(&self.printer);
+            kill_self(
+                &p,
+                &format!("--die-after-reply {turn}: reply {turn} arrived"),
+                "it",
+                json!({"event": "die_after_reply", "turn": turn}),
+            );
+        }
+        Ok(reply)
+    }
 }
 
 /// What the observer does besides printing: the test hooks, and the cancel
@@ -448,12 +599,24 @@ fn signal_now(p: &Printer, tool: &str, call: &str, cancel: &AtomicBool) {
 /// result is not saved. A real SIGKILL, not a panic: no unwinding, no
 /// destructors, no flushing by anyone but us.
 fn die_now(p: &Printer, tool: &str, call: &str) -> ! {
+    kill_self(
+        p,
+        &format!("--die-after {tool}: {call} returned"),
+        "its result",
+        json!({"event": "die_after", "tool": tool, "call": call}),
+    )
+}
+
+/// Print what happened (`what`, and `value` with the pid added), then send
+/// this process SIGKILL before `unsaved` is saved.
+fn kill_self(p: &Printer, what: &str, unsaved: &str, mut value: Value) -> ! {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
+    value["pid"] = json!(pid);
     p.step(
         "kill",
-        &format!("--die-after {tool}: {call} returned; sending SIGKILL to myself (pid {pid}) before its result is saved"),
-        json!({"event": "die_after", "tool": tool, "call": call, "pid": pid}),
+        &format!("{what}; sending SIGKILL to myself (pid {pid}) before {unsaved} is saved"),
+        value,
     );
     let _ = io::stdout().flush();
     let _ = io::stderr().flush();

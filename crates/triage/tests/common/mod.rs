@@ -91,10 +91,26 @@ impl Out {
     }
 }
 
+/// The provider variables live mode reads; removed from every child's
+/// environment, so a key in the environment of whoever runs the tests never
+/// turns a replay test live (the live tests set their own).
+pub const LIVE_VARS: [&str; 6] = [
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_MODEL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_MODEL",
+];
+
 /// The command, with stdin closed: never a terminal, whatever runs the
-/// tests, so `--approve on` never blocks.
+/// tests, so `--approve on` never blocks; and no provider key, so it
+/// replays.
 pub fn command(args: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);
+    for var in LIVE_VARS {
+        cmd.env_remove(var);
+    }
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -369,8 +385,20 @@ pub struct AtTerminal {
 
 impl AtTerminal {
     pub fn spawn(args: &[&str]) -> AtTerminal {
+        AtTerminal::spawn_with_env(args, &[])
+    }
+
+    /// [`AtTerminal::spawn`] with these environment variables set.
+    pub fn spawn_with_env(args: &[&str], env: &[(&str, &str)]) -> AtTerminal {
         let (master, slave) = openpty();
-        let mut child = Command::new(BIN)
+        let mut cmd = Command::new(BIN);
+        for var in LIVE_VARS {
+            cmd.env_remove(var);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
             .args(args)
             .stdin(Stdio::from(slave))
             .stdout(Stdio::piped())

@@ -1,0 +1,203 @@
+//! When to send a request again: 429 and 5xx (and a lost connection or a
+//! timeout), with exponential backoff and full jitter, honouring the
+//! provider's `Retry-After`, bounded in count and in total time.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How a client retries a request that failed in a way that may pass.
+///
+/// Retried: HTTP 429, any 5xx, a timeout, a failed or dropped connection.
+/// Not retried: any other status (a 4xx says the request itself is wrong)
+/// and a 2xx whose body is not a reply.
+///
+/// Before retry *n* (1-based) the client waits what the provider asked in
+/// `Retry-After` (seconds or an HTTP date) or `retry-after-ms`, else a
+/// random time in `[0, min(max_delay, base_delay · 2ⁿ⁻¹)]` ("full jitter",
+/// so many clients that failed together do not come back together). It
+/// gives up when `attempts` requests have been sent, or when the next wait
+/// would take the time since the first request past `budget`; the error
+/// then says how many requests were sent and, if the provider asked for a
+/// longer wait, how long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retry {
+    /// Requests to send at most, the first included (1: never retry).
+    pub attempts: u32,
+    /// The backoff's first ceiling.
+    pub base_delay: Duration,
+    /// The backoff's largest ceiling.
+    pub max_delay: Duration,
+    /// Total time from the first request after which no retry starts.
+    pub budget: Duration,
+}
+
+impl Default for Retry {
+    /// 4 requests at most, backoff ceilings 0.5 s, 1 s, 2 s … up to 20 s,
+    /// within 60 s.
+    fn default() -> Retry {
+        Retry {
+            attempts: 4,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(20),
+            budget: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Retry {
+    /// Send each request once.
+    pub fn never() -> Retry {
+        Retry {
+            attempts: 1,
+            ..Retry::default()
+        }
+    }
+
+    /// The backoff ceiling before retry `n` (1-based).
+    pub fn ceiling(&self, n: u32) -> Duration {
+        let factor = 1u32.checked_shl(n.saturating_sub(1)).unwrap_or(u32::MAX);
+        self.base_delay
+            .checked_mul(factor)
+            .unwrap_or(self.max_delay)
+            .min(self.max_delay)
+    }
+}
+
+/// How a client waits between attempts; [`std::thread::sleep`] unless a
+/// test gives another (one that records the waits, say).
+pub type Sleep = Arc<dyn Fn(Duration) + Send + Sync>;
+
+/// The real sleep.
+pub fn thread_sleep() -> Sleep {
+    Arc::new(std::thread::sleep)
+}
+
+/// A small random source for jitter (xorshift, seeded by the standard
+/// library's per-process random hasher keys): jitter needs spread, not
+/// secrecy.
+#[derive(Debug)]
+pub(crate) struct Jitter(u64);
+
+impl Jitter {
+    pub(crate) fn new() -> Jitter {
+        let seed = RandomState::new().hash_one(SystemTime::now());
+        Jitter(seed | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// A random duration in `[0, ceiling]`.
+    pub(crate) fn upto(&mut self, ceiling: Duration) -> Duration {
+        let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
+        if nanos == 0 {
+            return Duration::ZERO;
+        }
+        Duration::from_nanos(self.next() % (nanos.saturating_add(1)).max(1))
+    }
+}
+
+/// The wait a provider asks for: `retry-after-ms` (milliseconds, sent by
+/// OpenAI), else `Retry-After` as seconds or as an HTTP date (relative to
+/// `now`; a date in the past asks for no wait).
+pub fn retry_after(ms: Option<&str>, header: Option<&str>, now: SystemTime) -> Option<Duration> {
+    if let Some(ms) = ms.and_then(|v| v.trim().parse::<f64>().ok()) {
+        if ms.is_finite() && ms >= 0.0 {
+            return Some(Duration::from_secs_f64(ms / 1000.0));
+        }
+    }
+    let v = header?.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = http_date(v)?;
+    let now = now.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    Some(Duration::from_secs(at.saturating_sub(now)))
+}
+
+/// Seconds since the Unix epoch of an IMF-fixdate
+/// (`Sun, 06 Nov 1994 08:49:37 GMT`), the date form HTTP servers send.
+fn http_date(v: &str) -> Option<u64> {
+    let rest = v.split_once(", ")?.1;
+    let parts: Vec<&str> = rest.split(' ').collect();
+    let [day, month, year, time, "GMT"] = parts.as_slice() else {
+        return None;
+    };
+    let day: u64 = day.parse().ok()?;
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = MONTHS.iter().position(|m| m == month)? as u64 + 1;
+    let year: u64 = year.parse().ok()?;
+    let hms: Vec<u64> = time
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let [h, m, s] = hms.as_slice() else {
+        return None;
+    };
+    if !(1..=31).contains(&day) || year < 1970 || *h > 23 || *m > 59 || *s > 60 {
+        return None;
+    }
+    // Days from 1970-01-01 to the date (Howard Hinnant's days_from_civil).
+    let (y, mo) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let doy = (153 * mo + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    Some(days * 86_400 + h * 3600 + m * 60 + s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_forms() {
+        let now = UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+        assert_eq!(
+            retry_after(None, Some("7"), now),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            retry_after(Some("1500"), Some("7"), now),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            retry_after(None, Some("Sun, 06 Nov 1994 08:50:07 GMT"), now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            retry_after(None, Some("Sat, 05 Nov 1994 08:49:37 GMT"), now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_after(None, Some("soon"), now), None);
+        assert_eq!(retry_after(None, None, now), None);
+    }
+
+    #[test]
+    fn backoff_ceilings_double_up_to_the_max_and_jitter_stays_below() {
+        let r = Retry::default();
+        let c: Vec<u128> = (1..=8).map(|n| r.ceiling(n).as_millis()).collect();
+        assert_eq!(c, [500, 1000, 2000, 4000, 8000, 16000, 20000, 20000]);
+        assert_eq!(r.ceiling(200), r.max_delay);
+        let mut j = Jitter::new();
+        for _ in 0..100 {
+            assert!(j.upto(Duration::from_millis(500)) <= Duration::from_millis(500));
+        }
+        assert_eq!(j.upto(Duration::ZERO), Duration::ZERO);
+    }
+}
