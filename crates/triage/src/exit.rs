@@ -168,6 +168,7 @@ impl From<tracker::TrackerError> for Failure {
     fn from(e: tracker::TrackerError) -> Failure {
         let kind = match e {
             tracker::TrackerError::Corrupt { .. } => "corrupt_tracker",
+            tracker::TrackerError::Missing { .. } => "world_incomplete",
             _ => "tracker",
         };
         Failure::run(kind, e.to_string())

@@ -111,10 +111,15 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         }
         None => StateDir::open(state)?,
     };
+    let task_name = task.as_ref().map(|t| t.name.as_str());
+    if cli.run.is_some() {
+        // An unknown run is bad input: refuse it before the state lock's
+        // file is created.
+        sd.select(task_name, cli.run.as_deref(), &[])?;
+    }
     let state_guard = sd.lock()?;
     let collected = sd.collect()?;
     report_collected(printer, &collected);
-    let task_name = task.as_ref().map(|t| t.name.as_str());
     let selection = sd.select(task_name, cli.run.as_deref(), &collected.starting)?;
     let (run, fresh) = match selection {
         Selection::New => match task.as_ref() {
@@ -215,7 +220,14 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
     }
 
     // 4. The loop, on the world's tracker and workspace.
-    let tracker = tracker::Tracker::open_dir(world.dir()?, tracker::Mode::Keyed)?;
+    // A world's tracker must be there: a missing tracker.json is refused,
+    // never replaced by an empty one. Only a task that seeds no issues
+    // starts without the file.
+    let tracker = if world.task.tracker.is_empty() && !world.has_tracker_file()? {
+        tracker::Tracker::open_dir(world.dir()?, tracker::Mode::Keyed)?
+    } else {
+        tracker::Tracker::open_existing(world.dir()?, tracker::Mode::Keyed)?
+    };
     let ws_path = world.workspace();
     let workspace: Arc<dyn Dir> = Arc::new(DiskDir::new(&ws_path).map_err(|e| {
         Failure::run(

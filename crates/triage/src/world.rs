@@ -109,6 +109,12 @@ impl World {
             .map_err(|e| io_failure("open the world", &self.path, &e))
     }
 
+    /// Whether the world holds its tracker's file (an error if the entry
+    /// is not a regular file).
+    pub fn has_tracker_file(&self) -> Result<bool, Failure> {
+        files::regular("the run's tracker", &self.path.join(TRACKER_FILE))
+    }
+
     /// Remove the temp files killed writers left in the world: the
     /// tracker's (`.tracker.json-….tmp`) and the workspace patches'
     /// (`.<file>-….tmp`). Call only under the run's lock.

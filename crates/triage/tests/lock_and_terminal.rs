@@ -105,3 +105,71 @@ fn later_at_the_terminal_pauses_and_a_rerun_asks_again() {
         .expect_code(0)
         .expect_stdout("checks    16 of 16 passed");
 }
+
+/// Finding 1, end to end: with the run's lock file deleted while a process
+/// holds it, a second process can take a new lock and run the run — but
+/// the first, once approved, is fenced: its save is refused, it writes
+/// nothing, and the finished checkpoint and the tracker stay as the second
+/// left them (each effect once).
+#[test]
+fn a_deleted_lock_file_does_not_let_two_processes_run_one_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let s = arg(&state);
+    let task = task("m1-done-after-delete");
+
+    let mut first = AtTerminal::spawn(&["--task", &task.name, "--state", s]);
+    first.wait_for(PROMPT);
+    let run = only_run(&state);
+    std::fs::remove_file(state.join(format!("{run}.lock"))).unwrap();
+
+    let second = triage(&["--run", &run, "--state", s, "--approve", "off"]);
+    second.expect_code(0).expect_stdout(&all_passed(&task));
+    let checkpoint_file = state.join(format!("{run}.json"));
+    let finished = std::fs::read(&checkpoint_file).unwrap();
+    let tracker_file = world(&state, &run).join("tracker.json");
+    let filed = std::fs::read(&tracker_file).unwrap();
+
+    first.answer("y\n");
+    let out = first.finish();
+    assert_ne!(
+        out.code(),
+        Some(0),
+        "the stale holder must not finish:\n{}",
+        out.stdout
+    );
+    out.expect_stderr("run was opened by a newer holder");
+    assert_eq!(
+        std::fs::read(&checkpoint_file).unwrap(),
+        finished,
+        "the stale holder wrote nothing over the finished checkpoint"
+    );
+    assert_eq!(
+        std::fs::read(&tracker_file).unwrap(),
+        filed,
+        "nor in the tracker"
+    );
+    assert_eq!(checkpoint(&state, &run).phase, agent::Phase::Done);
+    assert_each_effect_once(&task, &tracker(&state, &run));
+}
+
+/// Finding 2, end to end: a lock path that is a symbolic link is refused;
+/// nothing is created where it points.
+#[test]
+fn a_lock_path_that_is_a_symlink_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let s = arg(&state);
+    let run = killed_run(&state, "m1-done-after-delete", "code_patch");
+    let lock = state.join(format!("{run}.lock"));
+    std::fs::remove_file(&lock).unwrap();
+    let outside = tmp.path().join("outside.lock");
+    std::os::unix::fs::symlink(&outside, &lock).unwrap();
+    let out = triage(&["--run", &run, "--state", s, "--approve", "off"]);
+    assert_ne!(out.code(), Some(0), "{}", out.stdout);
+    out.expect_stderr("symbolic link");
+    assert!(
+        !outside.exists(),
+        "the lock file was created outside the state directory"
+    );
+}
