@@ -49,7 +49,7 @@ enum StorageArg {
 }
 
 #[derive(Args)]
-#[command(args_conflicts_with_subcommands = true)]
+#[command(args_conflicts_with_subcommands = true, after_help = EXIT_CODES)]
 struct SweepArgs {
     #[command(subcommand)]
     action: Option<SweepAction>,

@@ -6,7 +6,7 @@
 //! nothing: every task runs on the life's thread, inside its scope. On a
 //! multi-thread runtime a spawned task runs on worker threads that carry no
 //! scope, and its points do nothing: wrap each spawned future in [`scoped`]
-//! (or, with the `tokio` feature, spawn it with [`spawn_task`]) so that each
+//! (or, with the `tokio` feature, spawn it with `spawn_task`) so that each
 //! poll enters the scope of the life that created it.
 //!
 //! ```
