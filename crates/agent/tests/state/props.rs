@@ -71,6 +71,7 @@ fn state() -> impl Strategy<Value = State> {
             prop::option::of(text()),
             prop::collection::vec(text(), 0..3),
             prop::collection::vec(call(), 0..3),
+            prop::option::of(text()),
         ),
         (
             prop::collection::btree_map(text(), (text(), any::<bool>()), 0..3),
@@ -86,7 +87,7 @@ fn state() -> impl Strategy<Value = State> {
         .prop_map(
             |(
                 (phase, messages, usage, turns),
-                (summary, waiting, calls),
+                (summary, waiting, calls, mode),
                 (results, attempts, files, answer),
             )| State {
                 phase,
@@ -106,6 +107,7 @@ fn state() -> impl Strategy<Value = State> {
                     .collect(),
                 files,
                 answer,
+                mode,
             },
         )
 }
