@@ -116,17 +116,20 @@ fn main() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = Arc::new(DiskDir::new(tmp.path()).expect("disk dir"));
     let run = RunId::parse("bench-run").expect("run id");
-    let mut st = State::default();
-    st.messages = conv.clone();
-    st.messages.push(Message {
+    let mut messages = conv.clone();
+    messages.push(Message {
         role: Role::Assistant,
         text: reply.text.clone(),
         calls: reply.calls.clone(),
         call_id: None,
     });
-    st.calls = reply.calls.clone();
-    st.phase = Phase::Tools;
-    st.turns = 7;
+    let st = State {
+        messages,
+        calls: reply.calls.clone(),
+        phase: Phase::Tools,
+        turns: 7,
+        ..State::default()
+    };
     let saves = |sync: bool| {
         let opened = Checkpoint::open(
             dir.clone(),

@@ -74,6 +74,7 @@ fn state() -> impl Strategy<Value = State> {
             prop::option::of(text()),
             prop::collection::vec(text(), 0..3),
             prop::collection::vec(call(), 0..3),
+            prop::option::of(text()),
         ),
         (
             prop::collection::btree_map(text(), (text(), any::<bool>()), 0..3),
@@ -89,7 +90,7 @@ fn state() -> impl Strategy<Value = State> {
         .prop_map(
             |(
                 (phase, messages, usage, turns),
-                (summary, waiting, calls),
+                (summary, waiting, calls, mode),
                 (results, attempts, files, answer),
             )| State {
                 phase,
@@ -112,6 +113,7 @@ fn state() -> impl Strategy<Value = State> {
                 // of its shapes (absent, a string) are generated.
                 mode: answer.as_ref().map(|a| format!("live {a}")),
                 answer,
+                mode,
             },
         )
 }
