@@ -471,6 +471,7 @@ fn loop_failure(
         }
         E::OutcomeUnknown { .. } => Failure::run("outcome_unknown", e.to_string()),
         E::UnknownTool { .. } => Failure::run("unknown_tool", e.to_string()),
+        E::ToolFatal { .. } => Failure::run("tool_refused", e.to_string()),
         E::BadCallId { .. } => Failure::run("bad_call_id", e.to_string()),
         E::Cancelled { phase } => Failure::new(
             Exit::Stopped,
