@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 
-use crate::wire::{self, Config, Created, ErrorBody, LookupAnswer, LookupRequest, SearchAnswer};
+use crate::wire::{self, Config, Created, ErrorBody, LookupReply, LookupRequest, SearchAnswer};
 use crate::{Issue, Mode, Request, Response};
 
 /// How long the client waits on a busy or restarting service.
@@ -398,12 +398,12 @@ impl HttpTracker {
     }
 
     /// `POST /lookup`: did `req` (sent with `key`) happen?
-    pub fn lookup(&self, req: &Request, key: Option<&str>) -> Result<LookupAnswer, ClientError> {
+    pub fn lookup(&self, req: &Request, key: Option<&str>) -> Result<LookupReply, ClientError> {
         self.post_json("/lookup", &LookupRequest::from(req.clone()), key, 200)
     }
 
     /// `GET /keys/{key}`.
-    pub fn lookup_key(&self, key: &str) -> Result<LookupAnswer, ClientError> {
+    pub fn lookup_key(&self, key: &str) -> Result<LookupReply, ClientError> {
         let mut path = String::from("/keys/");
         for b in key.bytes() {
             if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {

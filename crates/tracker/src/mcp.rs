@@ -32,7 +32,7 @@ use rmcp::{RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
 use crate::service::{Refusal, Service};
-use crate::wire::{self, Created, LookupAnswer};
+use crate::wire::{self, Created, LookupReply};
 use crate::{Mode, Request};
 
 /// The MCP face of a [`Service`].
@@ -209,11 +209,11 @@ impl McpServer {
                     Err(message) => return Ok(tool_error(message)),
                 };
                 Ok(ok(match self.svc.lookup(&req, key) {
-                    LookupAnswer::Found { response } => {
+                    LookupReply::Found { response } => {
                         json!({"outcome": "found", "output": output(&response)})
                     }
-                    LookupAnswer::NotFound => json!({"outcome": "not_found"}),
-                    LookupAnswer::CantTell { reason } => {
+                    LookupReply::NotFound => json!({"outcome": "not_found"}),
+                    LookupReply::CantTell { reason } => {
                         json!({"outcome": "cant_tell", "reason": reason})
                     }
                 }))

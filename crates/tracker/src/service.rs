@@ -27,7 +27,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::wire::{self, Config, Created, KeyError, LookupAnswer, SearchAnswer, SearchHit};
+use crate::wire::{self, Config, Created, KeyError, LookupReply, SearchAnswer, SearchHit};
 use crate::{Issue, Mode, Request, Tracker, TrackerError};
 
 /// The lock file a service holds in its directory while it runs.
@@ -363,7 +363,7 @@ impl Service {
 
     /// "Did this request happen?" with its key if the client sent one (a
     /// malformed key is simply not held). Reads only.
-    pub fn lookup(&self, req: &Request, key: Option<&str>) -> LookupAnswer {
+    pub fn lookup(&self, req: &Request, key: Option<&str>) -> LookupReply {
         self.tick();
         self.tracker.lookup(req, key).into()
     }
@@ -371,13 +371,13 @@ impl Service {
     /// "Did the request with this key happen?" by the key alone: `found` if
     /// the key is held; otherwise `cant_tell`, since a key that is not held
     /// may have expired after its request happened.
-    pub fn lookup_key(&self, key: &str) -> LookupAnswer {
+    pub fn lookup_key(&self, key: &str) -> LookupReply {
         self.tick();
         match self.tracker.held_key(key) {
-            Some((_, response)) => LookupAnswer::Found {
+            Some((_, response)) => LookupReply::Found {
                 response: response.into(),
             },
-            None => LookupAnswer::CantTell {
+            None => LookupReply::CantTell {
                 reason: match self.opts.mode {
                     Mode::Keyless => "this tracker is keyless: it keeps no keys; look the \
                                       request up by its arguments (POST /lookup)"

@@ -21,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{LookupAnswer as TrackerLookup, Request, Response};
+use crate::{LookupAnswer, Request, Response};
 
 /// The request header that carries an idempotency key
 /// (draft-ietf-httpapi-idempotency-key-header).
@@ -180,7 +180,7 @@ impl From<Request> for LookupRequest {
 /// only when certain.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum LookupAnswer {
+pub enum LookupReply {
     /// It happened: the answer it got (or would have).
     Found {
         /// The first answer.
@@ -195,12 +195,12 @@ pub enum LookupAnswer {
     },
 }
 
-impl From<TrackerLookup> for LookupAnswer {
-    fn from(l: TrackerLookup) -> LookupAnswer {
+impl From<LookupAnswer> for LookupReply {
+    fn from(l: LookupAnswer) -> LookupReply {
         match l {
-            TrackerLookup::Found(r) => LookupAnswer::Found { response: r.into() },
-            TrackerLookup::NotFound => LookupAnswer::NotFound,
-            TrackerLookup::CantTell => LookupAnswer::CantTell {
+            LookupAnswer::Found(r) => LookupReply::Found { response: r.into() },
+            LookupAnswer::NotFound => LookupReply::NotFound,
+            LookupAnswer::CantTell => LookupReply::CantTell {
                 reason: "the tracker's search may lag behind its writes, so it cannot promise \
                          the record is missing"
                     .into(),

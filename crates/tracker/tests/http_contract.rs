@@ -13,7 +13,7 @@ use std::time::Duration;
 use tracker::client::{ClientError, HttpTracker};
 use tracker::http::{self, Running};
 use tracker::service::{Options, Service};
-use tracker::wire::{Config, LookupAnswer};
+use tracker::wire::{Config, LookupReply};
 use tracker::Request;
 
 /// A raw answer: status, headers (lowercased names), body.
@@ -603,13 +603,13 @@ fn the_client_sends_the_key_in_the_header_and_maps_each_status() {
     };
     assert_eq!(
         t.lookup(&req, Some("run-1/call-1")).unwrap(),
-        LookupAnswer::Found {
+        LookupReply::Found {
             response: tracker::wire::Created::Issue { number: n }
         }
     );
     assert_eq!(
         t.lookup_key("run-1/call-1").unwrap(),
-        LookupAnswer::Found {
+        LookupReply::Found {
             response: tracker::wire::Created::Issue { number: n }
         }
     );
