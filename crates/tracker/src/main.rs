@@ -96,25 +96,25 @@ impl Common {
     }
 }
 
-/// Resolves on the first SIGTERM or SIGINT.
-async fn stop_signal() {
+/// Install the SIGTERM and SIGINT handlers now (before anyone is told where
+/// we listen), and resolve on the first of them.
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>, String> {
     use tokio::signal::unix::{signal, SignalKind};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
+    let handler = |kind: SignalKind, name: &str| {
+        signal(kind).map_err(|e| format!("cannot install the {name} handler: {e}"))
+    };
+    let mut term = handler(SignalKind::terminate(), "SIGTERM")?;
+    let mut int = handler(SignalKind::interrupt(), "SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-        // Without handlers the default action (exit) still stops us.
-        _ => std::future::pending().await,
-    }
+    })
 }
 
 async fn serve(common: &Common, addr: SocketAddr) -> Result<(), String> {
+    let stop = stop_signal()?;
     let svc = Arc::new(common.open()?);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -128,12 +128,13 @@ async fn serve(common: &Common, addr: SocketAddr) -> Result<(), String> {
             .and_then(|()| out.flush())
             .map_err(|e| format!("cannot write to stdout: {e}"))?;
     }
-    tracker::http::serve(listener, svc, stop_signal())
+    tracker::http::serve(listener, svc, stop)
         .await
         .map_err(|e| format!("serving on {local}: {e}"))
 }
 
 async fn mcp(common: &Common) -> Result<(), String> {
+    let stop = stop_signal()?;
     let svc = Arc::new(common.open()?);
     let running = tracker::mcp::McpServer::new(svc)
         .serve(rmcp::transport::stdio())
@@ -141,7 +142,7 @@ async fn mcp(common: &Common) -> Result<(), String> {
         .map_err(|e| format!("MCP initialisation failed: {e}"))?;
     tokio::select! {
         r = running.waiting() => r.map(|_| ()).map_err(|e| format!("MCP service failed: {e}")),
-        () = stop_signal() => Ok(()),
+        () = stop => Ok(()),
     }
 }
 

@@ -19,6 +19,7 @@
 mod checks;
 mod exit;
 mod output;
+mod remote;
 mod run;
 mod shutdown;
 mod task;
@@ -90,12 +91,21 @@ pub struct Cli {
     pub json: bool,
 
     /// Print the recorded tasks, one a line, name first, and exit.
-    #[arg(long, conflicts_with_all = ["task", "state", "die_after", "signal_after", "run"])]
+    #[arg(long, conflicts_with_all = ["task", "state", "die_after", "signal_after", "run", "tracker"])]
     pub list_tasks: bool,
 
     /// Read task files from DIR/*.json instead of the built-in tasks.
     #[arg(long, value_name = "DIR")]
     pub tasks: Option<PathBuf>,
+
+    /// Send the tracker tools' requests to the tracker service at URL
+    /// (started with `cargo run -p tracker -- serve`) instead of the run's
+    /// own tracker file; each call's idempotency key goes in the
+    /// Idempotency-Key header. Give each run a fresh service: the task's
+    /// seed issues are filed there when the run starts, and its checks count
+    /// the service's records. Pass it again to resume the run.
+    #[arg(long, value_name = "URL")]
+    pub tracker: Option<String>,
 }
 
 fn main() -> ExitCode {

@@ -26,11 +26,12 @@ use agent::{Agent, ApproveAll, Approver, Event, Gated, TerminalApprover, Tool, T
 use agent::{Checkpoint, Phase};
 use durable::{Dir, DiskDir, LockGuard, RunId};
 use serde_json::json;
-use triage_tools::{CodePatch, IssueComment, IssueFile, Search};
+use triage_tools::{Backend, CodePatch, IssueComment, IssueFile, Search};
 
 use crate::checks::{self, Evidence};
 use crate::exit::{Exit, Failure};
 use crate::output::{self, PauseCause, Printer};
+use crate::remote::{self, RunTracker};
 use crate::shutdown::Shutdown;
 use crate::task::{self, Catalog, Task};
 use crate::world::{Selection, StateDir, World};
@@ -57,6 +58,9 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
     let task = cli.task.as_deref().map(|n| catalog.get(n)).transpose()?;
     if let Some(id) = &cli.run {
         RunId::parse(id).map_err(Failure::from)?;
+    }
+    if let Some(url) = &cli.tracker {
+        remote::check_url(url)?;
     }
     for (option, tool) in tool_options(cli) {
         let known = task::tool_names();
@@ -122,8 +126,12 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         );
     }
 
-    // 4. The loop, on the world's tracker and workspace.
-    let tracker = tracker::Tracker::open_dir(world.dir()?, tracker::Mode::Keyed)?;
+    // 4. The loop, on the world's tracker (or the tracker service) and
+    // workspace.
+    let tracker = RunTracker::open(cli.tracker.as_deref(), &world, &run)?;
+    if let Some(line) = tracker.describe() {
+        output::lock(printer).detail(&line);
+    }
     let ws_path = world.workspace();
     let workspace: Arc<dyn Dir> = Arc::new(DiskDir::new(&ws_path).map_err(|e| {
         Failure::run(
@@ -131,7 +139,11 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
             format!("cannot open the workspace {}: {e}", ws_path.display()),
         )
     })?);
-    let tools = build_tools(&tracker, Arc::clone(&workspace), &world.task.approval);
+    let tools = build_tools(
+        &tracker.backend(),
+        Arc::clone(&workspace),
+        &world.task.approval,
+    );
     let approver: Box<dyn Approver> = match cli.approve {
         Approve::Off => Box::new(ApproveAll),
         Approve::On if io::stdin().is_terminal() => Box::new(TerminalApprover::stdio()),
@@ -170,7 +182,7 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
                 world: &world,
                 already_done,
             };
-            Ok(report.print(&result, &tracker.issues(), printer))
+            Ok(report.print(&result, &tracker.issues()?, printer))
         }
         Err(e) => Err(loop_failure(e, &run, cli, &shutdown, printer)),
     }
@@ -320,7 +332,7 @@ fn header(
 
 /// The triage tools on this run's world; tools named in `gated` wait for a
 /// person's yes.
-fn build_tools(tracker: &tracker::Tracker, workspace: Arc<dyn Dir>, gated: &[String]) -> Tools {
+fn build_tools(tracker: &Backend, workspace: Arc<dyn Dir>, gated: &[String]) -> Tools {
     fn add<T: Tool + std::fmt::Debug + 'static>(tools: &mut Tools, tool: T, gated: &[String]) {
         if gated.iter().any(|g| g == tool.name()) {
             tools.insert(Gated(tool));
@@ -492,8 +504,12 @@ fn rerun_command(cli: &Cli, run: &RunId, approve: Option<&str>) -> String {
         Approve::On => "on",
         Approve::Off => "off",
     });
+    let tracker = cli
+        .tracker
+        .as_ref()
+        .map_or_else(String::new, |url| format!(" --tracker {url}"));
     format!(
-        "triage --state {} --run {run} --approve {approve}",
+        "triage --state {} --run {run} --approve {approve}{tracker}",
         state.display()
     )
 }
