@@ -165,8 +165,9 @@ pub struct Service {
     tracker: Tracker,
     opts: Options,
     in_flight: Mutex<HashMap<String, Request>>,
-    /// Held while the service lives: one service per directory.
-    _lock: durable::LockGuard,
+    /// Held while the service lives: one service per directory (none for a
+    /// service over a tracker it was handed, [`Service::over`]).
+    _lock: Option<durable::LockGuard>,
 }
 
 impl std::fmt::Debug for Service {
@@ -246,8 +247,27 @@ impl Service {
             tracker,
             opts,
             in_flight: Mutex::new(HashMap::new()),
-            _lock: lock,
+            _lock: Some(lock),
         })
+    }
+
+    /// Serve a tracker this process already has (in memory, say, as a
+    /// sweep's world keeps it): its mode decides keys, and its own key
+    /// lifetime, faults and lookups apply; `opts` gives the clock and the
+    /// hooks. No directory, so no lock.
+    pub fn over(tracker: Tracker, opts: Options) -> Service {
+        let opts = Options {
+            mode: tracker.mode(),
+            key_ttl: tracker.key_ttl_ticks().map(Duration::from_secs),
+            uncertain_lookup: tracker.uncertain_lookup(),
+            ..opts
+        };
+        Service {
+            tracker,
+            opts,
+            in_flight: Mutex::new(HashMap::new()),
+            _lock: None,
+        }
     }
 
     fn in_flight(&self) -> MutexGuard<'_, HashMap<String, Request>> {
