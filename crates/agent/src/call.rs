@@ -74,7 +74,7 @@ impl Life<'_> {
             // is simply retried.
             let mut reason = String::new();
             for n in 0..UNKNOWN_TRIES {
-                match self.invoke(call, tool, &args, key.as_deref(), n > 0) {
+                match self.invoke(call, tool, &args, key.as_deref(), n > 0)? {
                     Ok(out) => return Ok(out),
                     Err(r) => reason = r,
                 }
@@ -102,14 +102,15 @@ impl Life<'_> {
             key: key.clone(),
             approved,
         });
-        match self.invoke(call, tool, &args, key.as_deref(), false) {
+        match self.invoke(call, tool, &args, key.as_deref(), false)? {
             Ok(out) => Ok(out),
             // The request may have acted: exactly a marker without a result.
             Err(reason) => self.ladder(call, tool, &args, &marker, reason),
         }
     }
 
-    /// Run the tool once. `Err` carries the reason of an unknown outcome.
+    /// Run the tool once. The inner `Err` carries the reason of an unknown
+    /// outcome; the outer one stops the run (a refusal for good).
     pub(crate) fn invoke(
         &mut self,
         call: &ToolCall,
@@ -117,7 +118,7 @@ impl Life<'_> {
         args: &Value,
         key: Option<&str>,
         rerun: bool,
-    ) -> Result<ToolOutput, String> {
+    ) -> Result<Result<ToolOutput, String>, Error> {
         self.emit(Event::ToolCall {
             call: call.id.clone(),
             tool: call.tool.clone(),
@@ -131,10 +132,16 @@ impl Life<'_> {
             key,
             messages: &self.st.messages,
         };
+        let mut fatal = None;
         let result = match tool.call(&ctx, args) {
             Ok(out) => Ok(out),
             Err(ToolError::Failed(message)) => Ok(ToolOutput::error(message)),
             Err(ToolError::Unknown(reason)) => Err(reason),
+            Err(ToolError::Fatal(reason)) => {
+                let out = ToolOutput::error(&reason);
+                fatal = Some(reason);
+                Ok(out)
+            }
         };
         crashpoint::point!("tool returned");
         self.emit(Event::ToolReturned {
@@ -148,6 +155,13 @@ impl Life<'_> {
                 Err(reason) => Returned::Unknown(reason.clone()),
             },
         });
-        result
+        if let Some(reason) = fatal {
+            return Err(Error::ToolFatal {
+                call: call.id.clone(),
+                tool: call.tool.clone(),
+                reason,
+            });
+        }
+        Ok(result)
     }
 }

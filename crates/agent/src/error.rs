@@ -96,6 +96,21 @@ pub enum Error {
         reason: String,
     },
 
+    /// A tool's service refused a call for good ([`ToolError::Fatal`](crate::ToolError::Fatal)):
+    /// a bug such as a key reused for another request. Nothing was done;
+    /// the marker stays.
+    #[error(
+        "call {call} ({tool}) was refused for good, which means a bug: {reason}; the run stops"
+    )]
+    ToolFatal {
+        /// The call ID.
+        call: String,
+        /// The tool.
+        tool: String,
+        /// The service's reason.
+        reason: String,
+    },
+
     /// A marked call names a tool this agent does not have, so nothing can
     /// tell whether it happened. (An unmarked call to an unknown tool only
     /// gets an error result the model sees.)

@@ -37,7 +37,7 @@ impl Life<'_> {
                 Step::Settled(out) => return Ok(out),
                 Step::Rerun => {
                     let key = self.agent.key_for(tool, call);
-                    match self.invoke(call, tool, args, key.as_deref(), true) {
+                    match self.invoke(call, tool, args, key.as_deref(), true)? {
                         Ok(out) => return Ok(out),
                         Err(r) => reason = r,
                     }

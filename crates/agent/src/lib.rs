@@ -127,6 +127,8 @@ mod error;
 mod ladder;
 mod life;
 mod limits;
+#[cfg(feature = "mcp-tools")]
+pub mod mcp;
 mod model;
 mod observer;
 pub mod provider;

@@ -137,6 +137,13 @@ pub enum ToolError {
     /// result and sends the call up the resolution ladder.
     #[error("outcome unknown: {0}")]
     Unknown(String),
+    /// The service refused the call in a way that retrying or showing the
+    /// model cannot mend: it means a bug, such as one idempotency key sent
+    /// with two different requests (HTTP `422`). The loop stops the run
+    /// with [`Error::ToolFatal`](crate::Error::ToolFatal); the call's marker
+    /// stays, so a rerun after the fix settles it on the ladder.
+    #[error("refused for good: {0}")]
+    Fatal(String),
 }
 
 /// The answer to "did this call happen?", the ladder's second rung.

@@ -14,14 +14,14 @@ use durable::{Dir, Options};
 use serde_json::Value;
 use sweep::{Counter, Subject, Verdict};
 use tracker::{Fault, Mode, Tracker};
-use triage_tools::{CodePatch, IssueComment, IssueFile, Search};
+use triage_tools::{Backend, CodePatch, IssueComment, IssueFile, Search};
 
 use crate::error::SubjectError;
 use crate::expected::Expected;
 use crate::person::{person_answer, Counted, Witnessed};
 use crate::power::{Saves, Watch};
 use crate::variant::{LoopVariant, Situation};
-use crate::world::{run_id, saved_yes, LoopWorld, PowerWorld};
+use crate::world::{run_id, saved_yes, HttpWorld, LoopWorld, PowerWorld};
 use crate::RUN;
 
 /// Makes the model of one life: the seam a sweep uses to put a real client
@@ -35,6 +35,8 @@ pub struct LoopSubject {
     transcript: Arc<Transcript>,
     expected: Expected,
     model: Option<(String, ModelFactory)>,
+    /// The tools talk to the world's tracker over HTTP on a loopback socket.
+    http: bool,
 }
 
 impl std::fmt::Debug for LoopSubject {
@@ -43,6 +45,7 @@ impl std::fmt::Debug for LoopSubject {
             .field("variant", &self.variant)
             .field("transcript", &self.transcript.path)
             .field("model", &self.model.as_ref().map(|(name, _)| name))
+            .field("http", &self.http)
             .finish_non_exhaustive()
     }
 }
@@ -60,6 +63,7 @@ impl LoopSubject {
                 files: BTreeMap::new(),
             },
             model: None,
+            http: false,
         };
         transcript.check_tools(&probe.tools(&probe.world()))?;
         let expected = Expected::of(&transcript)?;
@@ -80,6 +84,19 @@ impl LoopSubject {
         self
     }
 
+    /// The same subject, but the tracker tools go through the HTTP client
+    /// (`triage_tools::Backend::Http`, the key in the `Idempotency-Key`
+    /// header) to the world's tracker served by `tracker::http` on a
+    /// loopback socket of its own in every scenario: the crash points of
+    /// the loop hold across a real socket. The tracker's own point
+    /// (`tracker accepted`) then fires on the server's thread, outside the
+    /// sweep's scope, so it is not a crash point here: a crash after the
+    /// server accepted is the loop's `tool returned`.
+    pub fn over_http(mut self) -> LoopSubject {
+        self.http = true;
+        self
+    }
+
     /// Saves and patches are fsynced in a power-loss world (syncs are what
     /// a power cut tests), and not in the loop's table (a panic cannot tell).
     fn syncs(&self) -> bool {
@@ -87,11 +104,15 @@ impl LoopSubject {
     }
 
     fn tools(&self, w: &LoopWorld) -> Tools {
+        let tracker = match &w.http {
+            Some(h) => Backend::Http(Arc::clone(&h.client)),
+            None => Backend::Local(w.tracker.clone()),
+        };
         let mut tools = Tools::new()
-            .with(IssueComment::new(w.tracker.clone()))
-            .with(Search::new(w.tracker.clone()))
+            .with(IssueComment::new(tracker.clone()))
+            .with(Search::new(tracker.clone()))
             .with(CodePatch::new(Arc::clone(&w.workspace)).sync(self.syncs()));
-        let file = IssueFile::new(w.tracker.clone());
+        let file = IssueFile::new(tracker);
         match self.variant.situation {
             Situation::ApprovalGate => tools.insert(Witnessed {
                 inner: Gated(file),
@@ -160,9 +181,14 @@ impl Subject for LoopSubject {
     type World = LoopWorld;
 
     fn name(&self) -> String {
-        match &self.model {
+        let title = match &self.model {
             None => self.variant.title(),
             Some((name, _)) => format!("{}, {name}", self.variant.title()),
+        };
+        if self.http {
+            format!("{title} over HTTP")
+        } else {
+            title
         }
     }
 
@@ -200,6 +226,7 @@ impl Subject for LoopSubject {
         if self.variant.situation == Situation::FailAfterAccept {
             tracker = tracker.with_fault(Fault::FailAfterAccept { nth: 1 });
         }
+        let http = self.http.then(|| serve(&tracker));
         let world = |checkpoints: Arc<dyn Dir>, files, workspace, power| LoopWorld {
             checkpoints,
             files,
@@ -209,6 +236,7 @@ impl Subject for LoopSubject {
             alive: false,
             stopped: None,
             power,
+            http,
         };
         let Some(p) = self.variant.power else {
             let cp = Arc::new(MemDir::new());
@@ -378,5 +406,26 @@ impl Subject for LoopSubject {
             }
         }
         out
+    }
+}
+
+/// Serve `tracker` on 127.0.0.1 (a port of its own) and connect to it. A
+/// world must exist, so a server that cannot start is a broken machine, not
+/// a scenario's result: it panics with the reason, and the sweep names the
+/// scenario.
+fn serve(tracker: &Tracker) -> HttpWorld {
+    let mut opts = tracker::service::Options::keyed();
+    // A fixed clock: the world's tracker keeps keys for ever, and a sweep
+    // must not depend on the time of day.
+    opts.clock = Arc::new(|| 0);
+    let svc = tracker::service::Service::over(tracker.clone(), opts);
+    let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let server = tracker::http::spawn(svc, loopback)
+        .unwrap_or_else(|e| panic!("cannot serve the world's tracker on 127.0.0.1: {e}"));
+    let client = tracker::client::HttpTracker::connect(&server.url())
+        .unwrap_or_else(|e| panic!("cannot reach the world's tracker at {}: {e}", server.url()));
+    HttpWorld {
+        client: Arc::new(client),
+        _server: server,
     }
 }

@@ -61,6 +61,17 @@ pub struct LoopWorld {
     pub(crate) stopped: Option<String>,
     /// The power-loss directories, when crashes are power cuts.
     pub(crate) power: Option<PowerWorld>,
+    /// The tracker served over HTTP on a loopback socket, when the tools go
+    /// through the HTTP client ([`LoopSubject::over_http`](crate::LoopSubject::over_http)).
+    pub(crate) http: Option<HttpWorld>,
+}
+
+/// The world's tracker as a service on 127.0.0.1, and a client of it. The
+/// server stops when the world is dropped.
+#[derive(Debug)]
+pub(crate) struct HttpWorld {
+    pub(crate) client: Arc<tracker::client::HttpTracker>,
+    pub(crate) _server: tracker::http::Running,
 }
 
 /// The parts of a power-loss world a life boots and shuts down.

@@ -54,8 +54,17 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "client")]
+pub mod client;
+#[cfg(feature = "serve")]
+pub mod http;
 mod log;
+#[cfg(feature = "mcp")]
+pub mod mcp;
+#[cfg(any(feature = "serve", feature = "mcp"))]
+pub mod service;
 mod store;
+pub mod wire;
 
 pub use log::LogLayout;
 
@@ -607,6 +616,46 @@ impl Tracker {
         if st.store.is_some() || st.log.is_some() {
             let _best_effort = st.persist();
         }
+    }
+
+    /// Move the logical clock forward to `ticks` if it is behind (never
+    /// back), without writing: the new clock reaches the file with the next
+    /// record. A service on a wall clock calls this before each request, so
+    /// keys expire in real time; a restart that reloads an older clock moves
+    /// it forward again on its first request.
+    pub fn advance_to(&self, ticks: u64) {
+        let mut st = self.lock();
+        st.clock_ticks = st.clock_ticks.max(ticks);
+    }
+
+    /// The logical clock now (see [`Tracker::advance`]).
+    pub fn clock_ticks(&self) -> u64 {
+        self.lock().clock_ticks
+    }
+
+    /// How long keys are kept, in clock ticks ([`Tracker::with_key_ttl`]);
+    /// `None`: for ever.
+    pub fn key_ttl_ticks(&self) -> Option<u64> {
+        self.lock().key_ttl_ticks
+    }
+
+    /// Whether lookups by arguments answer [`Lookup::CantTell`]
+    /// ([`Tracker::with_uncertain_lookup`]).
+    pub fn uncertain_lookup(&self) -> bool {
+        self.lock().uncertain_lookup
+    }
+
+    /// The request and first answer a held key stands for (keyed mode only):
+    /// what a lookup by key alone can say. `None` when the key was never
+    /// taken *or* has expired, which is why `None` is not a certain "it did
+    /// not happen".
+    pub fn held_key(&self, key: &str) -> Option<(Request, Response)> {
+        if self.mode != Mode::Keyed {
+            return None;
+        }
+        self.lock()
+            .held(key)
+            .map(|e| (e.request.clone(), e.response.clone()))
     }
 
     /// The key a request is handled by: keyless mode ignores keys entirely.

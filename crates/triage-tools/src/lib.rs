@@ -27,6 +27,7 @@
 
 #![deny(missing_docs)]
 
+mod backend;
 mod patch;
 mod tracker_tools;
 
@@ -36,16 +37,20 @@ use agent::{ToolError, Tools};
 use durable::Dir;
 use serde_json::Value;
 
+pub use backend::Backend;
 pub use patch::CodePatch;
 pub use tracker_tools::{comment_output, issue_output, IssueComment, IssueFile, Search};
 
 /// The four tools of the triage job: tracker tools on `tracker` (keyed if
 /// it honours keys) and `code_patch` on `workspace` (synced writes).
-pub fn triage(tracker: &tracker::Tracker, workspace: Arc<dyn Dir>) -> Tools {
+/// `tracker` is an in-process [`tracker::Tracker`] or the tracker service
+/// over HTTP ([`tracker::client::HttpTracker`]); see [`Backend`].
+pub fn triage(tracker: impl Into<Backend>, workspace: Arc<dyn Dir>) -> Tools {
+    let tracker = tracker.into();
     Tools::new()
         .with(IssueFile::new(tracker.clone()))
         .with(IssueComment::new(tracker.clone()))
-        .with(Search::new(tracker.clone()))
+        .with(Search::new(tracker))
         .with(CodePatch::new(workspace))
 }
 

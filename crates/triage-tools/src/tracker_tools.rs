@@ -1,9 +1,11 @@
-//! `issue_file`, `issue_comment` and `search` against the fake tracker.
+//! `issue_file`, `issue_comment` and `search` against the fake tracker, in
+//! process or over HTTP ([`Backend`]).
 
 use serde_json::{json, Value};
-use tracker::{LookupAnswer, Mode, Request, Response, Tracker, TrackerError};
+use tracker::{Mode, Request, Response};
 
-use super::str_arg;
+use crate::backend::{Answer, Backend};
+use crate::str_arg;
 use agent::{CallContext, Effect, Keys, Lookup, Role, Tool, ToolError, ToolOutput};
 
 /// What `issue_file` answers: `{"issue": N}`. Public so a scripted person
@@ -25,31 +27,22 @@ fn output(response: &Response) -> String {
 }
 
 /// The key policy of a tool on `tracker`: a keyed tracker honours keys (for
-/// `keep_for`), a keyless one ignores them, so sending one would promise a
-/// safety that is not there.
-fn keys_of(tracker: &Tracker, keep_for: Option<u64>) -> Keys {
+/// `keep_for`, or for as long as the service publishes), a keyless one
+/// ignores them, so sending one would promise a safety that is not there.
+fn keys_of(tracker: &Backend, keep_for: Option<u64>) -> Keys {
     match tracker.mode() {
-        Mode::Keyed => Keys::Honoured { keep_for },
+        Mode::Keyed => Keys::Honoured {
+            keep_for: keep_for.or_else(|| tracker.published_key_ttl()),
+        },
         Mode::Keyless => Keys::None,
     }
 }
 
-/// A tracker failure: `Dropped` may have acted (unknown outcome, up the
-/// ladder); every other error recorded nothing.
-fn tracker_error(tool: &str, e: TrackerError) -> ToolError {
-    match e {
-        TrackerError::Dropped => ToolError::Unknown(format!("{tool}: {e}")),
-        other => ToolError::Failed(format!("{tool}: {other}")),
-    }
-}
-
-fn lookup(tracker: &Tracker, req: &Request, key: Option<&str>) -> Lookup {
+fn lookup(tracker: &Backend, req: &Request, key: Option<&str>) -> Lookup {
     match tracker.lookup(req, key) {
-        LookupAnswer::Found(r) => Lookup::Found(ToolOutput::ok(output(&r))),
-        LookupAnswer::NotFound => Lookup::NotFound,
-        LookupAnswer::CantTell => Lookup::CantTell(
-            "the tracker's search may lag behind its writes, so it cannot promise the record is missing".into(),
-        ),
+        Answer::Found(r) => Lookup::Found(ToolOutput::ok(output(&r))),
+        Answer::NotFound => Lookup::NotFound,
+        Answer::CantTell(why) => Lookup::CantTell(why),
     }
 }
 
@@ -62,21 +55,22 @@ fn lookup(tracker: &Tracker, req: &Request, key: Option<&str>) -> Lookup {
 /// fresh key.
 #[derive(Clone, Debug)]
 pub struct IssueFile {
-    tracker: Tracker,
+    tracker: Backend,
     keep_keys_for: Option<u64>,
 }
 
 impl IssueFile {
-    /// `issue_file` on `tracker`; keys never expire.
-    pub fn new(tracker: Tracker) -> IssueFile {
+    /// `issue_file` on `tracker`; keys never expire (in process) or expire
+    /// when the service says (over HTTP).
+    pub fn new(tracker: impl Into<Backend>) -> IssueFile {
         IssueFile {
-            tracker,
+            tracker: tracker.into(),
             keep_keys_for: None,
         }
     }
 
     /// The tracker keeps keys for `ttl` clock units (match
-    /// [`Tracker::with_key_ttl`] and the agent's clock).
+    /// [`tracker::Tracker::with_key_ttl`] and the agent's clock).
     pub fn keep_keys_for(mut self, ttl: u64) -> IssueFile {
         self.keep_keys_for = Some(ttl);
         self
@@ -156,9 +150,8 @@ impl Tool for IssueFile {
             }
         }
         self.tracker
-            .apply(&req, ctx.key)
+            .apply("issue_file", &req, ctx.key)
             .map(|r| ToolOutput::ok(output(&r)))
-            .map_err(|e| tracker_error("issue_file", e))
     }
     fn lookup(&self, ctx: &CallContext<'_>, args: &Value) -> Lookup {
         match IssueFile::request(args) {
@@ -172,15 +165,15 @@ impl Tool for IssueFile {
 /// tracker; keyed like `issue_file`.
 #[derive(Clone, Debug)]
 pub struct IssueComment {
-    tracker: Tracker,
+    tracker: Backend,
     keep_keys_for: Option<u64>,
 }
 
 impl IssueComment {
-    /// `issue_comment` on `tracker`; keys never expire.
-    pub fn new(tracker: Tracker) -> IssueComment {
+    /// `issue_comment` on `tracker`; keys as for [`IssueFile::new`].
+    pub fn new(tracker: impl Into<Backend>) -> IssueComment {
         IssueComment {
-            tracker,
+            tracker: tracker.into(),
             keep_keys_for: None,
         }
     }
@@ -222,9 +215,8 @@ impl Tool for IssueComment {
     fn call(&self, ctx: &CallContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
         let req = IssueComment::request(args)?;
         self.tracker
-            .apply(&req, ctx.key)
+            .apply("issue_comment", &req, ctx.key)
             .map(|r| ToolOutput::ok(output(&r)))
-            .map_err(|e| tracker_error("issue_comment", e))
     }
     fn lookup(&self, ctx: &CallContext<'_>, args: &Value) -> Lookup {
         match IssueComment::request(args) {
@@ -238,13 +230,15 @@ impl Tool for IssueComment {
 /// only, so it needs no marker and a repeat is harmless.
 #[derive(Clone, Debug)]
 pub struct Search {
-    tracker: Tracker,
+    tracker: Backend,
 }
 
 impl Search {
     /// `search` on `tracker`.
-    pub fn new(tracker: Tracker) -> Search {
-        Search { tracker }
+    pub fn new(tracker: impl Into<Backend>) -> Search {
+        Search {
+            tracker: tracker.into(),
+        }
     }
 }
 
@@ -259,7 +253,7 @@ impl Tool for Search {
         let query = str_arg("search", args, "query")?;
         let issues: Vec<Value> = self
             .tracker
-            .search(query)
+            .search("search", query)?
             .into_iter()
             .map(|(number, title)| json!({ "number": number, "title": title }))
             .collect();

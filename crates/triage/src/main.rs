@@ -21,6 +21,7 @@ mod exit;
 mod files;
 mod live;
 mod output;
+mod remote;
 mod run;
 mod shutdown;
 mod task;
@@ -93,7 +94,7 @@ pub struct Cli {
     pub json: bool,
 
     /// Print the recorded tasks, one a line, name first, and exit.
-    #[arg(long, conflicts_with_all = ["task", "state", "die_after", "signal_after", "run"])]
+    #[arg(long, conflicts_with_all = ["task", "state", "die_after", "signal_after", "run", "tracker"])]
     pub list_tasks: bool,
 
     /// Read task files from DIR/*.json instead of the built-in tasks.
@@ -122,6 +123,15 @@ pub struct Cli {
     /// turn, 1-based) arrives, before it is saved. Hidden from --help.
     #[arg(long, value_name = "N", hide = true)]
     pub die_after_reply: Option<u32>,
+
+    /// Send the tracker tools' requests to the tracker service at URL
+    /// (started with `cargo run -p tracker -- serve`) instead of the run's
+    /// own tracker file; each call's idempotency key goes in the
+    /// Idempotency-Key header. Give each run a fresh service: the task's
+    /// seed issues are filed there when the run starts, and its checks count
+    /// the service's records. Pass it again to resume the run.
+    #[arg(long, value_name = "URL")]
+    pub tracker: Option<String>,
 }
 
 fn main() -> ExitCode {

@@ -30,13 +30,14 @@ use agent::{
 use agent::{Checkpoint, Phase};
 use durable::{Dir, DiskDir, LockGuard, RunId};
 use serde_json::{json, Value};
-use triage_tools::{CodePatch, IssueComment, IssueFile, Search};
+use triage_tools::{Backend, CodePatch, IssueComment, IssueFile, Search};
 
 use crate::checks::{self, Evidence, Kind};
 use crate::exit::{Exit, Failure};
 use crate::files;
 use crate::live::Mode;
 use crate::output::{self, plural, PauseCause, Printer};
+use crate::remote::{self, RunTracker};
 use crate::shutdown::Shutdown;
 use crate::task::{self, Catalog, Task};
 use crate::world::{Collected, Selection, StateDir, World};
@@ -68,6 +69,9 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         .map_err(|e| Failure::usage("live", e.to_string()))?;
     let prices = Prices::parse(cli.price.as_deref().unwrap_or(""))
         .map_err(|e| Failure::usage("price", e.to_string()))?;
+    if let Some(url) = &cli.tracker {
+        remote::check_url(url)?;
+    }
     for (option, tool) in tool_options(cli) {
         let known = task::tool_names();
         if !known.contains(tool) {
@@ -219,15 +223,12 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         );
     }
 
-    // 4. The loop, on the world's tracker and workspace.
-    // A world's tracker must be there: a missing tracker.json is refused,
-    // never replaced by an empty one. Only a task that seeds no issues
-    // starts without the file.
-    let tracker = if world.task.tracker.is_empty() && !world.has_tracker_file()? {
-        tracker::Tracker::open_dir(world.dir()?, tracker::Mode::Keyed)?
-    } else {
-        tracker::Tracker::open_existing(world.dir()?, tracker::Mode::Keyed)?
-    };
+    // 4. The loop, on the world's tracker (or the tracker service) and
+    // workspace.
+    let tracker = RunTracker::open(cli.tracker.as_deref(), &world, &run)?;
+    if let Some(line) = tracker.describe() {
+        output::lock(printer).detail(&line);
+    }
     let ws_path = world.workspace();
     let workspace: Arc<dyn Dir> = Arc::new(DiskDir::new(&ws_path).map_err(|e| {
         Failure::run(
@@ -235,7 +236,11 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
             format!("cannot open the workspace {}: {e}", ws_path.display()),
         )
     })?);
-    let tools = build_tools(&tracker, Arc::clone(&workspace), &world.task.approval);
+    let tools = build_tools(
+        &tracker.backend(),
+        Arc::clone(&workspace),
+        &world.task.approval,
+    );
     let approver: Box<dyn Approver> = match cli.approve {
         Approve::Off => Box::new(ApproveAll),
         Approve::On if io::stdin().is_terminal() => Box::new(TerminalApprover::stdio()),
@@ -277,7 +282,7 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
                 already_done,
                 live: mode.is_live(),
             };
-            Ok(report.print(&result, &tracker.issues(), printer))
+            Ok(report.print(&result, &tracker.issues()?, printer))
         }
         Err(e) => Err(loop_failure(
             e,
@@ -456,7 +461,7 @@ fn header(
 
 /// The triage tools on this run's world; tools named in `gated` wait for a
 /// person's yes.
-fn build_tools(tracker: &tracker::Tracker, workspace: Arc<dyn Dir>, gated: &[String]) -> Tools {
+fn build_tools(tracker: &Backend, workspace: Arc<dyn Dir>, gated: &[String]) -> Tools {
     fn add<T: Tool + std::fmt::Debug + 'static>(tools: &mut Tools, tool: T, gated: &[String]) {
         if gated.iter().any(|g| g == tool.name()) {
             tools.insert(Gated(tool));
@@ -704,6 +709,7 @@ fn loop_failure(
         }
         E::OutcomeUnknown { .. } => Failure::run("outcome_unknown", e.to_string()),
         E::UnknownTool { .. } => Failure::run("unknown_tool", e.to_string()),
+        E::ToolFatal { .. } => Failure::run("tool_refused", e.to_string()),
         E::BadCallId { .. } => Failure::run("bad_call_id", e.to_string()),
         E::Cancelled { phase } => Failure::new(
             Exit::Stopped,
@@ -723,8 +729,12 @@ fn rerun_command(cli: &Cli, run: &RunId, approve: Option<&str>) -> String {
         Approve::On => "on",
         Approve::Off => "off",
     });
+    let tracker = cli
+        .tracker
+        .as_ref()
+        .map_or_else(String::new, |url| format!(" --tracker {url}"));
     format!(
-        "{} --state {} --run {run} --approve {approve}",
+        "{} --state {} --run {run} --approve {approve}{tracker}",
         invocation(),
         state_arg(cli)
     )

@@ -39,7 +39,7 @@ use crate::exit::Failure;
 /// declarations are used, to check a task's calls.
 pub fn known_tools() -> Tools {
     triage_tools::triage(
-        &tracker::Tracker::new(tracker::Mode::Keyed),
+        tracker::Tracker::new(tracker::Mode::Keyed),
         std::sync::Arc::new(durable::testing::MemDir::new()),
     )
 }

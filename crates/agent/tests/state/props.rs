@@ -109,9 +109,6 @@ fn state() -> impl Strategy<Value = State> {
                     .map(|(k, (key, approved, at))| (k, Attempt { key, approved, at }))
                     .collect(),
                 files,
-                // The mode rides along whenever there is an answer, so both
-                // of its shapes (absent, a string) are generated.
-                mode: answer.as_ref().map(|a| format!("live {a}")),
                 answer,
                 mode,
             },

@@ -1,0 +1,276 @@
+//! The tracker's tools served over MCP (stdio is enough), with the key in
+//! the request's `_meta` under [`MCP_META_KEY`](crate::wire::MCP_META_KEY)
+//! (`io.crashsweep/idempotency-key`), honoured exactly as the HTTP header
+//! is: by the same [`Service::create`].
+//!
+//! Tools: `issue_file {title, body}`, `issue_comment {issue, body}`,
+//! `search {query}` and `lookup {tool, arguments}` (did the call of `tool`
+//! with `arguments`, and the key in `_meta`, happen?). Their text answers
+//! are the in-process tools' (`{"issue": N}`, `{"issue": N, "comment": ID}`,
+//! `{"issues": […]}`), also given as structured content.
+//!
+//! A tool's `_meta` in `tools/list` carries
+//! [`MCP_KEYS_META`](crate::wire::MCP_KEYS_META) (`{"ttl_secs": N}`) when
+//! the server honours keys for it; annotations say which tools only read.
+//!
+//! Refusals of the contract are JSON-RPC errors (`invalid_params`, or
+//! `internal_error` for storage) whose `data` is `{"code": C}` with the HTTP
+//! API's error codes: `missing_idempotency_key`, `bad_idempotency_key`,
+//! `key_reused` (the HTTP `422`), `request_in_flight` (the `409`). A bad
+//! argument or a missing issue is a tool error result (`isError`), which the
+//! model sees, as with the in-process tools.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, JsonObject,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler};
+use serde_json::{json, Value};
+
+use crate::service::{Refusal, Service};
+use crate::wire::{self, Created, LookupReply};
+use crate::{Mode, Request};
+
+/// The MCP face of a [`Service`].
+#[derive(Clone, Debug)]
+pub struct McpServer {
+    svc: Arc<Service>,
+}
+
+impl McpServer {
+    /// Serve `svc`'s tools.
+    pub fn new(svc: Arc<Service>) -> McpServer {
+        McpServer { svc }
+    }
+}
+
+fn schema(props: Value, required: &[&str]) -> Arc<JsonObject> {
+    let v = json!({"type": "object", "properties": props, "required": required,
+                   "additionalProperties": false});
+    match v {
+        Value::Object(o) => Arc::new(o),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+/// What a created record answers, in the in-process tools' words.
+pub fn output(created: &Created) -> Value {
+    match created {
+        Created::Issue { number } => json!({ "issue": number }),
+        Created::Comment { issue, id } => json!({ "issue": issue, "comment": id }),
+    }
+}
+
+fn ok(value: Value) -> CallToolResult {
+    let mut r = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+    r.structured_content = Some(value);
+    r
+}
+
+fn tool_error(message: impl Into<String>) -> CallToolResult {
+    let value = json!({ "error": message.into() });
+    CallToolResult::error(vec![ContentBlock::text(value.to_string())])
+}
+
+fn refusal(r: &Refusal) -> ErrorData {
+    let data = Some(json!({ "code": r.code() }));
+    match r {
+        Refusal::Storage(_) => ErrorData::internal_error(r.to_string(), data),
+        _ => ErrorData::invalid_params(r.to_string(), data),
+    }
+}
+
+fn str_arg<'a>(tool: &str, args: &'a JsonObject, name: &str) -> Result<&'a str, String> {
+    match args.get(name) {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(format!(
+            "{tool}: argument {name:?} must be a string, not {other}"
+        )),
+        None => Err(format!("{tool}: missing argument {name:?}")),
+    }
+}
+
+/// The tracker request a call of `tool` with `args` stands for.
+fn request(tool: &str, args: &JsonObject) -> Result<Request, String> {
+    match tool {
+        "issue_file" => Ok(Request::FileIssue {
+            title: str_arg(tool, args, "title")?.to_owned(),
+            body: str_arg(tool, args, "body")?.to_owned(),
+        }),
+        "issue_comment" => {
+            let issue = match args.get("issue") {
+                Some(Value::Number(n)) => n.as_u64(),
+                Some(Value::String(s)) => s.trim_start_matches('#').parse().ok(),
+                _ => None,
+            }
+            .ok_or_else(|| {
+                "issue_comment: argument \"issue\" must be an issue number".to_owned()
+            })?;
+            Ok(Request::Comment {
+                issue,
+                body: str_arg(tool, args, "body")?.to_owned(),
+            })
+        }
+        other => Err(format!("no tool {other:?} changes the tracker")),
+    }
+}
+
+impl McpServer {
+    fn tools(&self) -> Vec<Tool> {
+        let mut keys = MetaObject::new();
+        keys.0.insert(
+            wire::MCP_KEYS_META.into(),
+            json!({ "ttl_secs": self.svc.key_ttl_secs() }),
+        );
+        let keyed = |t: Tool| match self.svc.mode() {
+            Mode::Keyed => t.with_meta(keys.clone()),
+            Mode::Keyless => t,
+        };
+        let changes = ToolAnnotations::new()
+            .read_only(false)
+            .destructive(false)
+            .idempotent(false);
+        let reads = ToolAnnotations::new().read_only(true);
+        let text = json!({"type": "string"});
+        vec![
+            keyed(Tool::new(
+                "issue_file",
+                "File a new issue; answers {\"issue\": N}.",
+                schema(json!({"title": text, "body": text, "cause": text}), &["title", "body"]),
+            ))
+            .annotate(changes.clone()),
+            keyed(Tool::new(
+                "issue_comment",
+                "Comment on issue N; answers {\"issue\": N, \"comment\": ID}.",
+                schema(json!({"issue": {"type": ["integer", "string"]}, "body": text}), &["issue", "body"]),
+            ))
+            .annotate(changes),
+            Tool::new(
+                "search",
+                "Issues whose title or body contains the query; answers {\"issues\": [{\"number\", \"title\"}]}.",
+                schema(json!({"query": text}), &["query"]),
+            )
+            .annotate(reads.clone()),
+            Tool::new(
+                "lookup",
+                "Did the call of `tool` with `arguments` (and the key in _meta) happen? \
+                 Answers {\"outcome\": \"found\", \"output\": …} | {\"outcome\": \"not_found\"} | \
+                 {\"outcome\": \"cant_tell\", \"reason\": …}; not_found only when certain.",
+                schema(json!({"tool": text, "arguments": {"type": "object"}}), &["tool", "arguments"]),
+            )
+            .annotate(reads),
+        ]
+    }
+
+    fn call(
+        &self,
+        name: &str,
+        args: &JsonObject,
+        key: Option<&str>,
+    ) -> Result<CallToolResult, ErrorData> {
+        match name {
+            "issue_file" | "issue_comment" => {
+                let req = match request(name, args) {
+                    Ok(r) => r,
+                    Err(message) => return Ok(tool_error(message)),
+                };
+                match self.svc.create(&req, key) {
+                    Ok(accepted) => Ok(ok(output(&accepted.created))),
+                    Err(Refusal::NoSuchIssue { issue }) => {
+                        Ok(tool_error(format!("{name}: no issue #{issue}")))
+                    }
+                    Err(r) => Err(refusal(&r)),
+                }
+            }
+            "search" => {
+                let query = match str_arg(name, args, "query") {
+                    Ok(q) => q,
+                    Err(message) => return Ok(tool_error(message)),
+                };
+                let hits = self.svc.search(query);
+                Ok(ok(json!({ "issues": hits.issues })))
+            }
+            "lookup" => {
+                let tool = match str_arg(name, args, "tool") {
+                    Ok(t) => t,
+                    Err(message) => return Ok(tool_error(message)),
+                };
+                let Some(Value::Object(call_args)) = args.get("arguments") else {
+                    return Ok(tool_error(
+                        "lookup: argument \"arguments\" must be an object",
+                    ));
+                };
+                let req = match request(tool, call_args) {
+                    Ok(r) => r,
+                    Err(message) => return Ok(tool_error(message)),
+                };
+                Ok(ok(match self.svc.lookup(&req, key) {
+                    LookupReply::Found { response } => {
+                        json!({"outcome": "found", "output": output(&response)})
+                    }
+                    LookupReply::NotFound => json!({"outcome": "not_found"}),
+                    LookupReply::CantTell { reason } => {
+                        json!({"outcome": "cant_tell", "reason": reason})
+                    }
+                }))
+            }
+            other => Err(ErrorData::invalid_params(
+                format!(
+                    "no tool {other:?}; the tools are issue_file, issue_comment, search, lookup"
+                ),
+                Some(json!({"code": "no_such_tool"})),
+            )),
+        }
+    }
+}
+
+/// The key a `tools/call` carries in its `_meta`, if any. A value that is
+/// not a string is refused as a bad key.
+fn meta_key(meta: &MetaObject) -> Result<Option<String>, ErrorData> {
+    match meta.0.get(wire::MCP_META_KEY) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(refusal(&Refusal::BadKey(wire::KeyError::Malformed(
+            format!(
+                "_meta {:?} must be a string, not {other}",
+                wire::MCP_META_KEY
+            ),
+        )))),
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+            "A fake issue tracker. Send the call's idempotency key in _meta \
+             \"io.crashsweep/idempotency-key\", never in the arguments.",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let key = meta_key(&context.meta.0)?;
+        let args = request.arguments.unwrap_or_default();
+        let name = request.name.to_string();
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.call(&name, &args, key.as_deref()))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("the call's task failed: {e}"), None))?
+            .map(CallToolResponse::from)
+    }
+}
