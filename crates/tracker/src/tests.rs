@@ -822,7 +822,9 @@ mod existing {
             } else {
                 Tracker::open_dir(Arc::new(dir.clone()), Mode::Keyed)
             };
-            let e = r.err().expect("a directory is not a tracker");
+            let Err(e) = r else {
+                panic!("a directory is not a tracker");
+            };
             assert!(e.to_string().contains("tracker.json"), "{e}");
             assert!(e.to_string().contains("a directory"), "{e}");
         }
@@ -833,9 +835,9 @@ mod existing {
         let world = MemDir::new();
         let big = vec![b' '; (durable::DEFAULT_MAX_READ_BYTES + 1) as usize];
         world.write("tracker.json", &big).unwrap();
-        let e = Tracker::open_existing(Arc::new(world), Mode::Keyed)
-            .err()
-            .expect("refused");
+        let Err(e) = Tracker::open_existing(Arc::new(world), Mode::Keyed) else {
+            panic!("a tracker over the limit was read");
+        };
         assert!(e.to_string().contains("more than the limit"), "{e}");
     }
 }

@@ -178,3 +178,38 @@ fn a_lock_path_that_is_a_directory_or_fifo_is_refused() {
         assert!(!t.path().join(format!("{run}.json")).exists());
     }
 }
+
+/// A state that takes both of `Durable`'s defaults.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Plain {
+    n: u32,
+}
+
+impl durable::Durable for Plain {}
+
+#[test]
+fn a_state_with_the_defaults_is_never_finished_and_always_valid() {
+    let world = durable::testing::MemDir::new();
+    let run = run_id("r");
+    let mut first =
+        durable::Checkpoint::<Plain>::open(std::sync::Arc::new(world.clone()), &run, fast())
+            .unwrap();
+    first.state.n = u32::MAX;
+    first.checkpoint.save(&first.state).unwrap();
+    drop(first);
+    let again =
+        durable::Checkpoint::<Plain>::open(std::sync::Arc::new(world), &run, fast()).unwrap();
+    // Not finished: the restart is counted and a new epoch saved.
+    assert_eq!((again.resumes, again.checkpoint.epoch()), (1, 2));
+    assert_eq!(again.state.n, u32::MAX);
+}
+
+#[test]
+fn a_checkpoint_debugs_as_its_path_restarts_and_epoch() {
+    let world = durable::testing::MemDir::new();
+    let opened = open(&world, &run_id("r"), fast()).unwrap();
+    let shown = format!("{:?}", opened.checkpoint);
+    for part in ["Checkpoint", "mem:/r.json", "resumes: 0", "epoch: 1"] {
+        assert!(shown.contains(part), "{part} missing from {shown}");
+    }
+}

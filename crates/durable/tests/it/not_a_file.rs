@@ -333,3 +333,39 @@ fn a_checkpoint_without_read_permission_is_an_error() {
         "{e:?}"
     );
 }
+
+#[test]
+fn a_dir_refusal_travels_inside_an_io_error_and_maps_to_its_variant() {
+    use durable::EntryError;
+    let not_a_file = EntryError::NotRegularFile(FileKind::Fifo).into_io();
+    assert_eq!(not_a_file.kind(), ErrorKind::InvalidInput);
+    assert_eq!(not_a_file.to_string(), "is a FIFO, not a regular file");
+    let too_large = EntryError::TooLarge { size: 9, limit: 8 }.into_io();
+    assert_eq!(too_large.kind(), ErrorKind::InvalidData);
+    assert_eq!(
+        EntryError::LockReplaced.into_io().kind(),
+        ErrorKind::InvalidData
+    );
+    assert_eq!(EntryError::of(&std::io::Error::other("plain")), None);
+    let path = std::path::PathBuf::from("/x/r.json");
+    for (e, expected) in [
+        (
+            not_a_file,
+            "/x/r.json is a FIFO, not a regular file; move it away to go on",
+        ),
+        (
+            too_large,
+            "checkpoint /x/r.json is 9 bytes, more than the limit of 8 bytes",
+        ),
+        (
+            EntryError::LockReplaced.into_io(),
+            "lock file /x/r.json was deleted or replaced while it was being locked; try again",
+        ),
+        (std::io::Error::other("plain"), "read /x/r.json: plain"),
+    ] {
+        assert_eq!(
+            Error::from_io(path.clone(), "read", e).to_string(),
+            expected
+        );
+    }
+}
