@@ -3,7 +3,7 @@
 //! unless the task is wrapped in `crashpoint::scoped` (or spawned with
 //! `spawn_task`, feature `tokio`).
 
-use crashpoint::{Hit, Outcome};
+use crashpoint::Hit;
 
 async fn relay(n: u32) {
     for _ in 0..n {
@@ -98,5 +98,5 @@ fn spawn_task_and_join_task_carry_the_scope_and_the_crash() {
     });
     assert_eq!(life.outcome.crashed(), Some(&crash));
     assert_eq!(names(&life.hits), ALL[..2]);
-    assert!(matches!(life.outcome, Outcome::Crashed(_)));
+    assert!(matches!(life.outcome, crashpoint::Outcome::Crashed(_)));
 }
