@@ -639,7 +639,7 @@ impl Tracker {
         self.lock().key_ttl_ticks
     }
 
-    /// Whether lookups by arguments answer [`Lookup::CantTell`]
+    /// Whether lookups by arguments answer [`LookupAnswer::CantTell`]
     /// ([`Tracker::with_uncertain_lookup`]).
     pub fn uncertain_lookup(&self) -> bool {
         self.lock().uncertain_lookup
