@@ -110,6 +110,13 @@ struct SweepArgs {
     /// Rewrite the definition's reviewed snapshot with this run's table (never under CI).
     #[arg(long)]
     bless: bool,
+    /// Stop a scenario still running after this many seconds at its next
+    /// crash point and fail it as hung (0: no limit).
+    #[arg(long, value_name = "SECONDS", default_value_t = sweep::DEFAULT_SCENARIO_TIMEOUT.as_secs_f64())]
+    scenario_timeout: f64,
+    /// Refuse a sweep estimated (from its clean run) to run more scenarios than this.
+    #[arg(long, value_name = "N", default_value_t = sweep::DEFAULT_MAX_SCENARIOS)]
+    max_scenarios: u64,
 }
 
 #[derive(Subcommand)]
@@ -288,7 +295,8 @@ fn point_hints<'a>(sc: &Scenario, passed: impl Iterator<Item = &'a str>) -> Vec<
             known.push(point);
         }
     }
-    sc.0.iter()
+    sc.hits
+        .iter()
         .filter(|hit| !known.contains(&hit.point.as_ref()))
         .map(|hit| {
             let hint = suggest::closest(&hit.point, known.iter().copied()).map_or_else(
@@ -340,11 +348,20 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
                 .into(),
         );
     }
+    let timeout = args.scenario_timeout;
+    if !(timeout.is_finite() && timeout >= 0.0) {
+        return Err(format!(
+            "--scenario-timeout {timeout}: expected a number of seconds ≥ 0"
+        ));
+    }
     let config = Config {
         depth,
         threads: args.threads,
         partition,
         trace: false,
+        scenario_timeout: (timeout > 0.0).then(|| std::time::Duration::from_secs_f64(timeout)),
+        max_scenarios: args.max_scenarios,
+        ..Config::default()
     };
     let bar = ProgressBar::new(0);
     bar.set_style(
@@ -416,7 +433,10 @@ fn report_failures(
                 "FAILED {} / {}: {}\n    rerun: {}",
                 r.subject,
                 f.scenario,
-                f.failure.as_deref().unwrap_or(""),
+                f.failure
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
                 command(i, r, &f.scenario)
             );
         }
@@ -428,7 +448,38 @@ fn report_failures(
             );
         }
     }
-    if total > 0 {
+    let mut flaky = 0;
+    for (i, r) in reports.iter().enumerate() {
+        for f in r.flaky() {
+            flaky += 1;
+            eprintln!(
+                "FLAKY {} / {}: {}\n    rerun: {}",
+                r.subject,
+                f.scenario,
+                f.failure
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+                command(i, r, &f.scenario)
+            );
+        }
+        if !r.unscoped.is_empty() {
+            let names: Vec<String> = r
+                .unscoped
+                .iter()
+                .map(|(n, c)| format!("{n} ({c}×)"))
+                .collect();
+            eprintln!(
+                "warning: {}: crash points passed on threads without a scope, which no crash can reach: {}\n    hint: start threads with crashpoint::spawn (or enter a crashpoint::Handle) so they carry the life's scope",
+                r.subject,
+                names.join(", ")
+            );
+        }
+    }
+    if flaky > 0 {
+        eprintln!("{flaky} scenarios were flaky: they gave another result when run again");
+    }
+    if total > 0 || flaky > 0 {
         eprintln!("{total} scenarios failed a required invariant");
         Ok(ExitCode::FAILURE)
     } else {
