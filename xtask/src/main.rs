@@ -275,7 +275,8 @@ fn point_hints<'a>(sc: &Scenario, passed: impl Iterator<Item = &'a str>) -> Vec<
             known.push(point);
         }
     }
-    sc.0.iter()
+    sc.hits
+        .iter()
         .filter(|hit| !known.contains(&hit.point.as_ref()))
         .map(|hit| {
             let hint = suggest::closest(&hit.point, known.iter().copied()).map_or_else(

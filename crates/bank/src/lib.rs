@@ -79,7 +79,7 @@
 //! let first = buggy.failures().next().unwrap();
 //! assert_eq!(first.scenario.to_string(), "payment accepted#1");
 //! assert_eq!(
-//!     first.failure.as_deref(),
+//!     first.failure.as_ref().map(ToString::to_string).as_deref(),
 //!     Some("dups = 1, cents off = 3000; transfer t1 applied 2 times; bob has 3000 cents too many"),
 //! );
 //!

@@ -58,6 +58,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::thread;
 
@@ -173,6 +174,10 @@ struct State {
     counts: Vec<(&'static str, u32)>,
     target: Option<Hit>,
     crashed: Option<Hit>,
+    /// [`Handle::cancel`] was called: the next hit stops the scope.
+    cancel: bool,
+    /// The scope was stopped by [`Handle::cancel`], at this hit.
+    cancelled: Option<Hit>,
 }
 
 /// A handle on the scope a thread runs in, to carry it into another thread.
@@ -193,6 +198,60 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 }
 
 impl Handle {
+    /// A new scope that records every hit and crashes at `target` (never, if
+    /// `None`); run a closure in it with [`Handle::run`]. [`run`] is
+    /// `Handle::new(target).run(f)`; keep the handle to [`cancel`](Handle::cancel)
+    /// the scope from another thread.
+    pub fn new(target: Option<Hit>) -> Handle {
+        Handle {
+            state: Arc::new(Mutex::new(State {
+                target,
+                ..State::default()
+            })),
+        }
+    }
+
+    /// Run `f` in this scope, as [`run`] does: catch the injected crash (or a
+    /// real panic) and return how the scope ended with its hits.
+    pub fn run<R>(&self, f: impl FnOnce() -> R) -> Life<R> {
+        install_hook();
+        let result = self.enter(|| panic::catch_unwind(AssertUnwindSafe(f)));
+        let mut st = lock(&self.state);
+        let hits = std::mem::take(&mut st.hits);
+        let outcome = match result {
+            Ok(r) => match st.crashed.take() {
+                // A spawned thread crashed but the life swallowed the panic:
+                // the process would be dead all the same.
+                Some(hit) => Outcome::Crashed(hit),
+                None => Outcome::Finished(r),
+            },
+            Err(payload) => match is_crash(payload.as_ref()) {
+                Some(c) => Outcome::Crashed(c.hit.clone()),
+                None => Outcome::Panicked(message(payload.as_ref())),
+            },
+        };
+        Life { outcome, hits }
+    }
+
+    /// Stop the scope at its next hit, from any thread: that hit panics with
+    /// the [`Crash`] payload as an injected crash would, so the scope ends
+    /// [`Outcome::Crashed`] there and [`Handle::cancelled`] names the hit. A
+    /// thread that never passes another point cannot be stopped this way (Rust
+    /// has no thread cancellation): it runs on until it returns.
+    pub fn cancel(&self) {
+        lock(&self.state).cancel = true;
+    }
+
+    /// The hit at which [`Handle::cancel`] stopped the scope, if it did.
+    pub fn cancelled(&self) -> Option<Hit> {
+        lock(&self.state).cancelled.clone()
+    }
+
+    /// The last hit the scope passed so far (not counting a crash hit).
+    pub fn last_hit(&self) -> Option<Hit> {
+        lock(&self.state).hits.last().cloned()
+    }
+
     /// Run `f` on this thread inside this scope; the previous scope (if any)
     /// is restored afterwards, even if `f` panics.
     pub fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
@@ -264,6 +323,71 @@ macro_rules! point {
 pub fn __hit(name: &'static str) {
     if ACTIVE.with(|a| a.get()) {
         hit_in_scope(name);
+    } else if WATCHES.load(Ordering::Relaxed) > 0 {
+        unscoped_hit(name);
+    }
+}
+
+/// How many [`UnscopedWatch`]es are alive.
+static WATCHES: AtomicUsize = AtomicUsize::new(0);
+/// Passes over each point on threads with no scope, while a watch is alive.
+static UNSCOPED: Mutex<Vec<(&'static str, u64)>> = Mutex::new(Vec::new());
+
+fn unscoped() -> MutexGuard<'static, Vec<(&'static str, u64)>> {
+    UNSCOPED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cold]
+#[inline(never)]
+fn unscoped_hit(name: &'static str) {
+    let mut tally = unscoped();
+    match tally.iter_mut().find(|(n, _)| *n == name) {
+        Some((_, c)) => *c += 1,
+        None => tally.push((name, 1)),
+    }
+}
+
+/// While alive, counts the passes over points on threads that run in no
+/// scope — a thread started with `std::thread::spawn` instead of [`spawn`],
+/// whose hits no scope records and no crash can land on. A sweep keeps one
+/// for its whole run and reports what it saw.
+///
+/// The tally is process-wide: two sweeps at once (tests in one binary) each
+/// see the other's unscoped passes too.
+#[derive(Debug)]
+pub struct UnscopedWatch {
+    start: Vec<(&'static str, u64)>,
+}
+
+/// Start counting passes over points outside any scope (see [`UnscopedWatch`]).
+pub fn watch_unscoped() -> UnscopedWatch {
+    WATCHES.fetch_add(1, Ordering::SeqCst);
+    UnscopedWatch {
+        start: unscoped().clone(),
+    }
+}
+
+impl UnscopedWatch {
+    /// Each point passed outside any scope since the watch started, with how
+    /// many times, in the order first seen.
+    pub fn hits(&self) -> Vec<(String, u64)> {
+        unscoped()
+            .iter()
+            .filter_map(|(n, c)| {
+                let before = self
+                    .start
+                    .iter()
+                    .find(|(m, _)| m == n)
+                    .map_or(0, |(_, b)| *b);
+                (*c > before).then(|| ((*n).to_owned(), c - before))
+            })
+            .collect()
+    }
+}
+
+impl Drop for UnscopedWatch {
+    fn drop(&mut self) {
+        WATCHES.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -292,6 +416,11 @@ fn hit_in_scope(name: &'static str) {
             }
         };
         let hit = Hit::new(name, occurrence);
+        if st.cancel {
+            st.cancelled = Some(hit.clone());
+            st.crashed = Some(hit.clone());
+            return Some(hit);
+        }
         if st.target.as_ref() == Some(&hit) {
             st.crashed = Some(hit.clone());
             Some(hit)
@@ -334,29 +463,7 @@ fn message(payload: &(dyn Any + Send)) -> String {
 /// Run `f` in a new scope that records every hit and crashes at `target`
 /// (never, if `None`).
 pub fn run<R>(target: Option<Hit>, f: impl FnOnce() -> R) -> Life<R> {
-    install_hook();
-    let handle = Handle {
-        state: Arc::new(Mutex::new(State {
-            target,
-            ..State::default()
-        })),
-    };
-    let result = handle.enter(|| panic::catch_unwind(AssertUnwindSafe(f)));
-    let mut st = lock(&handle.state);
-    let hits = std::mem::take(&mut st.hits);
-    let outcome = match result {
-        Ok(r) => match st.crashed.take() {
-            // A spawned thread crashed but the life swallowed the panic: the
-            // process would be dead all the same.
-            Some(hit) => Outcome::Crashed(hit),
-            None => Outcome::Finished(r),
-        },
-        Err(payload) => match is_crash(payload.as_ref()) {
-            Some(c) => Outcome::Crashed(c.hit.clone()),
-            None => Outcome::Panicked(message(payload.as_ref())),
-        },
-    };
-    Life { outcome, hits }
+    Handle::new(target).run(f)
 }
 
 /// Run `f` in a scope that records every hit and never crashes.

@@ -171,3 +171,46 @@ fn hits_parse_and_print() {
     let msg = "x#0".parse::<Hit>().unwrap_err().to_string();
     assert!(msg.contains("mid-save#2"), "{msg}");
 }
+
+#[cfg(feature = "enabled")]
+#[test]
+fn a_cancelled_scope_stops_at_its_next_hit() {
+    let handle = Handle::new(None);
+    let h2 = handle.clone();
+    let life = handle.run(|| {
+        point!("a");
+        h2.cancel();
+        point!("b");
+        point!("c");
+    });
+    assert_eq!(life.outcome, Outcome::Crashed(Hit::new("b", 1)));
+    assert_eq!(handle.cancelled(), Some(Hit::new("b", 1)));
+    assert_eq!(handle.last_hit(), None, "hits were taken by the outcome");
+    assert_eq!(life.hits, [Hit::new("a", 1)]);
+}
+
+#[cfg(feature = "enabled")]
+#[test]
+fn unscoped_hits_are_counted_only_while_watched() {
+    // Before any watch: not counted.
+    std::thread::spawn(|| point!("unscoped-before"))
+        .join()
+        .unwrap();
+    let watch = watch_unscoped();
+    std::thread::spawn(|| {
+        point!("unscoped-test-point");
+        point!("unscoped-test-point");
+    })
+    .join()
+    .unwrap();
+    // A point inside a scope is not unscoped.
+    let _ = record(|| point!("scoped-test-point"));
+    let hits = watch.hits();
+    assert!(
+        hits.contains(&("unscoped-test-point".to_owned(), 2)),
+        "{hits:?}"
+    );
+    assert!(!hits
+        .iter()
+        .any(|(n, _)| n == "scoped-test-point" || n == "unscoped-before"));
+}

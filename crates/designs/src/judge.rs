@@ -14,6 +14,24 @@ use crate::world::World;
 /// modes, else those the modes add, required to be zero where a correct
 /// design must count zero.
 pub(crate) fn counters(design: Design, modes: &Modes) -> Vec<Counter> {
+    let mut c = columns(design, modes);
+    // Declared without a column: what the judge counts beyond the row's
+    // columns (the crash labels, read by the labels table).
+    for name in ["lost saves", "stopped", "wrong answers"] {
+        if *modes != Modes::default() && !c.iter().any(|x| x.name == name) {
+            c.push(Counter::new(name).hidden());
+        }
+    }
+    for stage in labels::Stage::ALL {
+        for rung in labels::Settlement::ALL {
+            c.push(Counter::new(&labels::count_name(stage, rung)).hidden());
+        }
+    }
+    c
+}
+
+/// The counters that are columns of the row.
+fn columns(design: Design, modes: &Modes) -> Vec<Counter> {
     if *modes == Modes::default() {
         // The book chapter's columns, exactly.
         return vec![

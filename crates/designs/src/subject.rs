@@ -1,7 +1,8 @@
 //! A design running a scripted job, as a sweep subject: its row's name, and
 //! the world, life, judge and description the sweep asks for.
 
-use sweep::{Counter, Subject, Verdict};
+use durable::testing::CrashState as DiskState;
+use sweep::{Counter, CrashState, LifeContext, Subject, Verdict};
 use tracker::LogLayout;
 
 use crate::design::Design;
@@ -59,13 +60,16 @@ impl DesignSubject {
     }
 }
 
-impl Subject for DesignSubject {
-    type World = World;
-
-    fn name(&self) -> String {
+impl DesignSubject {
+    /// The row title, with the crash state after the writer in a power-loss
+    /// world (`keys and markers | real writer | lose`).
+    fn title_in(&self, state: Option<&CrashState>) -> String {
         let mut name = self.design.title().to_owned();
         if let Some(p) = self.modes.power {
-            name.push_str(&format!(" | {} | {}", p.writer.title(), p.state.slug()));
+            name.push_str(&format!(" | {}", p.writer.title()));
+            if let Some(s) = state {
+                name.push_str(&format!(" | {s}"));
+            }
         }
         if self.modes.keys && !self.design.sends_keys() {
             name.push_str(" + keys");
@@ -84,6 +88,58 @@ impl Subject for DesignSubject {
             None => {}
         }
         name
+    }
+}
+
+/// A disk state as the sweep's crash state of the same name.
+fn sweep_state(s: DiskState) -> CrashState {
+    CrashState::named(s.slug())
+}
+
+impl Subject for DesignSubject {
+    type World = World;
+
+    /// The row's name; in a power-loss world with the variant's own crash
+    /// state (a sweep over other states titles their rows with
+    /// [`Subject::row_title`]).
+    fn name(&self) -> String {
+        let own = self.modes.power.map(|p| sweep_state(p.state));
+        self.title_in(own.as_ref())
+    }
+
+    fn row_title(&self, state: &CrashState) -> String {
+        match self.modes.power {
+            Some(_) => self.title_in(Some(state)),
+            None => self.title_in(None),
+        }
+    }
+
+    /// A power-loss world runs in every disk state; others in the process
+    /// state alone.
+    fn crash_states(&self) -> Vec<CrashState> {
+        match self.modes.power {
+            Some(_) => DiskState::ALL.into_iter().map(sweep_state).collect(),
+            None => vec![CrashState::PROCESS],
+        }
+    }
+
+    /// The variant's own state.
+    fn default_crash_states(&self) -> Vec<CrashState> {
+        match self.modes.power {
+            Some(p) => vec![sweep_state(p.state)],
+            None => vec![CrashState::PROCESS],
+        }
+    }
+
+    fn boot(&self, w: &mut World, ctx: &LifeContext) -> Result<(), sweep::LifeError> {
+        let state = DiskState::from_slug(ctx.state().name())
+            .ok_or_else(|| format!("no disk state is called {:?}", ctx.state().name()))?;
+        w.power_boot(state);
+        Ok(())
+    }
+
+    fn shutdown(&self, w: &mut World, _ctx: &LifeContext) {
+        w.power_shutdown();
     }
 
     fn counters(&self) -> Vec<Counter> {

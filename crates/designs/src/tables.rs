@@ -54,22 +54,15 @@ pub fn failures_list(reports: &[(DesignVariant, Report)]) -> String {
                 "{}: {n} failing; first: {} ({})\n",
                 v.title(),
                 first.scenario,
-                short_reason(first.failure.as_deref().unwrap_or(""))
+                first
+                    .failure
+                    .as_ref()
+                    .map(sweep::Failure::cause)
+                    .unwrap_or_default()
             ));
         }
     }
     out
-}
-
-/// A failure message cut to its cause: `final life 2: stopped with an error:
-/// truncated checkpoint power:/x.json: …` becomes `truncated checkpoint`,
-/// `dups = 1; issue … made 2 times` becomes `dups = 1`.
-fn short_reason(failure: &str) -> &str {
-    let cause = failure
-        .split_once("stopped with an error: ")
-        .map_or(failure, |(_, rest)| rest);
-    let cause = cause.split(';').next().unwrap_or(cause);
-    cause.split(" power:/").next().unwrap_or(cause).trim()
 }
 
 /// Rows summed cell by cell into one titled `title` (scenario counts and
@@ -80,6 +73,7 @@ pub fn sum_rows(title: &str, rows: &[sweep::Row]) -> sweep::Row {
         depth_counts: Vec::new(),
         cells: Vec::new(),
         failed: 0,
+        flaky: 0,
     };
     for r in rows {
         if total.depth_counts.len() < r.depth_counts.len() {
@@ -95,6 +89,7 @@ pub fn sum_rows(title: &str, rows: &[sweep::Row]) -> sweep::Row {
             }
         }
         total.failed += r.failed;
+        total.flaky += r.flaky;
     }
     total
 }

@@ -83,7 +83,10 @@ fn first_failure(r: &Report) -> Option<(String, String)> {
     r.failures().next().map(|s| {
         (
             s.scenario.to_string(),
-            s.failure.clone().unwrap_or_default(),
+            s.failure
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
         )
     })
 }
@@ -268,10 +271,10 @@ fn a_process_crash_cannot_tell_a_missing_fsync() {
 fn a_writer_without_the_file_fsync_is_caught() {
     let p = power();
     let (sc, why) = first_failure(report(p, "power-no-file-fsync-entries-keys-markers")).unwrap();
-    assert_eq!(sc, "after rename#1");
+    assert_eq!(sc, "entries: after rename#1");
     assert!(why.contains("truncated checkpoint"), "{why}");
     let (sc, why) = first_failure(report(p, "power-no-file-fsync-lose-keys-markers")).unwrap();
-    assert_eq!(sc, "reply arrived#1");
+    assert_eq!(sc, "lose: reply arrived#1");
     assert!(why.contains("truncated checkpoint"), "{why}");
 }
 
@@ -282,11 +285,11 @@ fn a_writer_without_the_file_fsync_is_caught() {
 fn a_writer_without_the_directory_fsync_is_caught() {
     let p = power();
     let (sc, why) = first_failure(report(p, "power-no-dir-fsync-lose-keys-markers")).unwrap();
-    assert_eq!(sc, "mid-save#3");
+    assert_eq!(sc, "lose: mid-save#3");
     assert!(why.contains("lost saves = 1"), "{why}");
     let r = report(p, "power-no-dir-fsync-lose-markers");
     let dup = r.failures().find(|s| r.value(s, "dups") > 0).unwrap();
-    assert_eq!(dup.scenario.to_string(), "tracker accepted#1");
+    assert_eq!(dup.scenario.to_string(), "lose: tracker accepted#1");
     assert!(
         dup.verdict.notes[0].contains("made 2 times"),
         "{:?}",
@@ -304,7 +307,7 @@ fn a_writer_without_the_directory_fsync_is_caught() {
 fn a_writer_that_overwrites_in_place_is_caught() {
     let p = power();
     let (sc, why) = first_failure(report(p, "power-in-place-torn-keys-markers")).unwrap();
-    assert_eq!(sc, "mid-overwrite#1");
+    assert_eq!(sc, "torn: mid-overwrite#1");
     assert!(why.contains("truncated checkpoint"), "{why}");
     for state in ["process", "lose", "contents", "in-order"] {
         let r = report(p, &format!("power-in-place-{state}-keys-markers"));
@@ -472,7 +475,7 @@ fn a_crashing_tracker_loses_nothing_and_duplicates_nothing_for_keys_or_markers()
             let lost = r
                 .scenarios
                 .iter()
-                .filter(|s| s.scenario.0.iter().any(|h| h.point == tracker::RECEIVED))
+                .filter(|s| s.scenario.hits.iter().any(|h| h.point == tracker::RECEIVED))
                 .count();
             assert!(lost > 0, "{}", v.slug);
         }

@@ -88,7 +88,7 @@ fn duplicates_land_at_the_seeds_crash_points() {
         for s in r.scenarios.iter().filter(|s| r.value(s, "dups") > 0) {
             assert!(
                 matches!(
-                    &*s.scenario.0[0].point,
+                    &*s.scenario.hits[0].point,
                     "tracker accepted" | "tool returned" | "mid-save"
                 ),
                 "{}",

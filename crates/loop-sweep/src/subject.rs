@@ -9,10 +9,11 @@ use std::sync::{Arc, Mutex};
 use agent::testing::{ManualClock, ScriptedApprover};
 use agent::{Agent, Decision, Gated, Model, ScriptedModel, Tools, Transcript};
 use agent::{Checkpoint, Phase, Role};
+use durable::testing::CrashState as DiskState;
 use durable::testing::{MemDir, PowerDir};
 use durable::{Dir, Options};
 use serde_json::Value;
-use sweep::{Counter, Subject, Verdict};
+use sweep::{Counter, CrashState, LifeContext, Subject, Verdict};
 use tracker::{Fault, Mode, Tracker};
 use triage_tools::{Backend, CodePatch, IssueComment, IssueFile, Search};
 
@@ -206,6 +207,9 @@ impl Subject for LoopSubject {
         ];
         if self.variant.power.is_none() || self.variant.situation == Situation::ApprovalGate {
             c.push(Counter::new("gate").required());
+        } else {
+            // Counted by the judge, not a column of the power-loss table.
+            c.push(Counter::new("gate").hidden());
         }
         if self.variant.power.is_some() {
             // A correct writer loses no save that returned, and leaves no
@@ -261,6 +265,47 @@ impl Subject for LoopSubject {
                 saves,
             }),
         )
+    }
+
+    /// A power-loss variant runs in every disk state; the others in the
+    /// process state alone.
+    fn crash_states(&self) -> Vec<CrashState> {
+        match self.variant.power {
+            Some(_) => DiskState::ALL
+                .into_iter()
+                .map(|s| CrashState::named(s.slug()))
+                .collect(),
+            None => vec![CrashState::PROCESS],
+        }
+    }
+
+    /// The variant's own state.
+    fn default_crash_states(&self) -> Vec<CrashState> {
+        match self.variant.power {
+            Some(p) => vec![CrashState::named(p.state.slug())],
+            None => vec![CrashState::PROCESS],
+        }
+    }
+
+    /// The variant's title with `state` in place of its own
+    /// (`loop keyed | power: torn | no dir fsync`).
+    fn row_title(&self, state: &CrashState) -> String {
+        let mut v = self.variant;
+        if let (Some(p), Some(s)) = (&mut v.power, DiskState::from_slug(state.name())) {
+            p.state = s;
+        }
+        v.title()
+    }
+
+    fn boot(&self, w: &mut LoopWorld, ctx: &LifeContext) -> Result<(), sweep::LifeError> {
+        let state = DiskState::from_slug(ctx.state().name())
+            .ok_or_else(|| format!("no disk state is called {:?}", ctx.state().name()))?;
+        w.power_boot(state);
+        Ok(())
+    }
+
+    fn shutdown(&self, w: &mut LoopWorld, _ctx: &LifeContext) {
+        w.power_shutdown();
     }
 
     fn life(&self, w: &mut LoopWorld) -> Result<(), sweep::LifeError> {

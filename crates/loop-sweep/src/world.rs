@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use agent::Checkpoint;
-use durable::testing::PowerDir;
+use durable::testing::{CrashState, PowerDir};
 use durable::{Dir, RunId};
 use tracker::Tracker;
 
@@ -83,18 +83,19 @@ pub(crate) struct PowerWorld {
 }
 
 impl LoopWorld {
-    /// A process starts. In a power-loss world, if the previous one crashed
-    /// the power is cut now (both directories, in the world's state), before
-    /// anything is read.
+    /// A process starts.
     pub(crate) fn boot(&mut self) {
-        let crashed = std::mem::replace(&mut self.alive, true);
+        self.alive = true;
+    }
+
+    /// The runner boots the power-loss directories before each life (the
+    /// sweep's `Subject::boot`): if the previous life crashed, the power is
+    /// cut now in `state` (both directories), before anything is read.
+    pub(crate) fn power_boot(&mut self, state: CrashState) {
         if let Some(p) = &self.power {
-            let cut = p.checkpoints.boot();
-            let ws_cut = p.workspace.boot();
-            debug_assert!(
-                cut == crashed && ws_cut == crashed,
-                "the directories and the world agree on crashes"
-            );
+            let cut = p.checkpoints.boot_in(state);
+            let ws_cut = p.workspace.boot_in(state);
+            debug_assert_eq!(cut, ws_cut, "the directories agree on crashes");
             p.saves.lock().unwrap_or_else(|e| e.into_inner()).boot();
         }
     }
@@ -103,6 +104,11 @@ impl LoopWorld {
     pub(crate) fn shutdown(&mut self, result: &Result<(), String>) {
         self.alive = false;
         self.stopped = result.as_ref().err().cloned();
+    }
+
+    /// The runner shuts the power-loss directories down after a life that
+    /// ended without a crash.
+    pub(crate) fn power_shutdown(&mut self) {
         if let Some(p) = &self.power {
             p.checkpoints.shutdown();
             p.workspace.shutdown();

@@ -39,7 +39,16 @@ fn the_crash_points_hold_across_a_real_socket() {
         let failed: Vec<String> = http
             .failures()
             .take(5)
-            .map(|s| format!("{}: {}", s.scenario, s.failure.as_deref().unwrap_or("")))
+            .map(|s| {
+                format!(
+                    "{}: {}",
+                    s.scenario,
+                    s.failure
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default()
+                )
+            })
             .collect();
         assert!(failed.is_empty(), "{slug} over HTTP: {failed:#?}");
         for counter in ["dups", "missing", "gate"] {

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 
 use durable::testing::CrashState;
-use loop_sweep::{LoopSubject, Writer};
+use loop_sweep::{LoopSubject, LoopVariant, Writer};
 use sweep::{Config, Report, Row, Scenario};
 
 fn snapshot() -> PathBuf {
@@ -22,18 +22,31 @@ fn cell(row: &Row, title: &str) -> u64 {
         .unwrap_or_else(|| panic!("no column {title} in {row:?}"))
 }
 
-fn state_of(s: &LoopSubject) -> CrashState {
-    s.variant().power.expect("a power-loss variant").state
+/// Every crash state, as the sweep names them.
+fn all_states() -> Vec<sweep::CrashState> {
+    CrashState::ALL
+        .into_iter()
+        .map(|s| sweep::CrashState::named(s.slug()))
+        .collect()
 }
 
+/// One sweep per variant family (keyed, keyless) whose checkpoint is written
+/// by `writer`, over every crash state: the runner boots and cuts the
+/// power-loss directories in each scenario's state.
 fn sweep_all(writer: Writer, depth: u32) -> Vec<(LoopSubject, Report)> {
     let config = Config {
         depth,
+        crash_states: all_states(),
         ..Config::default()
     };
     loop_sweep::power_subjects(writer, None)
         .expect("the loop's sweep job loads")
         .into_iter()
+        .filter(|s| {
+            s.variant()
+                .power
+                .is_some_and(|p| p.state == CrashState::Process)
+        })
         .map(|s| {
             let r = sweep::run(&s, &config).expect("sweep runs");
             (s, r)
@@ -41,19 +54,17 @@ fn sweep_all(writer: Writer, depth: u32) -> Vec<(LoopSubject, Report)> {
         .collect()
 }
 
-/// A failure message cut to its cause: `final life 2: stopped with an
-/// error: truncated checkpoint …` becomes `truncated checkpoint …`, and
-/// `lost saves = 1; …notes` becomes `lost saves = 1`.
-fn short_reason(failure: &str) -> &str {
-    let cause = failure
-        .split_once("stopped with an error: ")
-        .map_or(failure, |(_, rest)| rest);
-    let cause = cause.split(';').next().unwrap_or(cause);
-    cause.split(" power:/").next().unwrap_or(cause).trim()
+/// The variant `s` with crash state `state` (its row, its slug).
+fn in_state(s: &LoopSubject, state: CrashState) -> LoopVariant {
+    let mut v = s.variant();
+    if let Some(p) = &mut v.power {
+        p.state = state;
+    }
+    v
 }
 
 /// `failing/total` per crash state, one line per variant family, and the
-/// first failing scenario of each failing sweep with its rerun command.
+/// first failing scenario of each failing state with its rerun command.
 fn mutation_section(writer: Writer, runs: &[(LoopSubject, Report)]) -> String {
     let mut out = format!("### {}\n\n", writer.title());
     let mut header = format!("{:<24}", "failing / scenarios");
@@ -64,13 +75,16 @@ fn mutation_section(writer: Writer, runs: &[(LoopSubject, Report)]) -> String {
     out.push('\n');
     for keyed in [true, false] {
         let mut line = format!("{:<24}", if keyed { "loop keyed" } else { "loop keyless" });
-        for state in CrashState::ALL {
+        for state in all_states() {
             let cell = runs
                 .iter()
-                .find(|(s, _)| s.variant().keyed == keyed && state_of(s) == state)
+                .find(|(s, _)| s.variant().keyed == keyed)
                 .map_or_else(
                     || "-".to_owned(),
-                    |(_, r)| format!("{}/{}", r.failures().count(), r.scenarios.len()),
+                    |(_, r)| {
+                        let failed = r.in_state(&state).filter(|s| s.failed()).count();
+                        format!("{failed}/{}", r.in_state(&state).count())
+                    },
                 );
             line.push_str(&format!("{cell:>12}"));
         }
@@ -79,14 +93,20 @@ fn mutation_section(writer: Writer, runs: &[(LoopSubject, Report)]) -> String {
     }
     out.push('\n');
     for (s, r) in runs {
-        if let Some(first) = r.failures().next() {
+        for state in CrashState::ALL {
+            let st = sweep::CrashState::named(state.slug());
+            let mut failing = r.in_state(&st).filter(|s| s.failed());
+            let Some(first) = failing.next() else {
+                continue;
+            };
+            let v = in_state(s, state);
             out.push_str(&format!(
                 "{}: {} failing; first: {} ({})\n    rerun: cargo xtask sweep --variant {} --scenario \"{}\"\n",
-                s.variant().title(),
-                r.failures().count(),
+                v.title(),
+                1 + failing.count(),
                 first.scenario,
-                short_reason(first.failure.as_deref().unwrap_or("")),
-                s.variant().slug(),
+                first.failure.as_ref().map(sweep::Failure::cause).unwrap_or_default(),
+                v.slug(),
                 first.scenario
             ));
         }
@@ -103,11 +123,27 @@ fn the_real_writer_comes_through_every_power_cut_and_dropped_fsyncs_are_caught()
         let v = subject.variant();
         let failed: Vec<String> = report
             .failures()
+            .chain(report.flaky())
             .take(5)
-            .map(|s| format!("{}: {}", s.scenario, s.failure.as_deref().unwrap_or("")))
+            .map(|s| {
+                format!(
+                    "{}: {}",
+                    s.scenario,
+                    s.failure
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default()
+                )
+            })
             .collect();
         assert!(failed.is_empty(), "{}: {failed:#?}", v.title());
-        assert!(report.scenarios.len() > 100, "{}", v.title());
+        for state in all_states() {
+            assert!(
+                report.in_state(&state).count() > 100,
+                "{} {state}",
+                v.title()
+            );
+        }
         for s in &report.scenarios {
             for counter in ["dups", "missing", "lost saves", "stopped"] {
                 assert_eq!(
@@ -122,10 +158,15 @@ fn the_real_writer_comes_through_every_power_cut_and_dropped_fsyncs_are_caught()
                 assert_eq!(report.value(s, "asks"), 0, "{}: {}", v.title(), s.scenario);
             }
         }
-        let row = report.row();
-        assert_eq!(cell(&row, "with dups"), 0);
-        if !v.keyed {
-            assert!(cell(&row, "asks") > 0, "{}: a keyless loop asks", v.title());
+        for row in report.rows() {
+            assert_eq!(cell(&row, "with dups"), 0);
+            if !v.keyed {
+                assert!(
+                    cell(&row, "asks") > 0,
+                    "{}: a keyless loop asks",
+                    row.variant
+                );
+            }
         }
     }
 
@@ -135,35 +176,43 @@ fn the_real_writer_comes_through_every_power_cut_and_dropped_fsyncs_are_caught()
         for (s, r) in &runs {
             // A panic keeps the page cache: no sweep of process crashes can
             // see a dropped fsync.
-            if state_of(s) == CrashState::Process {
-                assert_eq!(r.failures().count(), 0, "{}", s.variant().title());
-            }
+            let process = r.in_state(&sweep::CrashState::PROCESS);
+            assert_eq!(
+                process.filter(|s| s.failed()).count(),
+                0,
+                "{}",
+                s.variant().title()
+            );
+            assert_eq!(r.flaky().count(), 0, "{}", s.variant().title());
         }
-        let caught: Vec<&(LoopSubject, Report)> = runs
-            .iter()
-            .filter(|(_, r)| r.failures().next().is_some())
-            .collect();
         assert!(
-            caught.iter().any(|(s, _)| s.variant().keyed),
+            runs.iter()
+                .any(|(s, r)| s.variant().keyed && r.failures().next().is_some()),
             "{}: no power cut caught it in the keyed loop",
             writer.title()
         );
-        // Each named failing scenario fails again when rerun by its name.
-        for (s, r) in &caught {
-            let first = r.failures().next().expect("a failing scenario");
-            let name: Scenario = first.scenario.to_string().parse().expect("a scenario name");
-            let again = sweep::run_one(s, &name);
-            assert!(
-                again.failure.is_some(),
-                "{} / {}: passes when rerun alone",
-                s.variant().title(),
-                first.scenario
-            );
+        // Each named failing scenario fails again when rerun by its name
+        // alone: the name carries the crash state.
+        for (s, r) in &runs {
+            for state in all_states() {
+                let Some(first) = r.in_state(&state).find(|s| s.failed()) else {
+                    continue;
+                };
+                let name: Scenario = first.scenario.to_string().parse().expect("a scenario name");
+                assert_eq!(name.state, state);
+                let again = sweep::run_one(s, &name);
+                assert!(
+                    again.failed(),
+                    "{} / {}: passes when rerun alone",
+                    s.variant().title(),
+                    first.scenario
+                );
+            }
         }
         mutations.push((writer, runs));
     }
 
-    let rows: Vec<Row> = real.iter().map(|(_, r)| r.row()).collect();
+    let rows: Vec<Row> = real.iter().flat_map(|(_, r)| r.rows()).collect();
     // The header names the file's old place (crates/agent): the reviewed
     // snapshot stays byte-identical until its owner updates it.
     let mut out = String::from(
@@ -187,11 +236,14 @@ fn the_real_writer_comes_through_every_power_cut_and_dropped_fsyncs_are_caught()
         out.push('\n');
     }
     out.push_str("### Both mutations when nothing unsynced survives (`lose`), in full\n\n");
+    let lose_index = CrashState::ALL
+        .iter()
+        .position(|s| *s == CrashState::LoseUnsynced)
+        .expect("lose is a crash state");
     let lose: Vec<Row> = mutations
         .iter()
         .flat_map(|(_, runs)| runs)
-        .filter(|(s, _)| state_of(s) == CrashState::LoseUnsynced)
-        .map(|(_, r)| r.row())
+        .filter_map(|(_, r)| r.rows().into_iter().nth(lose_index))
         .collect();
     out.push_str(&sweep::table(&lose));
     let out = out.trim_end().to_owned() + "\n";

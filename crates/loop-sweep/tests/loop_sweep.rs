@@ -31,7 +31,16 @@ fn every_variant_keeps_its_shape_and_matches_the_reviewed_table() {
         let failed: Vec<String> = report
             .failures()
             .take(5)
-            .map(|s| format!("{}: {}", s.scenario, s.failure.as_deref().unwrap_or("")))
+            .map(|s| {
+                format!(
+                    "{}: {}",
+                    s.scenario,
+                    s.failure
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default()
+                )
+            })
             .collect();
         assert!(failed.is_empty(), "{}: {failed:#?}", v.title());
         assert!(!report.scenarios.is_empty());

@@ -33,6 +33,8 @@
 //! | `--format table\|markdown\|json` | how results are printed |
 //! | `--partition K/N`, `merge FILE…` | one shard of the sweep; shards merged into the table |
 //! | `--bless` | rewrites the snapshot (refused when `CI` is set to a true value) |
+//! | `--scenario-timeout SECONDS` | fails a scenario still running after this long as hung (default 60, 0: none) |
+//! | `--max-scenarios N` | refuses at once a sweep estimated above `N` scenarios (default 1,000,000) |
 //!
 //! Subjects of different world types fit in one list: each is kept as a
 //! [`DynSubject`]. A subject registered with [`App::subject_in`] belongs to
@@ -68,7 +70,7 @@
 //! ```text
 //! {
 //!   "rows": [ { "variant": NAME, "once": N, "twice": N, …, COLUMN: N, … } ],
-//!   "failures": [ { "subject": NAME, "scenario": NAME, "reason": TEXT, "rerun": COMMAND } ],
+//!   "failures": [ { "subject": NAME, "scenario": NAME, "reason": TEXT, "flaky": BOOL, "rerun": COMMAND } ],
 //!   "reports": [ REPORT, … ]          // only with --partition: what `merge` reads
 //! }
 //! ```
@@ -200,6 +202,9 @@ fn try_execute(
         threads: flags.threads,
         partition: flags.partition,
         trace: false,
+        scenario_timeout: flags.timeout(),
+        max_scenarios: flags.max_scenarios,
+        ..Config::default()
     };
     let bar = bar::Bar::new(env.progress);
     let mut reports = Vec::new();

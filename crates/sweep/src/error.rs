@@ -10,7 +10,109 @@ pub enum Error {
         /// The subject's name.
         subject: String,
         /// What went wrong.
-        reason: String,
+        reason: Box<crate::Failure>,
+    },
+    /// The build aborts on panic, so an injected crash would kill the
+    /// sweep's process.
+    #[error(
+        "this program is built with panic = \"abort\", but crash points need unwinding: an injected \
+         crash is a panic the sweep catches, and with abort it kills the whole process. Build the \
+         sweep with unwinding: remove `panic = \"abort\"` from the profile it runs in (e.g. \
+         [profile.release] in Cargo.toml), or give the sweep a profile of its own \
+         ([profile.sweep] inherits = \"release\", panic = \"unwind\") and run it with --profile sweep"
+    )]
+    PanicAbort,
+    /// Two clean runs passed different hits: the program does not behave
+    /// the same way twice, so no scenario name means one thing.
+    #[error(
+        "{subject:?} is not deterministic: two clean runs differ at hit {} (first run: {}, second run: {}).\n  first run around it:  {}\n  second run around it: {}\n\
+         A sweep needs a program that passes the same hits every time (look for iteration over a HashMap or HashSet, the clock, randomness, or threads racing)",
+        at.index + 1,
+        at.first.as_deref().unwrap_or("no more hits"),
+        at.second.as_deref().unwrap_or("no more hits"),
+        at.first_around.join(", "),
+        at.second_around.join(", ")
+    )]
+    Nondeterministic {
+        /// The subject's name.
+        subject: String,
+        /// Where the runs part.
+        at: Box<Divergence>,
+    },
+    /// Two clean runs ended in different worlds (the judge's verdicts differ).
+    #[error("{subject:?} is not deterministic: two clean runs give different verdicts ({first} / {second})")]
+    NondeterministicVerdict {
+        /// The subject's name.
+        subject: String,
+        /// The first verdict's counts.
+        first: String,
+        /// The second's.
+        second: String,
+    },
+    /// The clean run passed no point: there is nothing to crash.
+    #[error(
+        "the clean run of {subject:?} passed no crash point, so there is nothing to sweep: mark the places a crash may land with crashpoint::point!, check that crashpoint's `enabled` feature is on, and run threads with crashpoint::spawn{}",
+        if unscoped.is_empty() { String::new() } else { format!(" (points passed on threads without a scope: {})", unscoped.join(", ")) }
+    )]
+    NoPoints {
+        /// The subject's name.
+        subject: String,
+        /// Points passed outside any scope meanwhile.
+        unscoped: Vec<String>,
+    },
+    /// The judge faults the clean run: a judge that counts a fault when no
+    /// crash happened is wrong, not the program.
+    #[error("the judge of {subject:?} faults the clean run ({counters}): a required counter must be zero when nothing crashed, so the judge is wrong, not the program")]
+    CleanJudgeFaults {
+        /// The subject's name.
+        subject: String,
+        /// The broken counters, `title = value`.
+        counters: String,
+    },
+    /// The judge counts a name no counter declares (a misspelt counter).
+    #[error("the judge of {subject:?} counts {name:?}, which no counter declares (declared: {}): a misspelt counter name?", declared.join(", "))]
+    UndeclaredCounter {
+        /// The subject's name.
+        subject: String,
+        /// The name counted.
+        name: String,
+        /// The names declared.
+        declared: Vec<String>,
+    },
+    /// A required counter that the judge never sets in the clean run.
+    #[error("the judge of {subject:?} never sets the required counter {name:?}, so it would always read 0: set it (to 0 when nothing is wrong) in every verdict")]
+    RequiredNeverSet {
+        /// The subject's name.
+        subject: String,
+        /// The counter.
+        name: String,
+    },
+    /// The sweep would run more scenarios than the config allows.
+    #[error(
+        "{subject:?} at depth {depth} would run about {estimate} scenarios ({hits} hits in the clean run), more than the limit of {limit}: lower the depth, or raise the limit (Config::max_scenarios, --max-scenarios)",
+        estimate = fmt_estimate(*estimate)
+    )]
+    TooManyScenarios {
+        /// The subject's name.
+        subject: String,
+        /// The depth asked for.
+        depth: u32,
+        /// Hits of the clean run.
+        hits: usize,
+        /// The estimate.
+        estimate: f64,
+        /// The limit.
+        limit: u64,
+    },
+    /// A crash state the subject cannot run in.
+    #[error("{subject:?} cannot run in crash state {state:?} (it runs in: {})", known.join(", "))]
+    UnknownCrashState {
+        /// The subject's name.
+        subject: String,
+        /// The state asked for.
+        state: String,
+        /// The states it can run in.
+        known: Vec<String>,
     },
     /// The thread pool could not be built.
     #[error("cannot start {threads} worker threads: {reason}")]
@@ -41,4 +143,37 @@ pub enum Error {
     /// Partial reports that do not belong to one sweep.
     #[error("cannot merge these reports: {0}")]
     Merge(String),
+}
+
+fn fmt_estimate(e: f64) -> String {
+    if e < 1e15 {
+        // Whole numbers with thousands separators.
+        let n = e.round() as u64;
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else {
+        format!("{e:.2e}")
+    }
+}
+
+/// Where two clean runs part ([`Error::Nondeterministic`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Divergence {
+    /// The index (0-based) of the first hit that differs.
+    pub index: usize,
+    /// That hit in the first run (`None`: the run had ended).
+    pub first: Option<String>,
+    /// That hit in the second run (`None`: the run had ended).
+    pub second: Option<String>,
+    /// The first run's hits around it (two before, the hit, two after).
+    pub first_around: Vec<String>,
+    /// The second run's hits around it.
+    pub second_around: Vec<String>,
 }

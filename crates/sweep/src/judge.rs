@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::failure::Failure;
+
 /// What a counter's totals are measured against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Baseline {
@@ -26,6 +28,10 @@ pub struct Counter {
     pub required_zero: bool,
     /// Also show a column counting the scenarios whose count is not zero.
     pub scenarios_title: Option<String>,
+    /// Declared (the judge may count it) but not a column of the table:
+    /// for counts a program reads from the verdicts itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
 }
 
 impl Counter {
@@ -37,7 +43,15 @@ impl Counter {
             baseline: Baseline::Zero,
             required_zero: false,
             scenarios_title: None,
+            hidden: false,
         }
+    }
+
+    /// Declare the counter without a column in the table (the judge may
+    /// count it; a program reads it from the verdicts).
+    pub fn hidden(mut self) -> Self {
+        self.hidden = true;
+        self
     }
     /// Title the total column.
     pub fn titled(mut self, title: &str) -> Self {
@@ -100,30 +114,46 @@ impl Verdict {
     }
 }
 
+/// Why `verdict` fails against `counters`, or `None` if it does not: a name
+/// no counter declares, or required counters
+/// that are not zero (beyond their baseline), with the judge's notes.
+pub(crate) fn verdict_failure(
+    verdict: &Verdict,
+    clean: Option<&Verdict>,
+    counters: &[Counter],
+) -> Option<Failure> {
+    if let Some((name, _)) = verdict
+        .counts
+        .iter()
+        .find(|(n, _)| !counters.iter().any(|c| &c.name == n))
+    {
+        return Some(Failure::UndeclaredCounter { name: name.clone() });
+    }
+    broken_invariants(verdict, clean, counters)
+}
+
 /// Why `verdict` breaks the required counters among `counters`, with the
 /// judge's notes, or `None` if it does not.
 pub(crate) fn broken_invariants(
     verdict: &Verdict,
     clean: Option<&Verdict>,
     counters: &[Counter],
-) -> Option<String> {
-    let broken: Vec<String> = counters
+) -> Option<Failure> {
+    let broken: Vec<(String, u64)> = counters
         .iter()
         .filter(|c| c.required_zero)
         .filter_map(|c| {
             let v = over(verdict, clean, c);
-            (v != 0).then(|| format!("{} = {v}", c.title))
+            (v != 0).then(|| (c.title.clone(), v))
         })
         .collect();
     if broken.is_empty() {
         return None;
     }
-    let mut msg = broken.join(", ");
-    for note in &verdict.notes {
-        msg.push_str("; ");
-        msg.push_str(note);
-    }
-    Some(msg)
+    Some(Failure::Broken {
+        counters: broken,
+        notes: verdict.notes.clone(),
+    })
 }
 
 /// A counter's value in `verdict`, beyond its baseline.

@@ -82,8 +82,10 @@
 
 #[cfg(feature = "cli")]
 pub mod cli;
+mod crash_state;
 mod dyn_subject;
 mod error;
+mod failure;
 mod judge;
 mod report;
 mod runner;
@@ -92,13 +94,18 @@ pub mod snapshot;
 mod subject;
 mod table;
 
+pub use crash_state::{BadCrashState, CrashState};
 pub use dyn_subject::DynSubject;
-pub use error::Error;
+pub use error::{Divergence, Error};
+pub use failure::{Failure, Life};
 pub use judge::{Baseline, Counter, Verdict};
-pub use report::{LifeTrace, Report, ScenarioResult};
-pub use runner::{run, run_one, run_with, Config, Progress};
-pub use scenario::Scenario;
-pub use subject::{LifeError, Subject};
+pub use report::{LifeTrace, Report, ScenarioResult, StateRow};
+pub use runner::{
+    estimate_scenarios, run, run_one, run_with, unwinding_missing, Config, Progress,
+    DEFAULT_MAX_SCENARIOS, DEFAULT_SCENARIO_TIMEOUT,
+};
+pub use scenario::{ParseScenarioError, Scenario};
+pub use subject::{LifeContext, LifeError, Subject};
 pub use table::{depth_title, markdown, table, Row};
 
 pub use crashpoint::Hit;

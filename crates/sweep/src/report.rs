@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::crash_state::CrashState;
 use crate::error::Error;
+use crate::failure::Failure;
 use crate::judge::{broken_invariants, over, Counter, Verdict};
 use crate::scenario::Scenario;
 use crate::table::Row;
@@ -43,9 +45,9 @@ pub struct ScenarioResult {
     pub order: Vec<u32>,
     /// What the judge saw.
     pub verdict: Verdict,
-    /// Why the scenario failed, if it did.
+    /// Why the scenario failed, if it did (flaky included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure: Option<String>,
+    pub failure: Option<Failure>,
     /// Each life, when traced.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lives: Vec<LifeTrace>,
@@ -55,6 +57,17 @@ pub struct ScenarioResult {
 }
 
 impl ScenarioResult {
+    /// Whether the scenario failed (not flaky).
+    pub fn failed(&self) -> bool {
+        self.failure.as_ref().is_some_and(|f| !f.is_flaky())
+    }
+
+    /// Whether the scenario is flaky: it failed, and gave another result when
+    /// run again.
+    pub fn flaky(&self) -> bool {
+        self.failure.as_ref().is_some_and(Failure::is_flaky)
+    }
+
     /// The scenario's timeline: each life's hits and end, the judge's counts
     /// and notes, and the world.
     pub fn timeline(&self) -> String {
@@ -89,6 +102,9 @@ impl ScenarioResult {
             }
         }
         match &self.failure {
+            Some(f) if f.is_flaky() => {
+                let _ = writeln!(out, "FLAKY: {f}");
+            }
             Some(f) => {
                 let _ = writeln!(out, "FAILED: {f}");
             }
@@ -113,18 +129,78 @@ pub struct Report {
     /// The shard this report covers (`None`: all of it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<(u32, u32)>,
+    /// The crash states swept, in order, each with its row's title.
+    #[serde(default)]
+    pub states: Vec<StateRow>,
+    /// Points passed on threads that ran in no scope during the sweep (see
+    /// [`crashpoint::UnscopedWatch`]): hits no crash could land on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unscoped: Vec<(String, u64)>,
     /// The clean run.
     pub clean: ScenarioResult,
-    /// Every crash scenario (of the shard), ordered by depth, then by `order`.
+    /// Every crash scenario (of the shard), ordered by crash state, then by
+    /// depth, then by `order`.
     pub scenarios: Vec<ScenarioResult>,
 }
 
+/// One crash state of a report, with the title of its row.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateRow {
+    /// The state.
+    pub state: CrashState,
+    /// Its row's title.
+    pub title: String,
+}
+
+/// Sort scenarios into a report's fixed order: by the index of their state
+/// in `states`, then depth, then `order`.
+pub(crate) fn sort_scenarios<T: AsRef<CrashState>>(scenarios: &mut [ScenarioResult], states: &[T]) {
+    let index = |s: &ScenarioResult| {
+        states
+            .iter()
+            .position(|t| *t.as_ref() == s.scenario.state)
+            .unwrap_or(usize::MAX)
+    };
+    scenarios.sort_by(|a, b| {
+        (index(a), a.scenario.depth(), &a.order).cmp(&(index(b), b.scenario.depth(), &b.order))
+    });
+}
+
+impl AsRef<CrashState> for StateRow {
+    fn as_ref(&self) -> &CrashState {
+        &self.state
+    }
+}
+
+impl AsRef<CrashState> for CrashState {
+    fn as_ref(&self) -> &CrashState {
+        self
+    }
+}
+
 impl Report {
-    /// Scenarios that failed, the clean run first if it did.
+    /// Scenarios that failed, the clean run first if it did; flaky ones are
+    /// not among them ([`Report::flaky`]).
     pub fn failures(&self) -> impl Iterator<Item = &ScenarioResult> {
         std::iter::once(&self.clean)
             .chain(&self.scenarios)
-            .filter(|s| s.failure.is_some())
+            .filter(|s| s.failed())
+    }
+
+    /// Scenarios that are flaky: they failed, and gave another result when
+    /// run again. Neither passed nor failed.
+    pub fn flaky(&self) -> impl Iterator<Item = &ScenarioResult> {
+        self.scenarios.iter().filter(|s| s.flaky())
+    }
+
+    /// The scenarios in `state`.
+    pub fn in_state<'a>(
+        &'a self,
+        state: &'a CrashState,
+    ) -> impl Iterator<Item = &'a ScenarioResult> + Clone {
+        self.scenarios
+            .iter()
+            .filter(move |s| s.scenario.state == *state)
     }
 
     /// Counter `name` of one scenario beyond its baseline.
@@ -135,10 +211,37 @@ impl Report {
             .map_or(0, |c| over(&s.verdict, Some(&self.clean.verdict), c))
     }
 
-    /// The report's row of a table.
+    /// The report's row of a table: over every scenario, titled by the
+    /// report's one crash state (or the subject, for a report of none); a
+    /// report of several states has one row per state ([`Report::rows`]).
     pub fn row(&self) -> Row {
+        let title = match self.states.as_slice() {
+            [one] => one.title.clone(),
+            _ => self.subject.clone(),
+        };
+        self.row_of(title, self.scenarios.iter(), true)
+    }
+
+    /// One row per crash state, in the report's order.
+    pub fn rows(&self) -> Vec<Row> {
+        if self.states.len() <= 1 {
+            return vec![self.row()];
+        }
+        self.states
+            .iter()
+            .enumerate()
+            .map(|(i, st)| self.row_of(st.title.clone(), self.in_state(&st.state), i == 0))
+            .collect()
+    }
+
+    fn row_of<'a>(
+        &'a self,
+        title: String,
+        scenarios: impl Iterator<Item = &'a ScenarioResult> + Clone,
+        with_clean: bool,
+    ) -> Row {
         let mut depth_counts = vec![0u64; self.depth as usize];
-        for s in &self.scenarios {
+        for s in scenarios.clone() {
             if let Some(d) = s.scenario.depth().checked_sub(1) {
                 if let Some(slot) = depth_counts.get_mut(d) {
                     *slot += 1;
@@ -146,21 +249,22 @@ impl Report {
             }
         }
         let mut cells = Vec::new();
-        for c in &self.counters {
-            let values = self
-                .scenarios
-                .iter()
+        for c in self.counters.iter().filter(|c| !c.hidden) {
+            let values = scenarios
+                .clone()
                 .map(|s| over(&s.verdict, Some(&self.clean.verdict), c));
             if let Some(t) = &c.scenarios_title {
                 cells.push((t.clone(), values.clone().filter(|v| *v > 0).count() as u64));
             }
             cells.push((c.title.clone(), values.sum()));
         }
+        let clean_failed = u64::from(with_clean && self.clean.failed());
         Row {
-            variant: self.subject.clone(),
+            variant: title,
             depth_counts,
             cells,
-            failed: self.failures().count() as u64,
+            failed: scenarios.clone().filter(|s| s.failed()).count() as u64 + clean_failed,
+            flaky: scenarios.filter(|s| s.flaky()).count() as u64,
         }
     }
 
@@ -208,6 +312,12 @@ impl Report {
                     first.subject, first.depth, p.subject, p.depth
                 )));
             }
+            if p.states != first.states {
+                return Err(Error::Merge(format!(
+                    "the shards of {:?} swept different crash states",
+                    p.subject
+                )));
+            }
             if p.clean.verdict != first.clean.verdict {
                 return Err(Error::Merge(format!(
                     "the clean runs of {:?} differ between shards",
@@ -222,6 +332,11 @@ impl Report {
             }
             seen.push(p.partition);
             first.scenarios.extend(p.scenarios);
+            for u in p.unscoped {
+                if !first.unscoped.contains(&u) {
+                    first.unscoped.push(u);
+                }
+            }
         }
         // Shard numbers come from files: without this, `1/2` and `3/2` would
         // pass the count check below with shard 2's scenarios missing.
@@ -241,9 +356,8 @@ impl Report {
                     .join(", ")
             )));
         }
-        first
-            .scenarios
-            .sort_by(|a, b| (a.scenario.depth(), &a.order).cmp(&(b.scenario.depth(), &b.order)));
+        let states = first.states.clone();
+        sort_scenarios(&mut first.scenarios, &states);
         first.partition = None;
         Ok(first)
     }

@@ -1,14 +1,21 @@
-//! The runner: the clean run, then every scenario of the sweep replayed from
-//! a fresh world on rayon, gathered into a [`Report`] in a fixed order.
+//! The runner: the clean run (twice, compared), the safety nets, then every
+//! scenario of the sweep in each crash state, replayed from a fresh world on
+//! rayon, gathered into a [`Report`] in a fixed order.
 
-use crashpoint::{Hit, Outcome};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crashpoint::{Handle, Hit, Outcome};
 use rayon::prelude::*;
 
-use crate::error::Error;
-use crate::judge::{broken_invariants, Counter, Verdict};
-use crate::report::{LifeTrace, Report, ScenarioResult};
+use crate::crash_state::CrashState;
+use crate::error::{Divergence, Error};
+use crate::failure::{Failure, Life};
+use crate::judge::{broken_invariants, verdict_failure, Counter, Verdict};
+use crate::report::{sort_scenarios, LifeTrace, Report, ScenarioResult, StateRow};
 use crate::scenario::Scenario;
-use crate::subject::Subject;
+use crate::subject::{LifeContext, Subject};
 
 /// How to sweep.
 #[derive(Clone, Debug)]
@@ -27,7 +34,36 @@ pub struct Config {
     /// Keep each life's hits and the world's description in every result
     /// (memory-hungry; for reruns of single scenarios).
     pub trace: bool,
+    /// The crash states to sweep, each a full sweep of its own whose
+    /// scenarios' names start with the state; empty: the subject's
+    /// [`default_crash_states`](Subject::default_crash_states). A state the
+    /// subject does not list in [`crash_states`](Subject::crash_states) is
+    /// refused ([`Error::UnknownCrashState`]).
+    pub crash_states: Vec<CrashState>,
+    /// A scenario still running after this long is stopped at its next point
+    /// and fails as [`Failure::Hung`]; the sweep goes on. `None`: no limit.
+    ///
+    /// Rust cannot stop a thread from outside: a life that never passes
+    /// another point (blocked on a channel, a loop with no point in it) is
+    /// not stopped; the sweep waits for it, and prints once to stderr which
+    /// scenario it waits for and the last hit that life passed.
+    pub scenario_timeout: Option<Duration>,
+    /// Refuse, before running any scenario, a sweep whose estimated scenario
+    /// count (from the clean run's hits, the depth and the states) is above
+    /// this ([`Error::TooManyScenarios`]).
+    pub max_scenarios: u64,
+    /// Run every failing scenario once more; one whose result changes is
+    /// flaky ([`Failure::Flaky`]), neither a pass nor a fail.
+    pub rerun_failures: bool,
+    /// Run the clean run this many times (at least 1) and compare their hits
+    /// and verdicts ([`Error::Nondeterministic`]).
+    pub clean_runs: u32,
 }
+
+/// [`Config::scenario_timeout`]'s default.
+pub const DEFAULT_SCENARIO_TIMEOUT: Duration = Duration::from_secs(60);
+/// [`Config::max_scenarios`]'s default.
+pub const DEFAULT_MAX_SCENARIOS: u64 = 1_000_000;
 
 impl Default for Config {
     fn default() -> Self {
@@ -36,6 +72,11 @@ impl Default for Config {
             threads: None,
             partition: None,
             trace: false,
+            crash_states: Vec::new(),
+            scenario_timeout: Some(DEFAULT_SCENARIO_TIMEOUT),
+            max_scenarios: DEFAULT_MAX_SCENARIOS,
+            rerun_failures: true,
+            clean_runs: 2,
         }
     }
 }
@@ -72,17 +113,70 @@ struct Ran {
     last_hits: Vec<Hit>,
 }
 
+/// Whether this program was built to abort on panic, in which case no
+/// injected crash can be caught. `cfg!(panic)` is the profile's setting, the
+/// same for every crate of one build (Cargo passes `-C panic` to all of them).
+pub fn unwinding_missing() -> bool {
+    cfg!(panic = "abort")
+}
+
+/// The states `config` sweeps for `subject`, checked against those it lists.
+fn states_of<S: Subject>(subject: &S, config: &Config) -> Result<Vec<CrashState>, Error> {
+    let known = subject.crash_states();
+    let asked = if config.crash_states.is_empty() {
+        subject.default_crash_states()
+    } else {
+        config.crash_states.clone()
+    };
+    let mut states: Vec<CrashState> = Vec::new();
+    for s in asked {
+        if !known.contains(&s) {
+            return Err(Error::UnknownCrashState {
+                subject: subject.name(),
+                state: s.to_string(),
+                known: known.iter().map(ToString::to_string).collect(),
+            });
+        }
+        if !states.contains(&s) {
+            states.push(s);
+        }
+    }
+    if states.is_empty() {
+        states.push(CrashState::PROCESS);
+    }
+    Ok(states)
+}
+
+/// About how many scenarios a sweep of `depth` runs from a clean run of
+/// `hits` hits, in `states` crash states: at most `hits^k` at depth `k` when
+/// no restart passes more hits than the clean run (a restart usually passes
+/// fewer, so this errs on the side of refusing).
+pub fn estimate_scenarios(hits: usize, depth: u32, states: usize) -> f64 {
+    let n = hits as f64;
+    let mut total = 0.0;
+    let mut term = 1.0;
+    for _ in 0..depth {
+        term *= n;
+        total += term;
+    }
+    total * states as f64
+}
+
 /// [`run`], telling `progress` about each scenario.
 pub fn run_with<S: Subject>(
     subject: &S,
     config: &Config,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Report, Error> {
+    if unwinding_missing() {
+        return Err(Error::PanicAbort);
+    }
     if let Some((k, n)) = config.partition {
         if k == 0 || k > n {
             return Err(Error::BadPartition { k, n });
         }
     }
+    let states = states_of(subject, config)?;
     let mut builder = rayon::ThreadPoolBuilder::new();
     if let Some(t) = config.threads {
         builder = builder.num_threads(t);
@@ -92,44 +186,195 @@ pub fn run_with<S: Subject>(
         reason: e.to_string(),
     })?;
 
-    let replayer = Replayer::new(subject, config.trace);
-    let clean = replayer.replay(&Scenario::default(), Vec::new(), None);
-    if let Some(reason) = &clean.result.failure {
-        return Err(Error::CleanRunFailed {
+    let unscoped = crashpoint::watch_unscoped();
+    let watchdog = Watchdog::new(config.scenario_timeout);
+    std::thread::scope(|scope| {
+        if config.scenario_timeout.is_some() {
+            scope.spawn(|| watchdog.watch());
+        }
+        let result = sweep_states(
+            subject, config, progress, &pool, &states, &watchdog, &unscoped,
+        );
+        watchdog.stop();
+        result
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sweep_states<S: Subject>(
+    subject: &S,
+    config: &Config,
+    progress: &(dyn Fn(Progress) + Sync),
+    pool: &rayon::ThreadPool,
+    states: &[CrashState],
+    watchdog: &Watchdog,
+    unscoped: &crashpoint::UnscopedWatch,
+) -> Result<Report, Error> {
+    let replayer = Replayer::new(subject, config.trace, watchdog);
+    let clean = checked_clean_run(&replayer, config, unscoped)?;
+    let clean_verdict = clean.result.verdict.clone();
+
+    let estimate = estimate_scenarios(clean.last_hits.len(), config.depth, states.len());
+    if estimate > config.max_scenarios as f64 {
+        return Err(Error::TooManyScenarios {
             subject: subject.name(),
-            reason: reason.clone(),
+            depth: config.depth,
+            hits: clean.last_hits.len(),
+            estimate,
+            limit: config.max_scenarios,
         });
     }
-    let clean_verdict = clean.result.verdict.clone();
 
     // Each scenario's children (the hits its final life reaches) start as
     // soon as it finishes — no barrier between depths — and results are
     // sorted into the sweep's fixed order at the end.
-    let top = expand(&Scenario::default(), &[], &clean.last_hits);
-    let mut scenarios: Vec<ScenarioResult> = if config.depth == 0 {
-        Vec::new()
-    } else {
-        progress(Progress::Planned {
-            depth: 1,
-            count: top.len() as u64,
-        });
-        pool.install(|| {
-            top.into_par_iter()
-                .flat_map_iter(|(sc, order)| {
-                    subtree(&replayer, sc, order, config, &clean_verdict, progress)
-                })
-                .collect()
-        })
-    };
-    scenarios.sort_by(|a, b| (a.scenario.depth(), &a.order).cmp(&(b.scenario.depth(), &b.order)));
+    let mut scenarios: Vec<ScenarioResult> = Vec::new();
+    if config.depth > 0 {
+        for state in states {
+            let top = expand(
+                &Scenario::in_state(state.clone(), Vec::new()),
+                &[],
+                &clean.last_hits,
+            );
+            progress(Progress::Planned {
+                depth: 1,
+                count: top.len() as u64,
+            });
+            let ran: Vec<ScenarioResult> = pool.install(|| {
+                top.into_par_iter()
+                    .flat_map_iter(|(sc, order)| {
+                        subtree(&replayer, sc, order, config, &clean_verdict, progress)
+                    })
+                    .collect()
+            });
+            scenarios.extend(ran);
+        }
+    }
+    sort_scenarios(&mut scenarios, states);
     Ok(Report {
         subject: subject.name(),
         counters: replayer.counters,
         depth: config.depth,
         partition: config.partition,
+        states: states
+            .iter()
+            .map(|s| StateRow {
+                state: s.clone(),
+                title: subject.row_title(s),
+            })
+            .collect(),
+        unscoped: unscoped.hits(),
         clean: clean.result,
         scenarios,
     })
+}
+
+/// The clean run, with every safety net that needs no crash: it must
+/// finish, pass a point, count only declared counters, set every required
+/// one, fault nothing, and do the same again when run twice.
+fn checked_clean_run<S: Subject>(
+    replayer: &Replayer<'_, S>,
+    config: &Config,
+    unscoped: &crashpoint::UnscopedWatch,
+) -> Result<Ran, Error> {
+    let subject = replayer.subject;
+    let clean = replayer.replay(&Scenario::default(), Vec::new(), None);
+    let verdict = &clean.result.verdict;
+    let counters = &replayer.counters;
+    if let Some((name, _)) = verdict
+        .counts
+        .iter()
+        .find(|(n, _)| !counters.iter().any(|c| &c.name == n))
+    {
+        return Err(Error::UndeclaredCounter {
+            subject: subject.name(),
+            name: name.clone(),
+            declared: counters.iter().map(|c| c.name.clone()).collect(),
+        });
+    }
+    // A judge's broken counters are told apart below.
+    if let Some(reason) = clean
+        .result
+        .failure
+        .as_ref()
+        .filter(|f| !matches!(f, Failure::Broken { .. }))
+    {
+        return Err(Error::CleanRunFailed {
+            subject: subject.name(),
+            reason: Box::new(reason.clone()),
+        });
+    }
+    if let Some(c) = counters
+        .iter()
+        .find(|c| c.required_zero && !verdict.counts.iter().any(|(n, _)| *n == c.name))
+    {
+        return Err(Error::RequiredNeverSet {
+            subject: subject.name(),
+            name: c.name.clone(),
+        });
+    }
+    // Measured over itself, an over-clean counter is zero: what remains is
+    // a fault counted when nothing crashed.
+    if let Some(Failure::Broken {
+        counters: broken, ..
+    }) = broken_invariants(verdict, Some(verdict), counters)
+    {
+        let parts: Vec<String> = broken.iter().map(|(t, v)| format!("{t} = {v}")).collect();
+        return Err(Error::CleanJudgeFaults {
+            subject: subject.name(),
+            counters: parts.join(", "),
+        });
+    }
+    if clean.last_hits.is_empty() {
+        return Err(Error::NoPoints {
+            subject: subject.name(),
+            unscoped: unscoped.hits().into_iter().map(|(n, _)| n).collect(),
+        });
+    }
+    for _ in 1..config.clean_runs.max(1) {
+        let again = replayer.replay(&Scenario::default(), Vec::new(), None);
+        compare_clean_runs(&subject.name(), &clean, &again)?;
+    }
+    Ok(clean)
+}
+
+fn compare_clean_runs(subject: &str, first: &Ran, second: &Ran) -> Result<(), Error> {
+    let (a, b) = (&first.last_hits, &second.last_hits);
+    if a != b {
+        let index = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        let around = |hits: &[Hit]| -> Vec<String> {
+            let lo = index.saturating_sub(2);
+            let hi = (index + 3).min(hits.len());
+            hits.get(lo..hi)
+                .unwrap_or_default()
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        return Err(Error::Nondeterministic {
+            subject: subject.to_owned(),
+            at: Box::new(Divergence {
+                index,
+                first: a.get(index).map(ToString::to_string),
+                second: b.get(index).map(ToString::to_string),
+                first_around: around(a),
+                second_around: around(b),
+            }),
+        });
+    }
+    let (va, vb) = (&first.result.verdict, &second.result.verdict);
+    if va != vb || first.result.failure != second.result.failure {
+        let show = |v: &Verdict| {
+            let c: Vec<String> = v.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
+            c.join(" ")
+        };
+        return Err(Error::NondeterministicVerdict {
+            subject: subject.to_owned(),
+            first: show(va),
+            second: show(vb),
+        });
+    }
+    Ok(())
 }
 
 /// Run one scenario and, while depth remains, every scenario that adds one
@@ -142,7 +387,20 @@ fn subtree<S: Subject>(
     clean: &Verdict,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Vec<ScenarioResult> {
-    let ran = replayer.replay(&sc, order, Some(clean));
+    let mut ran = replayer.replay(&sc, order, Some(clean));
+    if config.rerun_failures {
+        if let Some(first) = &ran.result.failure {
+            let again = replayer.replay(&sc, Vec::new(), Some(clean));
+            if again.result.failure != ran.result.failure
+                || again.result.verdict != ran.result.verdict
+            {
+                ran.result.failure = Some(Failure::Flaky {
+                    first: Box::new(first.clone()),
+                    again: again.result.failure.map(Box::new),
+                });
+            }
+        }
+    }
     progress(Progress::Finished { depth: sc.depth() });
     let children = if sc.depth() < config.depth as usize {
         expand(&sc, &ran.result.order, &ran.last_hits)
@@ -171,11 +429,11 @@ fn expand(parent: &Scenario, order: &[u32], hits: &[Hit]) -> Vec<(Scenario, Vec<
     hits.iter()
         .enumerate()
         .map(|(i, h)| {
-            let mut sc = parent.0.clone();
+            let mut sc = parent.hits.clone();
             sc.push(h.clone());
             let mut o = order.to_vec();
             o.push(i as u32);
-            (Scenario(sc), o)
+            (Scenario::in_state(parent.state.clone(), sc), o)
         })
         .collect()
 }
@@ -196,13 +454,125 @@ fn in_partition(sc: &Scenario, partition: Option<(u32, u32)>) -> bool {
 
 /// Run one scenario by itself, with its timeline (each life's hits and how it
 /// ended) and the world's description. The clean run is replayed first, for
-/// counters measured over it.
+/// counters measured over it. A scenario in a state the subject does not
+/// list fails as [`Failure::UnknownState`].
 pub fn run_one<S: Subject>(subject: &S, scenario: &Scenario) -> ScenarioResult {
-    let replayer = Replayer::new(subject, true);
+    let watchdog = Watchdog::new(None);
+    let replayer = Replayer::new(subject, true, &watchdog);
+    let known = subject.crash_states();
+    if !known.contains(&scenario.state) {
+        return ScenarioResult {
+            scenario: scenario.clone(),
+            order: Vec::new(),
+            verdict: Verdict::new(),
+            failure: Some(Failure::UnknownState {
+                state: scenario.state.to_string(),
+                known: known.iter().map(ToString::to_string).collect(),
+            }),
+            lives: Vec::new(),
+            world: None,
+        };
+    }
     let clean = replayer.replay(&Scenario::default(), Vec::new(), None);
     replayer
         .replay(scenario, Vec::new(), Some(&clean.result.verdict))
         .result
+}
+
+/// The lives running now, each with its scenario's deadline; one thread
+/// stops those past it at their next point.
+struct Watchdog {
+    limit: Option<Duration>,
+    running: Mutex<Vec<Watched>>,
+    next: AtomicU64,
+    done: Mutex<bool>,
+    wake: Condvar,
+    warned: AtomicBool,
+}
+
+struct Watched {
+    id: u64,
+    deadline: Instant,
+    handle: Handle,
+    scenario: String,
+    cancelled_at: Option<Instant>,
+}
+
+impl Watchdog {
+    fn new(limit: Option<Duration>) -> Self {
+        Watchdog {
+            limit,
+            running: Mutex::new(Vec::new()),
+            next: AtomicU64::new(0),
+            done: Mutex::new(false),
+            wake: Condvar::new(),
+            warned: AtomicBool::new(false),
+        }
+    }
+
+    fn running(&self) -> MutexGuard<'_, Vec<Watched>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Watch `handle` until [`Watchdog::forget`] with the id returned.
+    fn register(&self, handle: &Handle, deadline: Instant, scenario: &Scenario) -> Option<u64> {
+        self.limit?;
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.running().push(Watched {
+            id,
+            deadline,
+            handle: handle.clone(),
+            scenario: scenario.to_string(),
+            cancelled_at: None,
+        });
+        Some(id)
+    }
+
+    fn forget(&self, id: Option<u64>) {
+        if let Some(id) = id {
+            self.running().retain(|w| w.id != id);
+        }
+    }
+
+    fn stop(&self) {
+        *self.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.wake.notify_all();
+    }
+
+    fn watch(&self) {
+        let Some(limit) = self.limit else { return };
+        let tick = (limit / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        while !*done {
+            done = self
+                .wake
+                .wait_timeout(done, tick)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+            let now = Instant::now();
+            for w in self.running().iter_mut() {
+                if now < w.deadline {
+                    continue;
+                }
+                match w.cancelled_at {
+                    None => {
+                        w.handle.cancel();
+                        w.cancelled_at = Some(now);
+                    }
+                    Some(at) if now.duration_since(at) > limit => {
+                        if !self.warned.swap(true, Ordering::Relaxed) {
+                            eprintln!(
+                                "sweep: scenario {} is past its time limit and passes no point, so it cannot be stopped; the sweep waits for it (last hit passed: {})",
+                                w.scenario,
+                                w.handle.last_hit().map_or_else(|| "none".to_owned(), |h| h.to_string())
+                            );
+                        }
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+    }
 }
 
 /// Replays scenarios of one subject, with what stays the same for all of
@@ -212,74 +582,173 @@ struct Replayer<'a, S> {
     subject: &'a S,
     counters: Vec<Counter>,
     trace: bool,
+    watchdog: &'a Watchdog,
 }
 
 impl<'a, S: Subject> Replayer<'a, S> {
-    fn new(subject: &'a S, trace: bool) -> Self {
+    fn new(subject: &'a S, trace: bool, watchdog: &'a Watchdog) -> Self {
         Replayer {
             subject,
             counters: subject.counters(),
             trace,
+            watchdog,
         }
     }
 
+    /// One life in `handle`'s scope, booted and (unless it crashed) shut
+    /// down; `Err` if the boot failed.
+    fn life(
+        &self,
+        world: &mut S::World,
+        ctx: &LifeContext,
+        handle: &Handle,
+        deadline: Instant,
+        scenario: &Scenario,
+    ) -> Result<crashpoint::Life<Result<(), crate::LifeError>>, String> {
+        self.subject
+            .boot(world, ctx)
+            .map_err(|e| format!("the boot failed: {e}"))?;
+        let id = self.watchdog.register(handle, deadline, scenario);
+        let life = handle.run(|| self.subject.life(world));
+        self.watchdog.forget(id);
+        if matches!(life.outcome, Outcome::Finished(_)) {
+            self.subject.shutdown(world, ctx);
+        }
+        Ok(life)
+    }
+
+    fn hung(&self, handle: &Handle, life: Life) -> Option<Failure> {
+        let last_hit = handle.cancelled()?;
+        Some(Failure::Hung {
+            life,
+            last_hit,
+            limit_ms: self.watchdog.limit.map_or(0, Failure::millis),
+        })
+    }
+
     fn replay(&self, scenario: &Scenario, order: Vec<u32>, clean: Option<&Verdict>) -> Ran {
+        let deadline = Instant::now() + self.watchdog.limit.unwrap_or(Duration::ZERO);
         let mut world = self.subject.world();
         let mut failure = None;
         let mut lives = Vec::new();
-        for (n, target) in scenario.0.iter().enumerate() {
-            let life = crashpoint::crash_at(target.clone(), || self.subject.life(&mut world));
-            let end = match &life.outcome {
-                Outcome::Crashed(_) => format!("crashed at {target}"),
-                Outcome::Finished(Ok(())) => {
-                    format!("finished before reaching {target}: the crash did not fire")
+        let mut after_crash = false;
+        for (n, target) in scenario.hits.iter().enumerate() {
+            let ctx = LifeContext::new(scenario.state.clone(), n + 1, after_crash);
+            let handle = Handle::new(Some(target.clone()));
+            let which = Life::Crashing(n + 1);
+            let life = match self.life(&mut world, &ctx, &handle, deadline, scenario) {
+                Ok(life) => life,
+                Err(error) => {
+                    failure = Some(Failure::Stopped {
+                        life: which,
+                        before: Some(target.clone()),
+                        error,
+                    });
+                    break;
                 }
-                Outcome::Finished(Err(e)) => {
-                    format!("stopped with an error before reaching {target}: {e}")
-                }
-                Outcome::Panicked(m) => format!("panicked: {m}"),
             };
-            if life.outcome.crashed().is_none() {
-                failure = Some(format!("life {}: {end}", n + 1));
-            }
+            let (end, fail) = match &life.outcome {
+                Outcome::Crashed(_) => match self.hung(&handle, which) {
+                    Some(h) => (h.to_string(), Some(h)),
+                    None => (format!("crashed at {target}"), None),
+                },
+                Outcome::Finished(Ok(())) => (
+                    format!("finished before reaching {target}: the crash did not fire"),
+                    Some(Failure::CrashDidNotFire {
+                        life: which,
+                        target: target.clone(),
+                    }),
+                ),
+                Outcome::Finished(Err(e)) => (
+                    format!("stopped with an error before reaching {target}: {e}"),
+                    Some(Failure::Stopped {
+                        life: which,
+                        before: Some(target.clone()),
+                        error: e.to_string(),
+                    }),
+                ),
+                Outcome::Panicked(m) => (
+                    format!("panicked: {m}"),
+                    Some(Failure::Panicked {
+                        life: which,
+                        message: m.clone(),
+                    }),
+                ),
+            };
+            after_crash = true;
             if self.trace {
                 lives.push(LifeTrace::new(Some(target), &life.hits, end));
             }
-            if failure.is_some() {
+            if fail.is_some() {
+                failure = fail;
                 break;
             }
         }
         let mut last_hits = Vec::new();
         if failure.is_none() {
-            let life = crashpoint::record(|| self.subject.life(&mut world));
-            let end = match &life.outcome {
-                Outcome::Finished(Ok(())) => "finished".to_owned(),
-                Outcome::Finished(Err(e)) => format!("stopped with an error: {e}"),
-                Outcome::Crashed(h) => format!("crashed at {h} with no crash injected"),
-                Outcome::Panicked(m) => format!("panicked: {m}"),
-            };
-            if !matches!(life.outcome, Outcome::Finished(Ok(()))) {
-                failure = Some(format!("final life {}: {end}", scenario.depth() + 1));
+            let n = scenario.depth() + 1;
+            let which = Life::Final(n);
+            let ctx = LifeContext::new(scenario.state.clone(), n, after_crash);
+            let handle = Handle::new(None);
+            match self.life(&mut world, &ctx, &handle, deadline, scenario) {
+                Err(error) => {
+                    failure = Some(Failure::Stopped {
+                        life: which,
+                        before: None,
+                        error,
+                    });
+                }
+                Ok(life) => {
+                    let (end, fail) = match &life.outcome {
+                        Outcome::Finished(Ok(())) => ("finished".to_owned(), None),
+                        Outcome::Finished(Err(e)) => (
+                            format!("stopped with an error: {e}"),
+                            Some(Failure::Stopped {
+                                life: which,
+                                before: None,
+                                error: e.to_string(),
+                            }),
+                        ),
+                        Outcome::Crashed(h) => match self.hung(&handle, which) {
+                            Some(f) => (f.to_string(), Some(f)),
+                            None => (
+                                format!("crashed at {h} with no crash injected"),
+                                Some(Failure::Uninjected {
+                                    life: which,
+                                    hit: h.clone(),
+                                }),
+                            ),
+                        },
+                        Outcome::Panicked(m) => (
+                            format!("panicked: {m}"),
+                            Some(Failure::Panicked {
+                                life: which,
+                                message: m.clone(),
+                            }),
+                        ),
+                    };
+                    failure = fail;
+                    if self.trace {
+                        lives.push(LifeTrace::new(None, &life.hits, end));
+                    }
+                    last_hits = life.hits;
+                }
             }
-            if self.trace {
-                lives.push(LifeTrace::new(None, &life.hits, end));
-            }
-            last_hits = life.hits;
         }
         let judged = crashpoint::record(|| self.subject.judge(&world));
         let verdict = match judged.outcome {
             Outcome::Finished(v) => v,
             Outcome::Panicked(m) => {
-                failure.get_or_insert_with(|| format!("the judge panicked: {m}"));
+                failure.get_or_insert(Failure::JudgePanicked { message: m });
                 Verdict::new()
             }
             Outcome::Crashed(h) => {
-                failure.get_or_insert_with(|| format!("the judge crashed at {h}"));
+                failure.get_or_insert(Failure::JudgeCrashed { hit: h });
                 Verdict::new()
             }
         };
         if failure.is_none() {
-            failure = broken_invariants(&verdict, clean, &self.counters);
+            failure = verdict_failure(&verdict, clean, &self.counters);
         }
         let world_text = self.trace.then(|| self.subject.describe(&world));
         Ran {

@@ -1,4 +1,5 @@
-//! The scenario: which hit each life crashes at, by a name that parses back.
+//! The scenario: the crash state, and which hit each life crashes at, by a
+//! name that parses back.
 
 use std::fmt;
 use std::str::FromStr;
@@ -6,49 +7,95 @@ use std::str::FromStr;
 use crashpoint::{Hit, ParseHitError};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::crash_state::{BadCrashState, CrashState};
+
 /// One crash hit per life, then a final life with no crash: `[]` is the
-/// clean run, `[h1]` a single crash, `[h1, h2]` a double one.
+/// clean run, `[h1]` a single crash, `[h1, h2]` a double one; every crash
+/// keeps what its [`CrashState`] says.
 ///
-/// Written as its hits joined by ` → ` (`tracker accepted#2 → mid-save#1`),
-/// or `clean`; that text parses back, so any scenario can be rerun by name.
+/// Written as its state, `: ` and its hits joined by ` → ` (`lose: tracker
+/// accepted#2 → mid-save#1`), or `clean`; in the process state the prefix is
+/// left out (`tracker accepted#2 → mid-save#1`). That text parses back, so
+/// any scenario can be rerun by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Scenario(pub Vec<Hit>);
+pub struct Scenario {
+    /// What each crash keeps.
+    pub state: CrashState,
+    /// The hit each crashing life crashes at, in order.
+    pub hits: Vec<Hit>,
+}
 
 impl Scenario {
+    /// A scenario in the process state.
+    pub fn new(hits: Vec<Hit>) -> Self {
+        Scenario {
+            state: CrashState::PROCESS,
+            hits,
+        }
+    }
+
+    /// `hits` crashed in `state`.
+    pub fn in_state(state: CrashState, hits: Vec<Hit>) -> Self {
+        Scenario { state, hits }
+    }
+
     /// How many lives crash.
     pub fn depth(&self) -> usize {
-        self.0.len()
+        self.hits.len()
+    }
+
+    /// The hits alone, joined by ` → ` (or `clean`), without the state.
+    pub fn hits_name(&self) -> String {
+        if self.hits.is_empty() {
+            return "clean".to_owned();
+        }
+        let names: Vec<String> = self.hits.iter().map(ToString::to_string).collect();
+        names.join(" → ")
     }
 }
 
 impl fmt::Display for Scenario {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.is_empty() {
-            return f.write_str("clean");
+        if !self.state.is_process() && !self.hits.is_empty() {
+            write!(f, "{}: ", self.state)?;
         }
-        for (i, h) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(" → ")?;
-            }
-            write!(f, "{h}")?;
-        }
-        Ok(())
+        f.write_str(&self.hits_name())
     }
 }
 
+/// Why a string is not a [`Scenario`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParseScenarioError {
+    /// One of its hits is not a hit.
+    #[error(transparent)]
+    Hit(#[from] ParseHitError),
+    /// Its state's name is not a state's name.
+    #[error(transparent)]
+    State(#[from] BadCrashState),
+}
+
 impl FromStr for Scenario {
-    type Err = ParseHitError;
+    type Err = ParseScenarioError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim();
-        if s.is_empty() || s == "clean" {
-            return Ok(Scenario::default());
+        // A hit's name may hold `:` too, but a state's never holds `#`: the
+        // prefix is a state only if it comes before every `#`.
+        let (state, rest) = match s.split_once(':') {
+            Some((st, rest)) if !st.contains(['#', '→']) && !st.contains("->") => {
+                (CrashState::new(st.trim().to_owned())?, rest.trim())
+            }
+            _ => (CrashState::PROCESS, s),
+        };
+        if rest.is_empty() || rest == "clean" {
+            return Ok(Scenario::in_state(state, Vec::new()));
         }
-        s.split('→')
+        let hits = rest
+            .split('→')
             .flat_map(|part| part.split("->"))
             .map(str::parse)
-            .collect::<Result<Vec<Hit>, _>>()
-            .map(Scenario)
+            .collect::<Result<Vec<Hit>, _>>()?;
+        Ok(Scenario::in_state(state, hits))
     }
 }
 

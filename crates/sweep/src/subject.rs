@@ -1,13 +1,60 @@
 //! The subject: a program to sweep, as the runner sees it — a fresh world,
-//! one life against it, and a judge of the world once a scenario is over.
+//! one life against it, and a judge of the world once a scenario is over —
+//! and the [`LifeContext`] the runner boots and shuts down each life with.
 
+use crate::crash_state::CrashState;
 use crate::judge::{Counter, Verdict};
 
 /// Why a life stopped on its own (not by a crash): any error converts into
 /// it with `?`, a `String` or `&str` included.
 pub type LifeError = Box<dyn std::error::Error + Send + Sync>;
 
+/// What the runner tells a subject around each life: the scenario's crash
+/// state, which life this is, and whether the one before it crashed.
+///
+/// The runner calls [`Subject::boot`] before every life and
+/// [`Subject::shutdown`] after every life that returned (finished or stopped
+/// with an error) — never after a crash. A subject with power-loss
+/// directories boots them there, so the boot after a crash cuts the power
+/// in [`LifeContext::state`] before the life reads anything; its life never
+/// has to remember to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LifeContext {
+    state: CrashState,
+    life: usize,
+    after_crash: bool,
+}
+
+impl LifeContext {
+    pub(crate) fn new(state: CrashState, life: usize, after_crash: bool) -> Self {
+        LifeContext {
+            state,
+            life,
+            after_crash,
+        }
+    }
+
+    /// What the crash before this life keeps of the world.
+    pub fn state(&self) -> &CrashState {
+        &self.state
+    }
+
+    /// Which life of the scenario this is (1-based).
+    pub fn life(&self) -> usize {
+        self.life
+    }
+
+    /// Whether the life before this one crashed (`false` for the first).
+    pub fn after_crash(&self) -> bool {
+        self.after_crash
+    }
+}
+
 /// A program to sweep. Implement it for your own durable program.
+///
+/// Crash points need unwinding: an injected crash is a panic that the
+/// runner catches. A build with `panic = "abort"` is refused at the start of
+/// a sweep ([`Error::PanicAbort`](crate::Error::PanicAbort)).
 pub trait Subject: Sync {
     /// Everything a crash does not erase. Each scenario gets a fresh one, and
     /// parallel scenarios never share one.
@@ -35,5 +82,37 @@ pub trait Subject: Sync {
     /// scenario's timeline (records, saved state, …).
     fn describe(&self, _world: &Self::World) -> String {
         String::new()
+    }
+
+    /// The crash states this subject can run in, the one a sweep uses when
+    /// its [`Config::crash_states`](crate::Config::crash_states) is empty
+    /// first. Default: [`CrashState::PROCESS`] alone.
+    fn crash_states(&self) -> Vec<CrashState> {
+        vec![CrashState::PROCESS]
+    }
+
+    /// The states a sweep runs when its config names none. Default: the
+    /// first of [`Subject::crash_states`].
+    fn default_crash_states(&self) -> Vec<CrashState> {
+        self.crash_states().into_iter().take(1).collect()
+    }
+
+    /// A process starts on `world` (see [`LifeContext`]): boot power-loss
+    /// directories here. An error fails the scenario as the life's own.
+    fn boot(&self, _world: &mut Self::World, _ctx: &LifeContext) -> Result<(), LifeError> {
+        Ok(())
+    }
+
+    /// A process ends on `world` without a crash.
+    fn shutdown(&self, _world: &mut Self::World, _ctx: &LifeContext) {}
+
+    /// The title of the table row for the scenarios in `state`. Default: the
+    /// subject's name in the process state, `name | state` in any other.
+    fn row_title(&self, state: &CrashState) -> String {
+        if state.is_process() {
+            self.name()
+        } else {
+            format!("{} | {state}", self.name())
+        }
     }
 }

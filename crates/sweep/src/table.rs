@@ -17,6 +17,9 @@ pub struct Row {
     pub cells: Vec<(String, u64)>,
     /// Scenarios that failed (not shown in the table).
     pub failed: u64,
+    /// Scenarios that were flaky: failed, then gave another result when run
+    /// again. A table shows a `flaky` column only when a row has one.
+    pub flaky: u64,
 }
 
 /// The title of the column counting scenarios with `depth` crashes.
@@ -42,16 +45,22 @@ impl Row {
         self.cells.iter().find(|(t, _)| t == title).map(|(_, n)| *n)
     }
 
-    fn headers(&self) -> Vec<String> {
+    fn headers(&self, flaky: bool) -> Vec<String> {
         let mut h = vec!["variant".to_owned()];
         h.extend((1..=self.depth_counts.len()).map(depth_title));
         h.extend(self.cells.iter().map(|(t, _)| t.clone()));
+        if flaky {
+            h.push("flaky".to_owned());
+        }
         h
     }
-    fn values(&self) -> Vec<String> {
+    fn values(&self, flaky: bool) -> Vec<String> {
         let mut v = vec![self.variant.clone()];
         v.extend(self.depth_counts.iter().map(u64::to_string));
         v.extend(self.cells.iter().map(|(_, n)| n.to_string()));
+        if flaky {
+            v.push(self.flaky.to_string());
+        }
         v
     }
 }
@@ -66,6 +75,9 @@ impl Serialize for Row {
         for (t, n) in &self.cells {
             m.serialize_entry(&json_key(t), n)?;
         }
+        if self.flaky > 0 {
+            m.serialize_entry("flaky", &self.flaky)?;
+        }
         m.end()
     }
 }
@@ -75,13 +87,14 @@ fn build(rows: &[Row], preset: &str) -> Table {
     t.load_preset(preset)
         .set_content_arrangement(ContentArrangement::Disabled)
         .set_width(200);
+    let flaky = rows.iter().any(|r| r.flaky > 0);
     if let Some(first) = rows.first() {
-        t.set_header(first.headers());
+        t.set_header(first.headers(flaky));
     }
     for r in rows {
-        t.add_row(r.values());
+        t.add_row(r.values(flaky));
     }
-    let ncols = rows.first().map_or(0, |r| r.headers().len());
+    let ncols = rows.first().map_or(0, |r| r.headers(flaky).len());
     for i in 1..ncols {
         if let Some(col) = t.column_mut(i) {
             col.set_cell_alignment(CellAlignment::Right);

@@ -230,10 +230,18 @@ impl PowerDir {
     /// called [`PowerDir::shutdown`], it died: the power is cut first (in the
     /// directory's state) and `true` is returned.
     pub fn boot(&self) -> bool {
+        let state = self.state();
+        self.boot_in(state)
+    }
+
+    /// [`PowerDir::boot`], a cut keeping what `state` says, which becomes the
+    /// directory's state: the hook a sweep's runner calls before each life
+    /// with the scenario's crash state (`sweep::LifeContext`).
+    pub fn boot_in(&self, state: CrashState) -> bool {
         let mut inner = self.inner();
+        inner.state = Some(state);
         let crashed = inner.running;
         if crashed {
-            let state = inner.state.unwrap_or(CrashState::LoseUnsynced);
             inner.cut(state);
             // No process survives a power cut.
             self.locks.clear();

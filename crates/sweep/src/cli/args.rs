@@ -41,6 +41,32 @@ pub struct SweepFlags {
     /// Rewrite the reviewed snapshot with this run's table (refused when CI is set to a true value).
     #[arg(long)]
     pub bless: bool,
+    /// Stop a scenario still running after this many seconds at its next
+    /// crash point and fail it as hung (0: no limit).
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::DEFAULT_SCENARIO_TIMEOUT.as_secs_f64(), value_parser = parse_seconds)]
+    pub scenario_timeout: f64,
+    /// Refuse at once a sweep estimated (from its clean run) to run more
+    /// scenarios than this.
+    #[arg(long, value_name = "N", default_value_t = crate::DEFAULT_MAX_SCENARIOS)]
+    pub max_scenarios: u64,
+}
+
+/// A number of seconds, `0` or more.
+pub fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds: expected a number ≥ 0, e.g. 60 or 0.5 (0: no limit)"
+        )),
+    }
+}
+
+impl SweepFlags {
+    /// The per-scenario time limit these flags ask for (`None`: no limit).
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        (self.scenario_timeout > 0.0)
+            .then(|| std::time::Duration::from_secs_f64(self.scenario_timeout))
+    }
 }
 
 /// `K/N` with `1 ≤ K ≤ N`.

@@ -40,7 +40,7 @@ pub fn scenario_json(subject: &str, r: &ScenarioResult) -> Value {
         "subject": subject,
         "scenario": r.scenario.to_string(),
         "passed": r.failure.is_none(),
-        "failure": r.failure,
+        "failure": r.failure.as_ref().map(ToString::to_string),
         "lives": r.lives,
         "counts": counts,
         "notes": r.verdict.notes,
@@ -58,48 +58,102 @@ pub(crate) fn pretty(v: &Value) -> String {
 const SHOWN: usize = 10;
 
 /// Each failing scenario of `reports` as a message and the command that
-/// reruns it; `rerun(i, scenario)` is that command for report `i`.
+/// reruns it, then each flaky one, then a warning for each subject whose
+/// points were passed on threads without a scope; `rerun(i, scenario)` is
+/// that command for report `i`. The count is of failing and flaky
+/// scenarios (either fails the command).
 pub fn failure_lines(
     reports: &[Report],
     rerun: &dyn Fn(usize, &Scenario) -> String,
 ) -> (Vec<String>, usize) {
     let mut lines = Vec::new();
     let mut total = 0;
+    let mut flaky_total = 0;
+    let reason = |f: &ScenarioResult| {
+        f.failure
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    };
     for (i, r) in reports.iter().enumerate() {
-        let failures: Vec<_> = r.failures().collect();
-        total += failures.len();
-        for f in failures.iter().take(SHOWN) {
+        for (label, list) in [
+            ("FAILED", r.failures().collect::<Vec<_>>()),
+            ("FLAKY", r.flaky().collect::<Vec<_>>()),
+        ] {
+            if label == "FAILED" {
+                total += list.len();
+            } else {
+                flaky_total += list.len();
+            }
+            for f in list.iter().take(SHOWN) {
+                lines.push(format!(
+                    "{label} {} / {}: {}\n    rerun: {}",
+                    r.subject,
+                    f.scenario,
+                    reason(f),
+                    rerun(i, &f.scenario)
+                ));
+            }
+            if list.len() > SHOWN {
+                lines.push(format!(
+                    "    … and {} more {} scenarios of {}",
+                    list.len() - SHOWN,
+                    if label == "FAILED" {
+                        "failing"
+                    } else {
+                        "flaky"
+                    },
+                    r.subject
+                ));
+            }
+        }
+        if !r.unscoped.is_empty() {
+            let names: Vec<String> = r
+                .unscoped
+                .iter()
+                .map(|(n, c)| format!("{n} ({c}×)"))
+                .collect();
             lines.push(format!(
-                "FAILED {} / {}: {}\n    rerun: {}",
+                "warning: {}: crash points passed on threads without a scope, which no crash can reach: {}\n    hint: start threads with crashpoint::spawn (tokio tasks with crashpoint::spawn_task) so they carry the life's scope",
                 r.subject,
-                f.scenario,
-                f.failure.as_deref().unwrap_or(""),
-                rerun(i, &f.scenario)
+                names.join(", ")
             ));
         }
-        if failures.len() > SHOWN {
-            lines.push(format!(
-                "    … and {} more failing scenarios of {}",
-                failures.len() - SHOWN,
-                r.subject
-            ));
-        }
+    }
+    if flaky_total > 0 {
+        lines.push(format!(
+            "{flaky_total} {} flaky: {} another result when run again",
+            plural(flaky_total, "scenario was", "scenarios were"),
+            plural(flaky_total, "it gave", "they gave"),
+        ));
     }
     if total > 0 {
-        lines.push(format!("{total} scenarios failed a required invariant"));
+        lines.push(format!(
+            "{total} {} a required invariant",
+            plural(total, "scenario failed", "scenarios failed")
+        ));
     }
-    (lines, total)
+    (lines, total + flaky_total)
+}
+
+fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
 }
 
 /// The failures as JSON objects: `subject`, `scenario`, `reason`, `rerun`.
 pub fn failures_json(reports: &[Report], rerun: &dyn Fn(usize, &Scenario) -> String) -> Value {
     let mut out = Vec::new();
     for (i, r) in reports.iter().enumerate() {
-        for f in r.failures() {
+        for f in r.failures().chain(r.flaky()) {
             out.push(json!({
                 "subject": r.subject,
                 "scenario": f.scenario.to_string(),
-                "reason": f.failure,
+                "reason": f.failure.as_ref().map(ToString::to_string),
+                "flaky": f.failure.as_ref().is_some_and(crate::Failure::is_flaky),
                 "rerun": rerun(i, &f.scenario),
             }));
         }

@@ -1,0 +1,246 @@
+//! Why a scenario failed, as a value: the report, the table and a command
+//! line render it; nobody parses it back.
+
+use std::fmt;
+use std::time::Duration;
+
+use crashpoint::Hit;
+use serde::{Deserialize, Serialize};
+
+/// Which life of a scenario: a crashing one (1-based) or the final one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Life {
+    /// The `n`-th life (1-based), which was to crash.
+    Crashing(usize),
+    /// The final life (its number, 1-based), which was to finish.
+    Final(usize),
+}
+
+impl fmt::Display for Life {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Life::Crashing(n) => write!(f, "life {n}"),
+            Life::Final(n) => write!(f, "final life {n}"),
+        }
+    }
+}
+
+/// Why a scenario failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Failure {
+    /// A life finished before reaching the hit it was to crash at: the
+    /// program passed fewer hits than the scenario's name says (a program
+    /// whose hits differ between runs shows up here, or as flaky).
+    CrashDidNotFire {
+        /// The life.
+        life: Life,
+        /// The hit it was to crash at.
+        #[serde(with = "hit_text")]
+        target: Hit,
+    },
+    /// A life stopped with an error of the program's own.
+    Stopped {
+        /// The life.
+        life: Life,
+        /// The hit it was to crash at (`None` for the final life).
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            with = "opt_hit_text"
+        )]
+        before: Option<Hit>,
+        /// The error, as the program wrote it.
+        error: String,
+    },
+    /// A life panicked for real (not an injected crash).
+    Panicked {
+        /// The life.
+        life: Life,
+        /// The panic's message.
+        message: String,
+    },
+    /// The final life crashed at a point with no crash injected (a crash
+    /// payload raised by the program itself).
+    Uninjected {
+        /// The life.
+        life: Life,
+        /// Where.
+        #[serde(with = "hit_text")]
+        hit: Hit,
+    },
+    /// A life ran past the scenario time limit and was stopped at its next
+    /// point ([`Config::scenario_timeout`](crate::Config::scenario_timeout)).
+    Hung {
+        /// The life.
+        life: Life,
+        /// The last hit it passed: where it was stopped.
+        #[serde(with = "hit_text")]
+        last_hit: Hit,
+        /// The limit, in milliseconds.
+        limit_ms: u64,
+    },
+    /// The judge panicked.
+    JudgePanicked {
+        /// The panic's message.
+        message: String,
+    },
+    /// A point fired inside the judge, with a crash payload.
+    JudgeCrashed {
+        /// Where.
+        #[serde(with = "hit_text")]
+        hit: Hit,
+    },
+    /// The judge counted a name no counter declares (a misspelt counter).
+    UndeclaredCounter {
+        /// The name counted.
+        name: String,
+    },
+    /// Required counters are not zero (beyond their baseline).
+    Broken {
+        /// Each broken counter's title and value.
+        counters: Vec<(String, u64)>,
+        /// The judge's notes.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notes: Vec<String>,
+    },
+    /// The scenario failed, was run again, and gave another result: the
+    /// program does not behave the same way twice. Neither a pass nor a fail.
+    Flaky {
+        /// The first run's failure.
+        first: Box<Failure>,
+        /// The rerun's failure, or `None` if it passed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        again: Option<Box<Failure>>,
+    },
+    /// The scenario's crash state is not one the subject can run in.
+    UnknownState {
+        /// The state asked for.
+        state: String,
+        /// The states the subject can run in.
+        known: Vec<String>,
+    },
+}
+
+impl Failure {
+    /// The cause in a few words, for a line of a table: a broken counter's
+    /// `dups = 1` without the notes, an error's own message without the
+    /// life it stopped, a flaky scenario's first cause.
+    pub fn cause(&self) -> String {
+        match self {
+            Failure::Stopped { error, .. } => error.clone(),
+            Failure::Broken { counters, .. } => broken_counters(counters),
+            Failure::Flaky { first, .. } => format!("flaky: {}", first.cause()),
+            other => other.to_string(),
+        }
+    }
+
+    /// Whether the scenario is flaky rather than failed.
+    pub fn is_flaky(&self) -> bool {
+        matches!(self, Failure::Flaky { .. })
+    }
+
+    /// A time limit in milliseconds, for [`Failure::Hung`].
+    pub(crate) fn millis(d: Duration) -> u64 {
+        u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+fn broken_counters(counters: &[(String, u64)]) -> String {
+    let parts: Vec<String> = counters.iter().map(|(t, v)| format!("{t} = {v}")).collect();
+    parts.join(", ")
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::CrashDidNotFire { life, target } => write!(
+                f,
+                "{life}: finished before reaching {target}: the crash did not fire"
+            ),
+            Failure::Stopped {
+                life,
+                before: Some(target),
+                error,
+            } => write!(
+                f,
+                "{life}: stopped with an error before reaching {target}: {error}"
+            ),
+            Failure::Stopped {
+                life,
+                before: None,
+                error,
+            } => write!(f, "{life}: stopped with an error: {error}"),
+            Failure::Panicked { life, message } => write!(f, "{life}: panicked: {message}"),
+            Failure::Uninjected { life, hit } => {
+                write!(f, "{life}: crashed at {hit} with no crash injected")
+            }
+            Failure::Hung {
+                life,
+                last_hit,
+                limit_ms,
+            } => write!(
+                f,
+                "{life}: hung: still running after the scenario time limit of {limit_ms} ms; stopped at {last_hit}"
+            ),
+            Failure::JudgePanicked { message } => write!(f, "the judge panicked: {message}"),
+            Failure::JudgeCrashed { hit } => write!(f, "the judge crashed at {hit}"),
+            Failure::UndeclaredCounter { name } => write!(
+                f,
+                "the judge counted {name:?}, which no counter declares (a misspelt counter?)"
+            ),
+            Failure::Broken { counters, notes } => {
+                f.write_str(&broken_counters(counters))?;
+                for n in notes {
+                    write!(f, "; {n}")?;
+                }
+                Ok(())
+            }
+            Failure::Flaky { first, again } => match again {
+                Some(a) => write!(f, "flaky: failed with {first}, then with {a} when run again"),
+                None => write!(f, "flaky: failed with {first}, then passed when run again"),
+            },
+            Failure::UnknownState { state, known } => write!(
+                f,
+                "the subject cannot run in crash state {state:?} (it runs in: {})",
+                known.join(", ")
+            ),
+        }
+    }
+}
+
+/// A hit as its text (`mid-save#2`) in JSON.
+mod hit_text {
+    use crashpoint::Hit;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(h: &Hit, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(h)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Hit, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// An optional hit as its text in JSON.
+mod opt_hit_text {
+    use crashpoint::Hit;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(h: &Option<Hit>, s: S) -> Result<S::Ok, S::Error> {
+        match h {
+            Some(h) => s.collect_str(h),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Hit>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|t| t.parse().map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}

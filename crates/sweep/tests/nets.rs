@@ -1,0 +1,386 @@
+//! Each safety net of the runner, with a subject that only that net catches.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use sweep::{Config, Counter, CrashState, Error, Failure, LifeContext, Subject, Verdict};
+
+/// Two points per life; the judge counts what `judge` says.
+struct Job<F: Fn(u64) -> Verdict + Sync> {
+    judge: F,
+    counters: Vec<Counter>,
+}
+
+impl<F: Fn(u64) -> Verdict + Sync> Subject for Job<F> {
+    type World = u64;
+    fn name(&self) -> String {
+        "job".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        self.counters.clone()
+    }
+    fn world(&self) -> u64 {
+        0
+    }
+    fn life(&self, w: &mut u64) -> Result<(), sweep::LifeError> {
+        *w += 1;
+        crashpoint::point!("a");
+        crashpoint::point!("b");
+        Ok(())
+    }
+    fn judge(&self, w: &u64) -> Verdict {
+        (self.judge)(*w)
+    }
+}
+
+trait WithLimit {
+    fn clone_with_limit(&self, n: u64) -> Config;
+}
+impl WithLimit for Config {
+    fn clone_with_limit(&self, n: u64) -> Config {
+        Config {
+            max_scenarios: n,
+            ..self.clone()
+        }
+    }
+}
+
+fn cfg(depth: u32) -> Config {
+    Config {
+        depth,
+        ..Config::default()
+    }
+}
+
+#[test]
+fn a_misspelt_counter_is_an_error() {
+    let s = Job {
+        judge: |_| Verdict::new().count("bda", 0).count("bad", 0),
+        counters: vec![Counter::new("bad").required()],
+    };
+    let e = sweep::run(&s, &cfg(1)).unwrap_err();
+    assert!(
+        matches!(e, Error::UndeclaredCounter { ref name, .. } if name == "bda"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_required_counter_never_set_is_an_error() {
+    let s = Job {
+        judge: |_| Verdict::new(),
+        counters: vec![Counter::new("bad").required()],
+    };
+    let e = sweep::run(&s, &cfg(1)).unwrap_err();
+    assert!(
+        matches!(e, Error::RequiredNeverSet { ref name, .. } if name == "bad"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_judge_that_faults_the_clean_run_is_an_error() {
+    let s = Job {
+        judge: |_| Verdict::new().count("bad", 1),
+        counters: vec![Counter::new("bad").required()],
+    };
+    let e = sweep::run(&s, &cfg(1)).unwrap_err();
+    assert!(matches!(e, Error::CleanJudgeFaults { .. }), "{e}");
+}
+
+#[test]
+fn a_subject_with_no_points_is_an_error() {
+    struct None_;
+    impl Subject for None_ {
+        type World = ();
+        fn name(&self) -> String {
+            "none".into()
+        }
+        fn counters(&self) -> Vec<Counter> {
+            vec![]
+        }
+        fn world(&self) {}
+        fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+            // A point on a thread without the life's scope: no hit.
+            std::thread::spawn(|| crashpoint::point!("lost on a plain thread"))
+                .join()
+                .map_err(|_| "join")?;
+            Ok(())
+        }
+        fn judge(&self, _: &()) -> Verdict {
+            Verdict::new()
+        }
+    }
+    let e = sweep::run(&None_, &cfg(1)).unwrap_err();
+    let Error::NoPoints { unscoped, .. } = &e else {
+        panic!("{e}")
+    };
+    assert!(
+        unscoped.iter().any(|n| n == "lost on a plain thread"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("crashpoint::spawn"), "{e}");
+}
+
+/// Passes a point on a plain thread besides its own points.
+struct Unscoped;
+impl Subject for Unscoped {
+    type World = ();
+    fn name(&self) -> String {
+        "unscoped".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![]
+    }
+    fn world(&self) {}
+    fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("scoped");
+        std::thread::spawn(|| crashpoint::point!("unscoped-in-a-sweep"))
+            .join()
+            .map_err(|_| "join")?;
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> Verdict {
+        Verdict::new()
+    }
+}
+
+#[test]
+fn points_on_threads_without_a_scope_are_reported() {
+    let r = sweep::run(&Unscoped, &cfg(1)).unwrap();
+    assert!(
+        r.unscoped
+            .iter()
+            .any(|(n, c)| n == "unscoped-in-a-sweep" && *c >= 2),
+        "{:?}",
+        r.unscoped
+    );
+}
+
+/// Its hits depend on a counter shared by every world: not deterministic.
+struct Drifting(AtomicU64);
+impl Subject for Drifting {
+    type World = ();
+    fn name(&self) -> String {
+        "drifting".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![]
+    }
+    fn world(&self) {}
+    fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("start");
+        if self.0.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
+            crashpoint::point!("even");
+        } else {
+            crashpoint::point!("odd");
+        }
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> Verdict {
+        Verdict::new()
+    }
+}
+
+#[test]
+fn the_clean_run_runs_twice_and_must_agree() {
+    let e = sweep::run(&Drifting(AtomicU64::new(0)), &cfg(1)).unwrap_err();
+    let Error::Nondeterministic { at, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(at.index, 1);
+    assert_eq!(at.first.as_deref(), Some("even#1"));
+    assert_eq!(at.second.as_deref(), Some("odd#1"));
+    assert_eq!(at.first_around, ["start#1", "even#1"]);
+    let once = Config {
+        clean_runs: 1,
+        ..cfg(1)
+    };
+    assert!(sweep::run(&Drifting(AtomicU64::new(0)), &once).is_ok());
+}
+
+/// Fails every other time it is judged.
+struct Coin(AtomicU64);
+impl Subject for Coin {
+    type World = ();
+    fn name(&self) -> String {
+        "coin".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("bad").required()]
+    }
+    fn world(&self) {}
+    fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("p");
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> Verdict {
+        // Clean runs (the first two judgements) pass; then fail, pass, ….
+        let n = self.0.fetch_add(1, Ordering::SeqCst);
+        Verdict::new().count("bad", u64::from(n >= 2 && n % 2 == 0))
+    }
+}
+
+#[test]
+fn a_failure_that_does_not_repeat_is_flaky() {
+    let r = sweep::run(&Coin(AtomicU64::new(0)), &cfg(1)).unwrap();
+    assert_eq!(r.failures().count(), 0);
+    let flaky: Vec<_> = r.flaky().collect();
+    assert_eq!(flaky.len(), 1);
+    assert!(matches!(
+        flaky[0].failure,
+        Some(Failure::Flaky { again: None, .. })
+    ));
+    let row = r.row();
+    assert_eq!((row.failed, row.flaky), (0, 1));
+    assert!(sweep::table(&[row]).contains("flaky"));
+    let strict = Config {
+        rerun_failures: false,
+        ..cfg(1)
+    };
+    let r = sweep::run(&Coin(AtomicU64::new(0)), &strict).unwrap();
+    assert_eq!((r.failures().count(), r.flaky().count()), (1, 0));
+}
+
+/// Its restart loops for ever, passing a point each time round.
+struct Hangs;
+impl Subject for Hangs {
+    type World = bool;
+    fn name(&self) -> String {
+        "hangs".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![]
+    }
+    fn world(&self) -> bool {
+        false
+    }
+    fn life(&self, started: &mut bool) -> Result<(), sweep::LifeError> {
+        if std::mem::replace(started, true) {
+            loop {
+                crashpoint::point!("retry");
+                std::thread::yield_now();
+            }
+        }
+        crashpoint::point!("first");
+        *started = false;
+        Ok(())
+    }
+    fn judge(&self, _: &bool) -> Verdict {
+        Verdict::new()
+    }
+}
+
+#[test]
+fn a_life_past_the_time_limit_fails_as_hung_and_the_sweep_goes_on() {
+    let config = Config {
+        scenario_timeout: Some(Duration::from_millis(50)),
+        rerun_failures: false,
+        ..cfg(1)
+    };
+    let r = sweep::run(&Hangs, &config).unwrap();
+    let f: Vec<_> = r.failures().collect();
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].scenario.to_string(), "first#1");
+    let Some(Failure::Hung { last_hit, .. }) = &f[0].failure else {
+        panic!("{:?}", f[0].failure)
+    };
+    assert_eq!(last_hit.point, "retry");
+}
+
+#[test]
+fn a_sweep_too_big_is_refused_at_once_with_its_estimate() {
+    let s = Job {
+        judge: |_| Verdict::new(),
+        counters: vec![],
+    };
+    let e = sweep::run(&s, &cfg(99)).unwrap_err();
+    let Error::TooManyScenarios { estimate, .. } = e else {
+        panic!("{e}")
+    };
+    assert!(estimate > 1e6);
+    let raised = Config {
+        max_scenarios: 10_000,
+        ..cfg(12)
+    };
+    // 2 + 4 + … + 2^12 = 8190 scenarios: under a limit raised to 10,000.
+    assert_eq!(sweep::run(&s, &raised).unwrap().scenarios.len(), 8190);
+    let e = sweep::run(&s, &cfg(13).clone_with_limit(10_000)).unwrap_err();
+    assert!(e.to_string().contains("16,382"), "{e}");
+}
+
+/// A subject with two crash states, booted by the runner.
+struct Stateful;
+impl Subject for Stateful {
+    type World = (Vec<String>, bool);
+    fn name(&self) -> String {
+        "stateful".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("lost").required()]
+    }
+    fn world(&self) -> Self::World {
+        (Vec::new(), false)
+    }
+    fn crash_states(&self) -> Vec<CrashState> {
+        vec![CrashState::PROCESS, CrashState::named("lose")]
+    }
+    fn boot(&self, w: &mut Self::World, ctx: &LifeContext) -> Result<(), sweep::LifeError> {
+        // A power cut in `lose` loses an unsynced `done`.
+        if ctx.after_crash() && ctx.state().name() == "lose" {
+            w.1 = false;
+        }
+        w.0.push(format!("boot {} in {}", ctx.life(), ctx.state()));
+        Ok(())
+    }
+    fn life(&self, w: &mut Self::World) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("start");
+        w.1 = true;
+        crashpoint::point!("done, unsynced");
+        Ok(())
+    }
+    fn judge(&self, w: &Self::World) -> Verdict {
+        Verdict::new().count("lost", u64::from(!w.1))
+    }
+}
+
+#[test]
+fn crash_states_are_a_dimension_named_in_each_scenario() {
+    let config = Config {
+        crash_states: vec![CrashState::PROCESS, CrashState::named("lose")],
+        ..cfg(1)
+    };
+    let r = sweep::run(&Stateful, &config).unwrap();
+    let names: Vec<String> = r.scenarios.iter().map(|s| s.scenario.to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "start#1",
+            "done, unsynced#1",
+            "lose: start#1",
+            "lose: done, unsynced#1"
+        ]
+    );
+    let rows = r.rows();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1].variant, "stateful | lose");
+    // Rerun by name alone: the state comes from the name.
+    let sc = "lose: done, unsynced#1".parse().unwrap();
+    let again = sweep::run_one(&Stateful, &sc);
+    assert!(again.world.is_some() || again.failure.is_some());
+    let bad = Config {
+        crash_states: vec![CrashState::named("torn")],
+        ..cfg(1)
+    };
+    assert!(matches!(
+        sweep::run(&Stateful, &bad),
+        Err(Error::UnknownCrashState { .. })
+    ));
+}
+
+#[test]
+fn a_build_with_unwinding_is_not_refused() {
+    // The test profile always unwinds; `panic = "abort"` builds get
+    // Error::PanicAbort from the same check.
+    assert!(!sweep::unwinding_missing());
+}
