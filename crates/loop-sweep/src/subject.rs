@@ -178,19 +178,26 @@ impl LoopSubject {
     }
 }
 
-impl Subject for LoopSubject {
-    type World = LoopWorld;
-
-    fn name(&self) -> String {
+impl LoopSubject {
+    /// The row title of `variant` with this subject's model and transport.
+    fn title_of(&self, variant: LoopVariant) -> String {
         let title = match &self.model {
-            None => self.variant.title(),
-            Some((name, _)) => format!("{}, {name}", self.variant.title()),
+            None => variant.title(),
+            Some((name, _)) => format!("{}, {name}", variant.title()),
         };
         if self.http {
             format!("{title} over HTTP")
         } else {
             title
         }
+    }
+}
+
+impl Subject for LoopSubject {
+    type World = LoopWorld;
+
+    fn name(&self) -> String {
+        self.title_of(self.variant)
     }
 
     fn counters(&self) -> Vec<Counter> {
@@ -294,7 +301,7 @@ impl Subject for LoopSubject {
         if let (Some(p), Some(s)) = (&mut v.power, DiskState::from_slug(state.name())) {
             p.state = s;
         }
-        v.title()
+        self.title_of(v)
     }
 
     fn boot(&self, w: &mut LoopWorld, ctx: &LifeContext) -> Result<(), sweep::LifeError> {

@@ -43,7 +43,8 @@ fn crash_points_hold_with_the_model_over_http() {
     assert_eq!(got.scenarios.len(), want.scenarios.len());
     // The judge counts model calls beyond the clean run's: each scenario
     // made the clean run's calls (one per reply) plus its own extra ones,
-    // and the sweep's first life, which records the hits, is a clean run.
+    // and the sweep's clean run (run `clean_runs` times, to check it is
+    // deterministic) records the hits.
     let clean = agent::Transcript::parse(job, "job").unwrap().replies.len() as u64;
     let extra: u64 = got
         .scenarios
@@ -52,7 +53,7 @@ fn crash_points_hold_with_the_model_over_http() {
         .sum();
     assert_eq!(
         server.count() as u64,
-        (got.scenarios.len() as u64 + 1) * clean + extra,
+        (got.scenarios.len() as u64 + u64::from(config.clean_runs)) * clean + extra,
         "one request per model call the judge counted"
     );
     eprintln!(
