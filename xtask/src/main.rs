@@ -343,6 +343,9 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
         subjects: subjects.iter().map(|s| &**s).collect(),
         snapshot: snapshot.filter(|_| as_defined),
         required: def.map(|d| d.required).unwrap_or_default(),
+        // xtask's --crash-state makes one variant per state (each variant
+        // sweeps its own state).
+        crash_states: Vec::new(),
         default_depth: def_depth,
         rerun: &command,
     };

@@ -3,6 +3,8 @@
 //! idempotency keys, the way a webhook endpoint or a payment API does.
 //! `Relay::SendFirst` sends, then records the delivery; `Relay::RecordFirst`
 //! (the bug) records it first, so a crash in between loses the event.
+//! Each is swept in every crash state: the runner boots the relay's
+//! `PowerDir` in the scenario's state before each life.
 
 use std::sync::{Arc, Mutex};
 
@@ -10,7 +12,7 @@ use crashpoint::point;
 use durable::testing::{CrashState, PowerDir};
 use durable::{Checkpoint, Durable, Options, RunId};
 use serde::{Deserialize, Serialize};
-use sweep::{Counter, LifeError, Subject, Verdict};
+use sweep::{Counter, LifeContext, LifeError, Subject, Verdict};
 
 /// The events the producer put in the outbox.
 pub const EVENTS: [&str; 3] = ["order-1 paid", "order-2 paid", "order-1 shipped"];
@@ -61,20 +63,14 @@ pub struct World {
     pub receiver: Receiver,
 }
 
-/// The relay, in one of its two versions, under one crash state.
+/// The relay, in one of its two versions.
 #[derive(Clone, Copy, Debug)]
 pub enum Relay {
-    SendFirst(CrashState),
-    RecordFirst(CrashState),
+    SendFirst,
+    RecordFirst,
 }
 
 impl Relay {
-    fn state(self) -> CrashState {
-        match self {
-            Relay::SendFirst(s) | Relay::RecordFirst(s) => s,
-        }
-    }
-
     async fn run(self, w: &World) -> Result<(), LifeError> {
         let opts = Options {
             sync: true,
@@ -92,11 +88,11 @@ impl Relay {
             let event = outbox.events[outbox.delivered].clone();
             let key = durable::key(run.as_str(), &outbox.delivered.to_string());
             outbox.delivered += 1;
-            if let Relay::RecordFirst(_) = self {
+            if let Relay::RecordFirst = self {
                 checkpoint.save(&outbox)?; // the bug: recorded before it is sent
             }
             w.receiver.post(&key, &event).await?;
-            if let Relay::SendFirst(_) = self {
+            if let Relay::SendFirst = self {
                 checkpoint.save(&outbox)?;
             }
         }
@@ -108,11 +104,23 @@ impl Subject for Relay {
     type World = World;
 
     fn name(&self) -> String {
-        let version = match self {
-            Relay::SendFirst(_) => "send first",
-            Relay::RecordFirst(_) => "record first",
-        };
-        format!("{version} ({})", self.state().slug())
+        match self {
+            Relay::SendFirst => "send first".into(),
+            Relay::RecordFirst => "record first".into(),
+        }
+    }
+
+    fn crash_states(&self) -> Vec<sweep::CrashState> {
+        let slugs = CrashState::ALL.map(CrashState::slug);
+        slugs.into_iter().map(sweep::CrashState::named).collect()
+    }
+
+    fn default_crash_states(&self) -> Vec<sweep::CrashState> {
+        self.crash_states() // every one, one table row each
+    }
+
+    fn row_title(&self, state: &sweep::CrashState) -> String {
+        format!("{} ({state})", self.name())
     }
 
     fn counters(&self) -> Vec<Counter> {
@@ -124,17 +132,24 @@ impl Subject for Relay {
 
     fn world(&self) -> World {
         World {
-            dir: PowerDir::new(self.state()),
+            dir: PowerDir::new(CrashState::Process),
             receiver: Receiver::default(),
         }
     }
 
-    fn life(&self, w: &mut World) -> Result<(), LifeError> {
-        w.dir.boot(); // cuts the power first if the last life died
-        let rt = tokio::runtime::Builder::new_current_thread().build()?;
-        rt.block_on(self.run(w))?;
-        w.dir.shutdown();
+    fn boot(&self, w: &mut World, ctx: &LifeContext) -> Result<(), LifeError> {
+        let state = CrashState::from_slug(ctx.state().name()).ok_or("unknown crash state")?;
+        w.dir.boot_in(state); // cuts the power first if the last life died
         Ok(())
+    }
+
+    fn shutdown(&self, w: &mut World, _: &LifeContext) {
+        w.dir.shutdown();
+    }
+
+    fn life(&self, w: &mut World) -> Result<(), LifeError> {
+        let rt = tokio::runtime::Builder::new_current_thread().build()?;
+        rt.block_on(self.run(w))
     }
 
     fn judge(&self, w: &World) -> Verdict {
@@ -161,15 +176,12 @@ impl Subject for Relay {
     }
 }
 
-/// Both versions of the relay under every crash state, as a command line.
+/// Both versions of the relay, each under every crash state, as a command line.
 pub fn app() -> sweep::cli::App {
-    let mut app = sweep::cli::App::new("cargo run -p outbox --").snapshot(snapshot());
-    for state in CrashState::ALL {
-        app = app
-            .subject_in(state.slug(), Relay::SendFirst(state))
-            .subject_in(state.slug(), Relay::RecordFirst(state));
-    }
-    app
+    sweep::cli::App::new("cargo run -p outbox --")
+        .subject(Relay::SendFirst)
+        .subject(Relay::RecordFirst)
+        .snapshot(snapshot())
 }
 
 /// The reviewed table of the whole sweep.

@@ -19,34 +19,54 @@ fn the_sweep_catches_record_first_under_every_crash_state_and_matches_its_snapsh
     assert_eq!(code, sweep::cli::EXIT_FAILED, "{err}");
     assert!(!err.contains("snapshot"), "the table moved:\n{err}");
     assert_eq!(table, std::fs::read_to_string(outbox::snapshot()).unwrap());
+    assert!(!err.contains("FAILED send first"), "{err}");
     for state in CrashState::ALL {
-        let buggy = format!("FAILED record first ({}) / ", state.slug());
-        assert!(err.contains(&buggy), "{buggy} missing from:\n{err}");
-        assert!(
-            !err.contains(&format!("FAILED send first ({})", state.slug())),
-            "{err}"
-        );
+        // Scenario names carry their state (none for a process crash).
+        let prefix = match state {
+            CrashState::Process => String::new(),
+            s => format!("{}: ", s.slug()),
+        };
+        let failed = err
+            .lines()
+            .filter_map(|l| l.strip_prefix("FAILED record first / "));
+        let mut names = failed.filter(|rest| match state {
+            CrashState::Process => CrashState::POWER_CUTS
+                .iter()
+                .all(|s| !rest.starts_with(&format!("{}: ", s.slug()))),
+            _ => rest.starts_with(&prefix),
+        });
+        assert!(names.next().is_some(), "no failure in {state:?}:\n{err}");
+        let hint = format!("rerun: cargo run -p outbox -- record-first --scenario \"{prefix}");
+        assert!(err.contains(&hint), "{hint} missing from:\n{err}");
     }
 }
 
 #[test]
-fn a_failure_reruns_by_name_with_its_timeline() {
-    let report = sweep::run(
-        &Relay::RecordFirst(CrashState::LoseUnsynced),
-        &Default::default(),
-    );
-    let first = report
-        .unwrap()
-        .failures()
-        .next()
-        .unwrap()
-        .scenario
-        .to_string();
-    let (code, timeline, _) = cli(&["record-first-lose", "--scenario", &first]);
+fn a_failure_reruns_by_its_name_alone_with_its_timeline() {
+    let lose = sweep::CrashState::named("lose");
+    let config = sweep::Config {
+        crash_states: vec![lose.clone()],
+        ..Default::default()
+    };
+    let report = sweep::run(&Relay::RecordFirst, &config).unwrap();
+    let first = report.failures().next().unwrap().scenario.to_string();
+    assert!(first.starts_with("lose: "), "{first}");
+    // The name alone: no subject, no --crash-state.
+    let (code, timeline, _) = cli(&["--scenario", &first]);
     assert_eq!(code, sweep::cli::EXIT_FAILED);
     assert!(
-        timeline.contains("never delivered") && timeline.contains("← crash"),
+        timeline.contains("subject: record first")
+            && timeline.contains("never delivered")
+            && timeline.contains("← crash"),
         "{timeline}"
+    );
+    // One crash state through --crash-state: its rows only.
+    let (code, table, err) = cli(&["--crash-state", "lose", "--depth", "1"]);
+    assert_eq!(code, sweep::cli::EXIT_FAILED, "{err}");
+    assert!(table.contains("record first (lose)"), "{table}");
+    assert!(
+        !table.contains("(process)") && !table.contains("(torn)"),
+        "{table}"
     );
 }
 

@@ -25,10 +25,10 @@
 //!
 //! | command | does |
 //! |---|---|
-//! | `--list` | lists the subjects (slug, crash state, name) |
+//! | `--list` | lists the subjects (slug, crash states, name) |
 //! | *(no subject)* / `SUBJECT…` | sweeps all subjects, or those named (by slug or name) |
 //! | `--depth N`, `--threads N` | lives crashed in a row (default 2); worker threads |
-//! | `--crash-state STATE,…` | only the subjects registered under these crash states |
+//! | `--crash-state STATE,…` | sweeps these crash states (of the subjects that have them) |
 //! | `--scenario NAME` | reruns one scenario by name and prints its timeline |
 //! | `--format table\|markdown\|json` | how results are printed |
 //! | `--partition K/N`, `merge FILE…` | one shard of the sweep; shards merged into the table |
@@ -37,11 +37,25 @@
 //! | `--max-scenarios N` | refuses at once a sweep estimated above `N` scenarios (default 1,000,000) |
 //!
 //! Subjects of different world types fit in one list: each is kept as a
-//! [`DynSubject`]. A subject registered with [`App::subject_in`] belongs to
-//! a crash state (`process`, `lose`, …): the state is a label for
-//! `--crash-state` and `--list`; what the state does to the world is the
-//! subject's (e.g. a `durable::testing::PowerDir` of that state, booted at
-//! the start of each life and shut down at its end).
+//! [`DynSubject`].
+//!
+//! # Crash states
+//!
+//! A subject that can run in several crash states (its
+//! [`Subject::crash_states`](crate::Subject::crash_states), e.g. `process`
+//! and the power cuts of a `durable::testing::PowerDir` it boots in
+//! [`Subject::boot`](crate::Subject::boot)) is swept in its
+//! [default states](crate::Subject::default_crash_states), or in those
+//! `--crash-state` names ([`Config::crash_states`]): one table row per
+//! state. Its scenarios' names start with their state
+//! (`lose: posting#2 → receiver accepted#1`), and so do the rerun hints, so
+//! `--scenario "lose: …"` reruns a failure from its name alone. `--list`
+//! shows each subject's states. `--crash-state` leaves out the subjects
+//! that have none of the states named.
+//!
+//! A subject registered with [`App::subject_in`] instead carries one state
+//! as a label (for a subject that is built for one state and has no
+//! dimension of its own): `--crash-state` picks it by that label.
 //!
 //! When the [`App`] has a snapshot and runs as registered (every subject, no
 //! `--depth`, `--crash-state` or `--partition`), its table is compared with
@@ -99,6 +113,7 @@ pub use args::{parse_partition, Format, SweepFlags};
 pub use bar::Levels;
 pub use output::{failure_lines, failures_json, merge_files, render, scenario_json, MergeError};
 
+use crate::crash_state::CrashState;
 use crate::dyn_subject::DynSubject;
 use crate::report::Report;
 use crate::runner::Config;
@@ -141,6 +156,10 @@ pub struct Plan<'a> {
     pub snapshot: Option<PathBuf>,
     /// Counters required to be zero on top of the subjects' own.
     pub required: Vec<String>,
+    /// The crash states to sweep, for each subject those of them it has
+    /// ([`DynSubject::crash_states`]); empty, or none that a subject has:
+    /// its [default states](DynSubject::default_crash_states).
+    pub crash_states: Vec<CrashState>,
     /// The depth when `--depth` is not given.
     pub default_depth: u32,
     /// The command that reruns scenario `sc` of subject `i`.
@@ -180,7 +199,7 @@ fn try_execute(
         let sc: Scenario = name
             .parse()
             .map_err(|e| usage(format!("--scenario {name:?}: {e}")))?;
-        return Ok(rerun(plan, &sc, flags.format, out));
+        return rerun(plan, &sc, flags.format, out);
     }
     if flags.bless {
         if plan.snapshot.is_none() {
@@ -209,7 +228,22 @@ fn try_execute(
     let bar = bar::Bar::new(env.progress);
     let mut reports = Vec::new();
     for s in &plan.subjects {
-        bar.start(&s.name(), config.depth);
+        let has = s.crash_states();
+        let config = Config {
+            crash_states: plan
+                .crash_states
+                .iter()
+                .filter(|st| has.contains(st))
+                .cloned()
+                .collect(),
+            ..config.clone()
+        };
+        let states = if config.crash_states.is_empty() {
+            s.default_crash_states().len()
+        } else {
+            config.crash_states.len()
+        };
+        bar.start(&s.name(), config.depth, states);
         let result = s.sweep(&config, &|p| bar.note(p));
         let mut report = match result {
             Ok(r) => r,
@@ -245,7 +279,7 @@ fn try_execute(
     }
     let mut code = EXIT_PASSED;
     if let Some(snap) = &plan.snapshot {
-        let table = crate::table(&reports.iter().map(Report::row).collect::<Vec<_>>());
+        let table = crate::table(&reports.iter().flat_map(Report::rows).collect::<Vec<_>>());
         if flags.bless {
             std::fs::write(snap, &table)
                 .map_err(|e| usage(format!("cannot write {}: {e}", snap.display())))?;
@@ -265,10 +299,33 @@ fn try_execute(
     Ok(code)
 }
 
-fn rerun(plan: &Plan<'_>, sc: &Scenario, format: Format, out: &mut dyn Write) -> u8 {
+/// Rerun `sc` on each subject that has its crash state.
+fn rerun(
+    plan: &Plan<'_>,
+    sc: &Scenario,
+    format: Format,
+    out: &mut dyn Write,
+) -> Result<u8, Refusal> {
+    let subjects: Vec<&dyn DynSubject> = plan
+        .subjects
+        .iter()
+        .copied()
+        .filter(|s| s.crash_states().contains(&sc.state))
+        .collect();
+    if subjects.is_empty() {
+        let names: Vec<String> = plan.subjects.iter().map(|s| s.name()).collect();
+        return Err((
+            EXIT_USAGE,
+            format!(
+                "--scenario \"{sc}\": no subject runs in crash state {} (the subjects are {})",
+                sc.state,
+                names.join(", ")
+            ),
+        ));
+    }
     let mut failed = false;
     let mut docs = Vec::new();
-    for s in &plan.subjects {
+    for s in subjects {
         let r = s.scenario(sc);
         failed |= r.failure.is_some();
         if format == Format::Json {
@@ -285,16 +342,29 @@ fn rerun(plan: &Plan<'_>, sc: &Scenario, format: Format, out: &mut dyn Write) ->
             output::pretty(&serde_json::json!({ "scenarios": docs }))
         );
     }
-    if failed {
-        EXIT_FAILED
-    } else {
-        EXIT_PASSED
-    }
+    Ok(if failed { EXIT_FAILED } else { EXIT_PASSED })
 }
 
 struct Entry {
     subject: Box<dyn DynSubject>,
-    state: String,
+    /// The state given with [`App::subject_in`], a label.
+    label: Option<String>,
+}
+
+impl Entry {
+    /// The states `--list` shows and `--crash-state` picks from: the label,
+    /// or the subject's own states.
+    fn states(&self) -> Vec<String> {
+        match &self.label {
+            Some(l) => vec![l.clone()],
+            None => self
+                .subject
+                .crash_states()
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+        }
+    }
 }
 
 /// A command line over a list of subjects; see the [module docs](self).
@@ -328,17 +398,22 @@ impl App {
         }
     }
 
-    /// Add a subject, under the `process` crash state.
-    pub fn subject(self, subject: impl DynSubject + 'static) -> App {
-        self.subject_in("process", subject)
+    /// Add a subject, swept in its own crash states (see the
+    /// [module docs](self#crash-states)).
+    pub fn subject(mut self, subject: impl DynSubject + 'static) -> App {
+        self.entries.push(Entry {
+            subject: Box::new(subject),
+            label: None,
+        });
+        self
     }
 
-    /// Add a subject under crash state `state` (a label for
-    /// `--crash-state` and `--list`).
+    /// Add a subject built for one crash state, under `state` as a label for
+    /// `--crash-state` and `--list` (it is swept in its own default states).
     pub fn subject_in(mut self, state: &str, subject: impl DynSubject + 'static) -> App {
         self.entries.push(Entry {
             subject: Box::new(subject),
-            state: state.to_owned(),
+            label: Some(state.to_owned()),
         });
         self
     }
@@ -426,31 +501,46 @@ impl App {
             }
             return Ok(if failed > 0 { EXIT_FAILED } else { EXIT_PASSED });
         }
-        let states: Vec<&str> = {
-            let mut v: Vec<&str> = Vec::new();
-            for e in &self.entries {
-                if !v.contains(&e.state.as_str()) {
-                    v.push(&e.state);
-                }
+        let entry_states: Vec<Vec<String>> = self.entries.iter().map(Entry::states).collect();
+        let mut states: Vec<&str> = Vec::new();
+        for s in entry_states.iter().flatten() {
+            if !states.contains(&s.as_str()) {
+                states.push(s);
             }
-            v
-        };
+        }
         if a.list {
-            let _ = writeln!(out, "subjects (slug, crash state, name):");
+            let _ = writeln!(out, "subjects (slug, crash states, name):");
             let width = slugs.iter().map(String::len).max().unwrap_or(0);
-            for (e, s) in self.entries.iter().zip(&slugs) {
-                let _ = writeln!(out, "  {s:width$}  {:10}  {}", e.state, e.subject.name());
+            let shown: Vec<String> = self
+                .entries
+                .iter()
+                .zip(&entry_states)
+                .map(|(e, st)| {
+                    let defaults = e.subject.default_crash_states();
+                    if e.label.is_none() && st.len() > 1 && defaults.len() < st.len() {
+                        let d: Vec<String> = defaults.iter().map(ToString::to_string).collect();
+                        format!("{} (default {})", st.join(","), d.join(","))
+                    } else {
+                        st.join(",")
+                    }
+                })
+                .collect();
+            let sw = shown.iter().map(String::len).max().unwrap_or(0).max(10);
+            for ((e, s), st) in self.entries.iter().zip(&slugs).zip(&shown) {
+                let _ = writeln!(out, "  {s:width$}  {st:sw$}  {}", e.subject.name());
             }
             let _ = writeln!(out, "crash states: {}", states.join(", "));
             return Ok(EXIT_PASSED);
         }
+        let mut asked: Vec<CrashState> = Vec::new();
         for s in &a.crash_state {
             if !states.contains(&s.as_str()) {
                 return Err(format!(
-                    "--crash-state {s}: no subject is registered under it (the states are {})",
+                    "--crash-state {s}: no subject has it (the states are {})",
                     states.join(", ")
                 ));
             }
+            asked.push(CrashState::new(s.clone()).map_err(|e| format!("--crash-state: {e}"))?);
         }
         let mut chosen: Vec<usize> = Vec::new();
         for name in &a.subjects {
@@ -469,7 +559,7 @@ impl App {
             chosen = (0..self.entries.len()).collect();
         }
         chosen.retain(|&i| {
-            a.crash_state.is_empty() || a.crash_state.contains(&self.entries[i].state)
+            a.crash_state.is_empty() || entry_states[i].iter().any(|s| a.crash_state.contains(s))
         });
         if chosen.is_empty() {
             return Err(
@@ -490,6 +580,7 @@ impl App {
             subjects: chosen.iter().map(|&i| &*self.entries[i].subject).collect(),
             snapshot: self.snapshot.clone().filter(|_| as_registered),
             required: Vec::new(),
+            crash_states: asked,
             default_depth: 2,
             rerun: &rerun,
         };
@@ -507,7 +598,7 @@ pub fn main(command: &str, subjects: Vec<Box<dyn DynSubject>>) -> ExitCode {
     for s in subjects {
         app.entries.push(Entry {
             subject: s,
-            state: "process".into(),
+            label: None,
         });
     }
     app.main()

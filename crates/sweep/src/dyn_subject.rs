@@ -1,6 +1,7 @@
 //! An object-safe view of any [`Subject`], for a program that keeps
 //! subjects of different world types in one list.
 
+use crate::crash_state::CrashState;
 use crate::error::Error;
 use crate::report::{Report, ScenarioResult};
 use crate::runner::{run_one, run_with, Config, Progress};
@@ -17,6 +18,15 @@ pub trait DynSubject: Sync {
         -> Result<Report, Error>;
     /// [`run_one`] on this subject.
     fn scenario(&self, scenario: &Scenario) -> ScenarioResult;
+    /// [`Subject::crash_states`]: the states this subject can be swept in.
+    fn crash_states(&self) -> Vec<CrashState> {
+        vec![CrashState::PROCESS]
+    }
+    /// [`Subject::default_crash_states`]: the states a sweep that names
+    /// none runs.
+    fn default_crash_states(&self) -> Vec<CrashState> {
+        self.crash_states().into_iter().take(1).collect()
+    }
 }
 
 impl<S: Subject> DynSubject for S {
@@ -32,5 +42,11 @@ impl<S: Subject> DynSubject for S {
     }
     fn scenario(&self, scenario: &Scenario) -> ScenarioResult {
         run_one(self, scenario)
+    }
+    fn crash_states(&self) -> Vec<CrashState> {
+        Subject::crash_states(self)
+    }
+    fn default_crash_states(&self) -> Vec<CrashState> {
+        Subject::default_crash_states(self)
     }
 }

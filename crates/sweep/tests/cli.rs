@@ -224,7 +224,7 @@ fn json_sweeps_follow_the_documented_schema() {
     assert_eq!(row, ["variant", "once", "created"]);
     let f = &v["failures"][0];
     let keys: Vec<&str> = f.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["subject", "scenario", "reason", "rerun"]);
+    assert_eq!(keys, ["subject", "scenario", "reason", "flaky", "rerun"]);
     assert_eq!(f["scenario"], "debited#1");
 }
 
@@ -340,4 +340,164 @@ fn the_progress_bar_counts_one_level_whose_total_is_final() {
         report.scenarios.len(),
         report.row().depth_counts.iter().sum::<u64>() as usize
     );
+}
+
+/// Sends one message to a receiver that outlives every crash, then marks
+/// it sent. The mark is never synced: in the `forget` crash state a crash
+/// loses it, and the restart sends again (a duplicate). A process crash
+/// keeps it.
+struct Marker;
+
+#[derive(Default)]
+struct Mailbox {
+    sent: u64,
+    marked: bool,
+    /// The mark as the disk holds it (never synced: always `false`).
+    synced: bool,
+    running: bool,
+}
+
+const FORGET: sweep::CrashState = sweep::CrashState::named("forget");
+
+impl Subject for Marker {
+    type World = Mailbox;
+    fn name(&self) -> String {
+        "marker".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("dups").required()]
+    }
+    fn world(&self) -> Mailbox {
+        Mailbox::default()
+    }
+    fn crash_states(&self) -> Vec<sweep::CrashState> {
+        vec![sweep::CrashState::PROCESS, FORGET]
+    }
+    fn boot(&self, w: &mut Mailbox, ctx: &sweep::LifeContext) -> Result<(), LifeError> {
+        if w.running && *ctx.state() == FORGET {
+            w.marked = w.synced;
+        }
+        w.running = true;
+        Ok(())
+    }
+    fn shutdown(&self, w: &mut Mailbox, _: &sweep::LifeContext) {
+        w.running = false;
+    }
+    fn life(&self, w: &mut Mailbox) -> Result<(), LifeError> {
+        if !w.marked {
+            crashpoint::point!("sending");
+            w.sent += 1;
+            w.marked = true;
+            crashpoint::point!("marked");
+        }
+        Ok(())
+    }
+    fn judge(&self, w: &Mailbox) -> Verdict {
+        Verdict::new().count("dups", w.sent.saturating_sub(1))
+    }
+}
+
+fn states_app() -> App {
+    App::new("mysweep").subject(Marker).subject(Counter2)
+}
+
+#[test]
+fn crash_state_drives_the_dimension_of_a_subject_with_several_states() {
+    let env = Env::default();
+    let (code, out, _) = run_env(&states_app(), &["--list"], &env);
+    assert_eq!(code, EXIT_PASSED);
+    assert!(out.contains("process,forget (default process)"), "{out}");
+    assert!(out.contains("crash states: process, forget"), "{out}");
+
+    // No --crash-state: the default state alone, which passes.
+    let (code, out, err) = run_env(&states_app(), &["marker"], &env);
+    assert_eq!(code, EXIT_PASSED, "{err}");
+    assert!(
+        out.contains("| marker ") && !out.contains("forget"),
+        "{out}"
+    );
+
+    // --crash-state forget sweeps that state (Config::crash_states), whose
+    // scenario names and rerun hints carry it; `tally` has no such state
+    // and is left out.
+    let (code, out, err) = run_env(&states_app(), &["--crash-state", "forget"], &env);
+    assert_eq!(code, EXIT_FAILED, "{err}");
+    assert!(
+        out.contains("marker | forget") && !out.contains("tally"),
+        "{out}"
+    );
+    assert!(
+        err.contains("FAILED marker / forget: marked#1: dups = 1"),
+        "{err}"
+    );
+    assert!(
+        err.contains("rerun: mysweep marker --scenario \"forget: marked#1\""),
+        "{err}"
+    );
+
+    // Both states: one row each.
+    let (code, out, _) = run_env(
+        &states_app(),
+        &["marker", "--crash-state", "process,forget"],
+        &env,
+    );
+    assert_eq!(code, EXIT_FAILED);
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("| marker")).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert!(
+        rows[0].starts_with("| marker ") && rows[1].starts_with("| marker | forget"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_scenario_name_with_its_state_reruns_from_the_name_alone() {
+    let env = Env::default();
+    let (code, out, _) = run_env(&states_app(), &["--scenario", "forget: marked#1"], &env);
+    assert_eq!(code, EXIT_FAILED, "{out}");
+    assert!(
+        out.contains("subject: marker")
+            && out.contains("scenario: forget: marked#1")
+            && out.contains("marked#1  ← crash")
+            && !out.contains("subject: tally"),
+        "{out}"
+    );
+    // The same crash in the process state keeps the mark.
+    let (code, out, _) = run_env(&states_app(), &["marker", "--scenario", "marked#1"], &env);
+    assert_eq!(code, EXIT_PASSED, "{out}");
+    // No subject runs in a state nobody has.
+    let (code, _, err) = run_env(
+        &states_app(),
+        &["tally", "--scenario", "forget: counted#1"],
+        &env,
+    );
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("no subject runs in crash state forget"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_progress_bar_starts_afresh_for_each_crash_state() {
+    let events = std::sync::Mutex::new(Levels::default());
+    let max_total = std::sync::Mutex::new(0);
+    let config = sweep::Config {
+        crash_states: vec![sweep::CrashState::PROCESS, FORGET],
+        depth: 1,
+        ..sweep::Config::default()
+    };
+    sweep::run_with(&Marker, &config, &|p| {
+        let mut l = events.lock().unwrap();
+        l.note(p);
+        if let Some((_, _, total)) = l.current() {
+            let mut m = max_total.lock().unwrap();
+            *m = (*m).max(total);
+        }
+    })
+    .unwrap();
+    let l = events.lock().unwrap();
+    assert_eq!(l.state(), 2, "the second state started afresh");
+    // Each state's level 1 is the clean run's 2 hits, never 4.
+    assert_eq!(*max_total.lock().unwrap(), 2);
 }

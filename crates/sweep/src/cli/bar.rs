@@ -13,11 +13,23 @@ use crate::runner::Progress;
 pub struct Levels {
     planned: Vec<u64>,
     finished: Vec<u64>,
+    /// How many crash states have started before the current one.
+    state: usize,
 }
 
 impl Levels {
-    /// Count one progress event.
+    /// Count one progress event. A sweep of several crash states runs them
+    /// one after the other: level 1 planned again once everything planned
+    /// has finished starts the counts afresh (the next state).
     pub fn note(&mut self, p: Progress) {
+        if matches!(p, Progress::Planned { depth: 1, .. })
+            && !self.planned.is_empty()
+            && self.current().is_none()
+        {
+            self.planned.clear();
+            self.finished.clear();
+            self.state += 1;
+        }
         let (depth, planned, finished) = match p {
             Progress::Planned { depth, count } => (depth, count, 0),
             Progress::Finished { depth } => (depth, 0, 1),
@@ -42,13 +54,19 @@ impl Levels {
             .find(|(_, (p, f))| f < p)
             .map(|(i, (p, f))| (i + 1, *f, *p))
     }
+
+    /// Which crash state of the sweep is running (1-based, in the order the
+    /// sweep runs them).
+    pub fn state(&self) -> usize {
+        self.state + 1
+    }
 }
 
 /// A bar on standard error, drawn only when it is a terminal.
 pub(crate) struct Bar {
     bar: ProgressBar,
     levels: Mutex<Levels>,
-    subject: Mutex<(String, u32)>,
+    subject: Mutex<(String, u32, usize)>,
 }
 
 impl Bar {
@@ -68,34 +86,40 @@ impl Bar {
         Bar {
             bar,
             levels: Mutex::new(Levels::default()),
-            subject: Mutex::new((String::new(), 0)),
+            subject: Mutex::new((String::new(), 0, 1)),
         }
     }
 
-    pub(crate) fn start(&self, subject: &str, depth: u32) {
+    pub(crate) fn start(&self, subject: &str, depth: u32, states: usize) {
         *self.lock_levels() = Levels::default();
-        *self.subject.lock().unwrap_or_else(|e| e.into_inner()) = (subject.to_owned(), depth);
+        *self.subject.lock().unwrap_or_else(|e| e.into_inner()) =
+            (subject.to_owned(), depth, states);
         self.bar.set_length(0);
         self.bar.set_position(0);
         self.bar.set_message(subject.to_owned());
     }
 
     pub(crate) fn note(&self, p: Progress) {
-        let current = {
+        let (current, state) = {
             let mut levels = self.lock_levels();
             levels.note(p);
-            levels.current()
+            (levels.current(), levels.state())
         };
         if let Some((level, done, total)) = current {
-            let (name, depth) = self
+            let (name, depth, states) = self
                 .subject
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone();
             self.bar.set_length(total);
             self.bar.set_position(done);
+            let state = if states > 1 {
+                format!(", crash state {state} of {states}")
+            } else {
+                String::new()
+            };
             self.bar
-                .set_message(format!("{name}, level {level} of {depth}"));
+                .set_message(format!("{name}{state}, level {level} of {depth}"));
         }
     }
 

@@ -12,7 +12,7 @@ use crate::scenario::Scenario;
 /// The rows of `reports` as `format` says. With `partial` and JSON, the
 /// full reports are included too (what `merge` reads back).
 pub fn render(reports: &[Report], format: Format, partial: bool) -> String {
-    let rows: Vec<_> = reports.iter().map(Report::row).collect();
+    let rows: Vec<_> = reports.iter().flat_map(Report::rows).collect();
     match format {
         Format::Table => crate::table(&rows),
         Format::Markdown => crate::markdown(&rows),
@@ -76,35 +76,62 @@ pub fn failure_lines(
             .unwrap_or_default()
     };
     for (i, r) in reports.iter().enumerate() {
-        for (label, list) in [
-            ("FAILED", r.failures().collect::<Vec<_>>()),
-            ("FLAKY", r.flaky().collect::<Vec<_>>()),
-        ] {
-            if label == "FAILED" {
-                total += list.len();
-            } else {
-                flaky_total += list.len();
-            }
-            for f in list.iter().take(SHOWN) {
-                lines.push(format!(
-                    "{label} {} / {}: {}\n    rerun: {}",
-                    r.subject,
-                    f.scenario,
-                    reason(f),
-                    rerun(i, &f.scenario)
-                ));
-            }
-            if list.len() > SHOWN {
-                lines.push(format!(
-                    "    … and {} more {} scenarios of {}",
-                    list.len() - SHOWN,
-                    if label == "FAILED" {
-                        "failing"
-                    } else {
-                        "flaky"
-                    },
-                    r.subject
-                ));
+        // A report of several crash states shows up to SHOWN of each state.
+        let groups: Vec<(String, Option<&crate::CrashState>)> = if r.states.len() > 1 {
+            r.states
+                .iter()
+                .map(|st| (st.title.clone(), Some(&st.state)))
+                .collect()
+        } else {
+            vec![(r.subject.clone(), None)]
+        };
+        // The clean run (no crash) goes with the first state.
+        let of = |s: &ScenarioResult, state: Option<&crate::CrashState>, first: bool| {
+            state.map_or(true, |st| {
+                s.scenario.state == *st || (first && s.scenario.hits.is_empty())
+            })
+        };
+        for (g, (title, state)) in groups.iter().enumerate() {
+            for (label, list) in [
+                (
+                    "FAILED",
+                    r.failures()
+                        .filter(|s| of(s, *state, g == 0))
+                        .collect::<Vec<_>>(),
+                ),
+                (
+                    "FLAKY",
+                    r.flaky()
+                        .filter(|s| of(s, *state, g == 0))
+                        .collect::<Vec<_>>(),
+                ),
+            ] {
+                if label == "FAILED" {
+                    total += list.len();
+                } else {
+                    flaky_total += list.len();
+                }
+                for f in list.iter().take(SHOWN) {
+                    lines.push(format!(
+                        "{label} {} / {}: {}\n    rerun: {}",
+                        r.subject,
+                        f.scenario,
+                        reason(f),
+                        rerun(i, &f.scenario)
+                    ));
+                }
+                if list.len() > SHOWN {
+                    lines.push(format!(
+                        "    … and {} more {} scenarios of {}",
+                        list.len() - SHOWN,
+                        if label == "FAILED" {
+                            "failing"
+                        } else {
+                            "flaky"
+                        },
+                        title
+                    ));
+                }
             }
         }
         if !r.unscoped.is_empty() {
