@@ -39,6 +39,11 @@
 //! assert_eq!(life.hits, clean.hits[..2]);
 //! ```
 //!
+//! Crash points need unwinding: an injected crash is a panic that the scope
+//! catches. In a build with `panic = "abort"` (common in release profiles)
+//! the first injected crash kills the whole process; `sweep` refuses such a
+//! build at the start of a sweep, with the profile fix.
+//!
 //! Injected crashes print nothing: a panic hook, installed once, silences the
 //! [`Crash`] payload and passes every other panic to the hook that was there
 //! before. A real panic inside a scope comes back as [`Outcome::Panicked`],

@@ -9,6 +9,12 @@
 //! (or, with the `tokio` feature, spawn it with `spawn_task`) so that each
 //! poll enters the scope of the life that created it.
 //!
+//! A task spawned with plain `tokio::spawn` on a multi-thread runtime is not
+//! followed: its points cannot be crashed. While a sweep runs, such passes
+//! are not silent: [`watch_unscoped`](crate::watch_unscoped) counts every
+//! point passed outside any scope, and `sweep` reports them by name
+//! (`Report::unscoped`, and a warning from its command line pointing here).
+//!
 //! ```
 //! use std::future::Future;
 //! use std::pin::pin;

@@ -1,7 +1,8 @@
 //! Points in async programs on tokio: a current-thread runtime needs
 //! nothing; on a multi-thread runtime a spawned task's points are lost
 //! unless the task is wrapped in `crashpoint::scoped` (or spawned with
-//! `spawn_task`, feature `tokio`).
+//! `spawn_task`, feature `tokio`). During a sweep those lost points are
+//! reported as unscoped hits (sweep's `tests/async_tasks.rs`).
 
 use crashpoint::Hit;
 
