@@ -9,12 +9,10 @@
 //! and each life boots the directories and shuts them down when it ends
 //! without a crash, so a boot after a crash cuts the power first.
 
-use std::io;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
-use durable::testing::{CrashState, MutantDir, Mutation, PowerDir};
-use durable::{Dir, LockGuard};
+use durable::testing::{CrashState, MutantDir, Mutation, PowerDir, SaveWatch};
+use durable::Dir;
 
 /// A power-loss world: who writes the checkpoint, and what each crash keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -72,27 +70,6 @@ impl Writer {
     }
 }
 
-/// What the watch has seen of the checkpoint's saves. The world keeps it:
-/// it is the observer's memory, not the program's.
-#[derive(Debug, Default)]
-pub(crate) struct Saves {
-    /// The bytes of the save under way (its temp file was written), until
-    /// the save returns or the next life opens the checkpoint.
-    under_way: Option<Vec<u8>>,
-    /// The save under way has been renamed over the checkpoint; its
-    /// directory fsync is the last step before the save returns.
-    renamed: bool,
-    /// The bytes of the last save that returned (or that a life opened).
-    returned: Option<Vec<u8>>,
-    /// A life booted and has not read its checkpoint yet.
-    opening: bool,
-    /// Lives that opened something other than the last save that returned
-    /// or the one under way.
-    pub(crate) lost: u64,
-    /// What each lost save was, in words.
-    pub(crate) notes: Vec<String>,
-}
-
 /// The agent state inside a checkpoint file's bytes, if they parse.
 fn saved_state(bytes: &[u8]) -> Option<agent::State> {
     #[derive(serde::Deserialize)]
@@ -102,138 +79,30 @@ fn saved_state(bytes: &[u8]) -> Option<agent::State> {
     serde_json::from_slice::<File>(bytes).ok().map(|f| f.state)
 }
 
-impl Saves {
-    /// A life starts: its first read of the checkpoint is what it resumes
-    /// from.
-    pub(crate) fn boot(&mut self) {
-        self.opening = true;
-    }
-
-    /// The first read of a life found `found`. It must hold the last save
-    /// that returned, or the one under way when the previous life died: a
-    /// returned save is the loop's promise that it may act on it. A file
-    /// that does not parse is not counted here (the life stops on it, and
-    /// `stopped` counts that).
-    fn opened(&mut self, found: Option<&[u8]>) {
-        self.opening = false;
-        let same = |b: &Option<Vec<u8>>| b.is_some() && b.as_deref() == found;
-        let parses = found.map_or(true, |b| saved_state(b).is_some());
-        if self.returned.is_some() && !same(&self.returned) && !same(&self.under_way) && parses {
-            self.lost += 1;
-            let what = |b: Option<&[u8]>| {
-                b.and_then(saved_state).map_or_else(
-                    || "no checkpoint".to_owned(),
-                    |st| {
-                        format!(
-                            "phase {}, turns {}, {} message(s), {} marker(s) and {} \
-                                 result(s) for the last reply's {} call(s)",
-                            st.phase,
-                            st.turns,
-                            st.messages.len(),
-                            st.attempts.len(),
-                            st.results.len(),
-                            st.calls.len()
-                        )
-                    },
-                )
-            };
-            self.notes.push(format!(
-                "a restart resumed from {} although a save of {} had returned",
-                what(found),
-                what(self.returned.as_deref())
-            ));
-        }
-        self.returned = found.map(<[u8]>::to_vec);
-        self.under_way = None;
-        self.renamed = false;
-    }
-}
-
-/// The checkpoint directory as the agent sees it, watched: every call goes
-/// to `inner` (the power-loss directory, or a mutant over it), and the
-/// checkpoint's saves and first read per life are recorded in [`Saves`].
-/// It sits outside any mutation, so it sees the writer's calls as the
-/// writer makes them.
-pub(crate) struct Watch {
-    pub(crate) inner: Arc<dyn Dir>,
-    pub(crate) saves: Arc<Mutex<Saves>>,
-    /// `<run>.json`.
-    pub(crate) file: String,
-}
-
-impl Watch {
-    fn saves(&self) -> MutexGuard<'_, Saves> {
-        self.saves.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn is_temp(&self, name: &str) -> bool {
-        name.strip_prefix('.')
-            .and_then(|n| n.strip_prefix(self.file.as_str()))
-            .is_some_and(|rest| rest.starts_with('-') && rest.ends_with(".tmp"))
-    }
-}
-
-impl std::fmt::Debug for Watch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Watch").field("file", &self.file).finish()
-    }
-}
-
-impl Dir for Watch {
-    fn create_temp(&self, prefix: &str) -> io::Result<String> {
-        self.inner.create_temp(prefix)
-    }
-    fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
-        self.inner.write(name, data)?;
-        if self.is_temp(name) {
-            let mut s = self.saves();
-            s.under_way = Some(data.to_vec());
-            s.renamed = false;
-        }
-        Ok(())
-    }
-    fn sync(&self, name: &str) -> io::Result<()> {
-        self.inner.sync(name)
-    }
-    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        self.inner.rename(from, to)?;
-        if to == self.file && self.is_temp(from) {
-            self.saves().renamed = true;
-        }
-        Ok(())
-    }
-    fn sync_dir(&self) -> io::Result<()> {
-        self.inner.sync_dir()?;
-        let mut s = self.saves();
-        if s.renamed {
-            // The writer's last step: the save returns next.
-            s.returned = s.under_way.take();
-            s.renamed = false;
-        }
-        Ok(())
-    }
-    fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
-        let found = self.inner.read(name)?;
-        if name == self.file {
-            let mut s = self.saves();
-            if s.opening {
-                s.opened(found.as_deref());
-            }
-        }
-        Ok(found)
-    }
-    fn remove(&self, name: &str) -> io::Result<()> {
-        self.inner.remove(name)
-    }
-    fn list(&self) -> io::Result<Vec<String>> {
-        self.inner.list()
-    }
-    fn lock(&self, name: &str) -> io::Result<LockGuard> {
-        self.inner.lock(name)
-    }
-    fn path_of(&self, name: &str) -> PathBuf {
-        self.inner.path_of(name)
-    }
+/// The checkpoint directory as the agent sees it, watched for lost saves
+/// ([`SaveWatch`], outermost, over the power-loss directory or a mutant of
+/// it): each lost save is noted with the agent state it held. A file that
+/// does not parse is not counted (the life stops on it, and `stopped`
+/// counts that).
+pub(crate) fn watch(inner: Arc<dyn Dir>, run: Option<&durable::RunId>) -> SaveWatch {
+    let watch = match run {
+        Some(run) => SaveWatch::checkpoint(inner, run),
+        None => SaveWatch::new(inner, format!("{}.json", crate::RUN)),
+    };
+    watch.describe_with(|bytes| {
+        saved_state(bytes).map(|st| {
+            format!(
+                "phase {}, turns {}, {} message(s), {} marker(s) and {} \
+                     result(s) for the last reply's {} call(s)",
+                st.phase,
+                st.turns,
+                st.messages.len(),
+                st.attempts.len(),
+                st.results.len(),
+                st.calls.len()
+            )
+        })
+    })
 }
 
 #[cfg(test)]
@@ -246,14 +115,10 @@ mod tests {
         points: false,
     };
 
-    fn watched(writer: Writer, state: CrashState) -> (PowerDir, Watch) {
+    fn watched(writer: Writer, state: CrashState) -> (PowerDir, SaveWatch) {
         let dir = PowerDir::new(state);
-        let watch = Watch {
-            inner: writer.wrap(dir.clone()),
-            saves: Arc::default(),
-            file: "r.json".to_owned(),
-        };
-        (dir, watch)
+        let run = durable::RunId::parse("r").unwrap();
+        (dir.clone(), watch(writer.wrap(dir), Some(&run)))
     }
 
     fn state(turns: u32) -> Vec<u8> {
@@ -273,9 +138,9 @@ mod tests {
             write_atomic(&w, "r.json", &state(1), SYNCED).unwrap();
             write_atomic(&w, "r.json", &state(2), SYNCED).unwrap();
             assert!(dir.boot(), "no shutdown: a power cut");
-            w.saves().boot();
+            w.boot();
             assert_eq!(w.read("r.json").unwrap(), Some(state(2)), "{s:?}");
-            assert_eq!(w.saves().lost, 0, "{s:?}");
+            assert_eq!(w.lost(), 0, "{s:?}");
         }
     }
 
@@ -285,14 +150,13 @@ mod tests {
         dir.boot();
         write_atomic(&w, "r.json", &state(1), SYNCED).unwrap();
         dir.power_cut();
-        w.saves().boot();
+        w.boot();
         assert_eq!(w.read("r.json").unwrap(), None);
-        let saves = w.saves();
-        assert_eq!(saves.lost, 1);
+        assert_eq!(w.lost(), 1);
+        let notes = w.notes();
         assert!(
-            saves.notes[0].contains("no checkpoint"),
-            "{:?}",
-            saves.notes
+            notes[0].starts_with("a restart resumed from no checkpoint although a save of phase"),
+            "{notes:?}"
         );
     }
 
@@ -305,10 +169,10 @@ mod tests {
         let t = w.create_temp(".r.json-").unwrap();
         w.write(&t, &state(2)).unwrap();
         w.rename(&t, "r.json").unwrap();
-        w.saves().boot();
+        w.boot();
         assert_eq!(w.read("r.json").unwrap(), Some(state(2)));
         dir.write("r.json", &state(7)).unwrap();
         assert_eq!(w.read("r.json").unwrap(), Some(state(7)));
-        assert_eq!(w.saves().lost, 0);
+        assert_eq!(w.lost(), 0);
     }
 }

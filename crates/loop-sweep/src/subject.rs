@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agent::testing::{ManualClock, ScriptedApprover};
 use agent::{Agent, Decision, Gated, Model, ScriptedModel, Tools, Transcript};
@@ -20,10 +20,8 @@ use triage_tools::{Backend, CodePatch, IssueComment, IssueFile, Search};
 use crate::error::SubjectError;
 use crate::expected::Expected;
 use crate::person::{person_answer, Counted, Witnessed};
-use crate::power::{Saves, Watch};
 use crate::variant::{LoopVariant, Situation};
 use crate::world::{run_id, saved_yes, HttpWorld, LoopWorld, PowerWorld};
-use crate::RUN;
 
 /// Makes the model of one life: the seam a sweep uses to put a real client
 /// (over HTTP, say) where the scripted model would be.
@@ -254,22 +252,15 @@ impl Subject for LoopSubject {
             return world(cp.clone(), cp, Arc::new(MemDir::new()), None);
         };
         let (cp, ws) = (PowerDir::new(p.state), PowerDir::new(p.state));
-        let saves = Arc::new(Mutex::new(Saves::default()));
-        let file =
-            run_id().map_or_else(|_| format!("{RUN}.json"), |run| Checkpoint::file_name(&run));
-        let watch = Watch {
-            inner: p.writer.wrap(cp.clone()),
-            saves: Arc::clone(&saves),
-            file,
-        };
+        let watch = crate::power::watch(p.writer.wrap(cp.clone()), run_id().ok().as_ref());
         world(
-            Arc::new(watch),
+            Arc::new(watch.clone()),
             Arc::new(cp.clone()),
             Arc::new(ws.clone()),
             Some(PowerWorld {
                 checkpoints: cp,
                 workspace: ws,
-                saves,
+                watch,
             }),
         )
     }

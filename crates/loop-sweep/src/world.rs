@@ -10,7 +10,6 @@ use durable::testing::{CrashState, PowerDir};
 use durable::{Dir, RunId};
 use tracker::Tracker;
 
-use crate::power::Saves;
 use crate::RUN;
 
 /// Tallies the world keeps across lives (a person's and an observer's
@@ -79,7 +78,9 @@ pub(crate) struct HttpWorld {
 pub(crate) struct PowerWorld {
     pub(crate) checkpoints: PowerDir,
     pub(crate) workspace: PowerDir,
-    pub(crate) saves: Arc<Mutex<Saves>>,
+    /// The watch on the checkpoint's saves (a clone of the directory the
+    /// agent writes through).
+    pub(crate) watch: durable::testing::SaveWatch,
 }
 
 impl LoopWorld {
@@ -96,7 +97,7 @@ impl LoopWorld {
             let cut = p.checkpoints.boot_in(state);
             let ws_cut = p.workspace.boot_in(state);
             debug_assert_eq!(cut, ws_cut, "the directories agree on crashes");
-            p.saves.lock().unwrap_or_else(|e| e.into_inner()).boot();
+            p.watch.boot();
         }
     }
 
@@ -116,10 +117,9 @@ impl LoopWorld {
     }
 
     pub(crate) fn lost_saves(&self) -> (u64, Vec<String>) {
-        self.power.as_ref().map_or((0, Vec::new()), |p| {
-            let s = p.saves.lock().unwrap_or_else(|e| e.into_inner());
-            (s.lost, s.notes.clone())
-        })
+        self.power
+            .as_ref()
+            .map_or((0, Vec::new()), |p| (p.watch.lost(), p.watch.notes()))
     }
 }
 

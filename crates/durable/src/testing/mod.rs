@@ -8,6 +8,9 @@
 //!   goes, what was not synced, in one of a bounded list of ways.
 //! * [`MutantDir`] and [`Mutation`]: deliberately broken writers, to prove a
 //!   power-loss sweep catches them ([`MID_OVERWRITE`] is the point of one).
+//! * [`SaveWatch`]: a wrapper over any of these that counts lost saves (a
+//!   save that returned, not found by the restart after a crash), for a
+//!   sweep's judge.
 //! * [`FaultDir`] and [`Op`]: any `Dir` whose operations fail on demand
 //!   with a chosen error, to prove that every error but "not found" stops a
 //!   run (a test as root cannot make a file unreadable with its mode bits).
@@ -22,9 +25,11 @@ mod lock_table;
 mod mem;
 mod mutant;
 mod power;
+mod save_watch;
 
 pub use crash_state::CrashState;
 pub use fault::{FaultDir, Op};
 pub use mem::MemDir;
 pub use mutant::{MutantDir, Mutation, MID_OVERWRITE};
 pub use power::PowerDir;
+pub use save_watch::SaveWatch;
