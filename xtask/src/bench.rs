@@ -18,6 +18,10 @@ pub struct BenchArgs {
     /// Skip the checkpoint writer's benchmark (`cargo bench -p durable`).
     #[arg(long)]
     no_durable: bool,
+    /// Only the cost of the safety nets: the five-design sweep with the
+    /// nets on (the default `Config`) and off, in one run.
+    #[arg(long)]
+    nets: bool,
 }
 
 /// `cargo xtask` builds in the dev profile, shared with `cargo test`;
@@ -33,6 +37,9 @@ fn in_release(args: &BenchArgs) -> Result<(), String> {
     }
     if args.no_durable {
         cmd.arg("--no-durable");
+    }
+    if args.nets {
+        cmd.arg("--nets");
     }
     let status = cmd
         .status()
@@ -64,6 +71,9 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         return in_release(args);
     }
     let samples = if args.quick { 5 } else { 11 };
+    if args.nets {
+        return nets(samples);
+    }
 
     println!("== crash points ({samples} samples, median)");
     let n = 20_000_000;
@@ -155,5 +165,60 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             return Err(format!("cargo bench -p durable failed: {status}"));
         }
     }
+    Ok(())
+}
+
+/// The cost of the safety nets on the five-design sweep (memory storage,
+/// default threads): the default [`Config`] (the clean run twice and
+/// compared, every failing scenario rerun, a watchdog per scenario) against
+/// the same sweep with those three off (`clean_runs: 1`, `rerun_failures:
+/// false`, `scenario_timeout: None`). The two alternate, so a busy machine
+/// slows both alike; the ratio is of the medians. The nets that cost
+/// nothing measurable (the scenario estimate, counter checks, the unscoped
+/// tally) stay on in both.
+fn nets(samples: usize) -> Result<(), String> {
+    let designs = crate::registry::five_designs(Storage::Memory)?;
+    let on = Config::default();
+    let off = Config {
+        clean_runs: 1,
+        rerun_failures: false,
+        scenario_timeout: None,
+        ..Config::default()
+    };
+    println!("== the safety nets on the five-design sweep, median of {samples} runs each");
+    let sweep_all = |config: &Config| -> Result<(Duration, usize), String> {
+        let t = Instant::now();
+        let mut scenarios = 0;
+        for d in &designs {
+            let r = d.sweep(config, &|_| {}).map_err(|e| e.to_string())?;
+            scenarios += r.scenarios.len();
+        }
+        Ok((t.elapsed(), black_box(scenarios)))
+    };
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    let mut counts = (0, 0);
+    for _ in 0..samples {
+        let (t, n) = sweep_all(&on)?;
+        with.push(t);
+        counts.0 = n;
+        let (t, n) = sweep_all(&off)?;
+        without.push(t);
+        counts.1 = n;
+    }
+    let (with, without) = (median(with), median(without));
+    println!(
+        "nets on  (default Config)        {:>8.3} s  ({} scenarios)",
+        with.as_secs_f64(),
+        counts.0
+    );
+    println!(
+        "nets off (1 clean run, no reruns, no time limit) {:>8.3} s  ({} scenarios)",
+        without.as_secs_f64(),
+        counts.1
+    );
+    println!(
+        "ratio on/off                     {:>8.2}x",
+        with.as_secs_f64() / without.as_secs_f64()
+    );
     Ok(())
 }
