@@ -30,6 +30,21 @@
 //! stable hash of scenario names; [`Report::merge`] puts the shards back
 //! together into exactly the unpartitioned report.
 //!
+//! Crash points need unwinding: an injected crash is a panic the runner
+//! catches. A program built with `panic = "abort"` (common in release
+//! profiles) is refused at the start of a sweep with [`Error::PanicAbort`],
+//! whose message says how to fix the profile.
+//!
+//! Before trusting a table, a sweep checks itself (each net on by default,
+//! see [`Config`] and [`Error`]): the clean run runs twice and must pass
+//! the same hits; a judge's misspelt or never-set counter is refused; every
+//! failing scenario runs again, and one whose result changes is *flaky*; a
+//! scenario past [`Config::scenario_timeout`] fails as hung; a sweep
+//! estimated above [`Config::max_scenarios`] is refused at once; points
+//! passed on threads without a scope are reported ([`Report::unscoped`]).
+//! [`Config::crash_states`] sweeps each crash state a subject lists
+//! ([`Subject::crash_states`]), one table row per state ([`Report::rows`]).
+//!
 //! A complete example outside this project's domain is the workspace's
 //! `crates/bank`: a bank-transfer job with idempotency keys, checkpointed with
 //! `durable`, judged on money created or lost, plus a variant with an
