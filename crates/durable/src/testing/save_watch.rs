@@ -35,12 +35,12 @@ type Describe = dyn Fn(&[u8]) -> Option<String> + Send + Sync;
 /// ```
 /// use std::sync::Arc;
 /// use durable::testing::{CrashState, MutantDir, Mutation, PowerDir, SaveWatch};
-/// use durable::{write_atomic, WriteOptions};
+/// use durable::{write_atomic, Dir, WriteOptions};
 ///
 /// let synced = WriteOptions { sync: true, points: false };
 /// for (mutation, lost) in [(None, 0), (Some(Mutation::NoDirSync), 1)] {
 ///     let disk = PowerDir::new(CrashState::LoseUnsynced);
-///     let writer: Arc<dyn durable::Dir> = match mutation {
+///     let writer: Arc<dyn Dir> = match mutation {
 ///         Some(m) => Arc::new(MutantDir::new(disk.clone(), m)),
 ///         None => Arc::new(disk.clone()),
 ///     };
