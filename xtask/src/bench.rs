@@ -207,12 +207,12 @@ fn nets(samples: usize) -> Result<(), String> {
     }
     let (with, without) = (median(with), median(without));
     println!(
-        "nets on  (default Config)        {:>8.3} s  ({} scenarios)",
+        "nets on (default Config)         {:>8.3} s  ({} scenarios)",
         with.as_secs_f64(),
         counts.0
     );
     println!(
-        "nets off (1 clean run, no reruns, no time limit) {:>8.3} s  ({} scenarios)",
+        "nets off                         {:>8.3} s  ({} scenarios; 1 clean run, no reruns, no time limit)",
         without.as_secs_f64(),
         counts.1
     );
