@@ -34,11 +34,15 @@ fn keys_of(tracker: &Tracker, keep_for: Option<u64>) -> Keys {
     }
 }
 
-/// A tracker failure: `Dropped` may have acted (unknown outcome, up the
-/// ladder); every other error recorded nothing.
+/// A tracker failure: `Dropped` (the connection dropped after the tracker
+/// acted) and `Unknown` (its save of the accepted request failed: a full
+/// disk, a failed fsync) may have acted — an unknown outcome, up the
+/// ladder; every other error recorded nothing.
 fn tracker_error(tool: &str, e: TrackerError) -> ToolError {
     match e {
-        TrackerError::Dropped => ToolError::Unknown(format!("{tool}: {e}")),
+        TrackerError::Dropped | TrackerError::Unknown { .. } => {
+            ToolError::Unknown(format!("{tool}: {e}"))
+        }
         other => ToolError::Failed(format!("{tool}: {other}")),
     }
 }
