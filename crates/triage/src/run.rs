@@ -123,7 +123,10 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
     }
 
     // 4. The loop, on the world's tracker and workspace.
-    let tracker = tracker::Tracker::open_dir(world.dir()?, tracker::Mode::Keyed)?;
+    let tracker = tracker::Tracker::open_dir(
+        crate::faults::tracker_dir(world.dir()?)?,
+        tracker::Mode::Keyed,
+    )?;
     let ws_path = world.workspace();
     let workspace: Arc<dyn Dir> = Arc::new(DiskDir::new(&ws_path).map_err(|e| {
         Failure::run(
