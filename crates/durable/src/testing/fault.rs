@@ -148,7 +148,11 @@ struct Faults {
     poisoned: BTreeSet<String>,
 }
 
-/// A [`Dir`] whose calls fail on demand (see the [module](self)).
+/// A [`Dir`] whose calls fail on demand: the [`Fault`]s armed with
+/// [`FaultDir::fail`] each fail once, with the errno of [`Call::errno`]; a
+/// failed write is short, and a failed fsync poisons the file so that later
+/// fsyncs of it report success and sync nothing (Linux after a writeback
+/// error).
 #[derive(Clone)]
 pub struct FaultDir<D> {
     inner: D,
