@@ -37,6 +37,11 @@ pub struct World {
     pub(crate) asks: u64,
     /// The checkpoint directory when crashes are power cuts.
     power: Option<PowerDir>,
+    /// How many disks the last boot's power cut could leave, in the
+    /// enumerated state (`None`: it cut nothing).
+    last_cut: Option<u32>,
+    /// Power cuts whose disks were a sample (over the model's bound).
+    sampled_cuts: u64,
     /// A life is running: set when it starts, cleared when it returns. A life
     /// that finds it set knows the one before it crashed.
     alive: bool,
@@ -121,6 +126,34 @@ impl World {
         }
     }
 
+    /// [`World::power_boot`] in the enumerated state: the cut keeps disk
+    /// `disk` of those `model` allows (the last if there are fewer).
+    pub(crate) fn power_boot_enumerated(
+        &mut self,
+        model: durable::testing::PersistenceModel,
+        disk: u32,
+    ) {
+        let cut = self
+            .power
+            .as_ref()
+            .and_then(|p| p.boot_choosing(model, disk as usize));
+        self.last_cut = cut.map(|c| u32::try_from(c.states).unwrap_or(u32::MAX));
+        if cut.is_some_and(|c| c.sampled) {
+            self.sampled_cuts += 1;
+        }
+    }
+
+    /// How many power cuts so far were a sample of their disks.
+    pub(crate) fn sampled_cuts(&self) -> u64 {
+        self.sampled_cuts
+    }
+
+    /// How many disks the last boot's power cut could leave (enumerated
+    /// state only).
+    pub(crate) fn last_cut(&self) -> Option<u32> {
+        self.last_cut
+    }
+
     /// The runner shuts the power-loss directory down after a life that
     /// ended without a crash.
     pub(crate) fn power_shutdown(&mut self) {
@@ -166,6 +199,8 @@ impl World {
             model_calls: 0,
             asks: 0,
             power,
+            last_cut: None,
+            sampled_cuts: 0,
             alive: false,
             stopped: None,
             saved: None,

@@ -67,7 +67,7 @@ use agent::Transcript;
 
 pub use error::SubjectError;
 pub use power::{Power, Writer};
-pub use subject::{LoopSubject, ModelFactory};
+pub use subject::{LoopSubject, ModelFactory, ENUMERATED};
 pub use variant::{power_variants, variants, LoopVariant, Situation, VARIANTS};
 pub use world::LoopWorld;
 

@@ -10,7 +10,7 @@ use agent::testing::{ManualClock, ScriptedApprover};
 use agent::{Agent, Decision, Gated, Model, ScriptedModel, Tools, Transcript};
 use agent::{Checkpoint, Phase, Role};
 use durable::testing::CrashState as DiskState;
-use durable::testing::{MemDir, PowerDir};
+use durable::testing::{MemDir, PersistenceModel, PowerDir};
 use durable::{Dir, Options};
 use serde_json::Value;
 use sweep::{Counter, CrashState, LifeContext, Subject, Verdict};
@@ -193,6 +193,13 @@ impl LoopSubject {
     }
 }
 
+/// The crash state in which each power cut leaves, in a scenario of its
+/// own, every pair of disks (checkpoint directory, workspace) the
+/// [persistence model](durable::testing::enumerate) allows (a power-loss
+/// variant only); the scenario names the disk of each crash
+/// (`enumerated: mid-save#3 (disk 2)`), so it reruns by name alone.
+pub const ENUMERATED: CrashState = CrashState::named("enumerated");
+
 impl Subject for LoopSubject {
     type World = LoopWorld;
 
@@ -270,20 +277,31 @@ impl Subject for LoopSubject {
                 checkpoints: cp,
                 workspace: ws,
                 saves,
+                last_cut: None,
+                sampled: 0,
             }),
         )
     }
 
-    /// A power-loss variant runs in every disk state; the others in the
-    /// process state alone.
+    /// A power-loss variant runs in every named disk state and in
+    /// [`ENUMERATED`]; the others in the process state alone.
     fn crash_states(&self) -> Vec<CrashState> {
         match self.variant.power {
             Some(_) => DiskState::ALL
                 .into_iter()
                 .map(|s| CrashState::named(s.slug()))
+                .chain([ENUMERATED])
                 .collect(),
             None => vec![CrashState::PROCESS],
         }
+    }
+
+    fn enumerates(&self, state: &CrashState) -> bool {
+        *state == ENUMERATED && self.variant.power.is_some()
+    }
+
+    fn crash_disks(&self, w: &LoopWorld) -> Option<u32> {
+        w.last_cut()
     }
 
     /// The variant's own state.
@@ -305,6 +323,10 @@ impl Subject for LoopSubject {
     }
 
     fn boot(&self, w: &mut LoopWorld, ctx: &LifeContext) -> Result<(), sweep::LifeError> {
+        if self.enumerates(ctx.state()) {
+            w.power_boot_enumerated(PersistenceModel::default(), ctx.disk().unwrap_or(0));
+            return Ok(());
+        }
         let state = DiskState::from_slug(ctx.state().name())
             .ok_or_else(|| format!("no disk state is called {:?}", ctx.state().name()))?;
         w.power_boot(state);
@@ -392,6 +414,12 @@ impl Subject for LoopSubject {
             }
             if let Some(e) = &w.stopped {
                 v = v.note(format!("the run stopped: {e}"));
+            }
+            if w.sampled_cuts() > 0 {
+                v = v.note(format!(
+                    "{} power cut(s) chose from a sample of their disks",
+                    w.sampled_cuts()
+                ));
             }
             v = v
                 .count("lost saves", lost)

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use agent::Checkpoint;
-use durable::testing::{CrashState, PowerDir};
+use durable::testing::{CrashState, PersistenceModel, PowerDir};
 use durable::{Dir, RunId};
 use tracker::Tracker;
 
@@ -80,6 +80,11 @@ pub(crate) struct PowerWorld {
     pub(crate) checkpoints: PowerDir,
     pub(crate) workspace: PowerDir,
     pub(crate) saves: Arc<Mutex<Saves>>,
+    /// How many disks the last boot's power cut could leave (the
+    /// enumerated state; `None`: it cut nothing).
+    pub(crate) last_cut: Option<u32>,
+    /// Power cuts whose disks were a sample (over the model's bound).
+    pub(crate) sampled: u64,
 }
 
 impl LoopWorld {
@@ -98,6 +103,41 @@ impl LoopWorld {
             debug_assert_eq!(cut, ws_cut, "the directories agree on crashes");
             p.saves.lock().unwrap_or_else(|e| e.into_inner()).boot();
         }
+    }
+
+    /// [`LoopWorld::power_boot`] in the enumerated state: the cut keeps
+    /// disk `disk` of the pairs (checkpoint directory, workspace) `model`
+    /// allows, numbered checkpoint-major: disk `d` is the checkpoint
+    /// directory's disk `d / w` and the workspace's `d % w`, `w` being how
+    /// many the workspace may leave.
+    pub(crate) fn power_boot_enumerated(&mut self, model: PersistenceModel, disk: u32) {
+        if let Some(p) = &mut self.power {
+            let ws_states = p.workspace.crash_states_in(model);
+            let w = ws_states.states.max(1);
+            let d = disk as usize;
+            let cp = p.checkpoints.boot_choosing(model, d / w);
+            let ws = p.workspace.boot_choosing(model, d % w);
+            debug_assert_eq!(
+                cp.is_some(),
+                ws.is_some(),
+                "the directories agree on crashes"
+            );
+            p.last_cut = cp.map(|c| u32::try_from(c.states.saturating_mul(w)).unwrap_or(u32::MAX));
+            if cp.is_some_and(|c| c.sampled) || ws.is_some_and(|c| c.sampled) {
+                p.sampled += 1;
+            }
+            p.saves.lock().unwrap_or_else(|e| e.into_inner()).boot();
+        }
+    }
+
+    /// How many disks the last boot's cut could leave (enumerated state).
+    pub(crate) fn last_cut(&self) -> Option<u32> {
+        self.power.as_ref().and_then(|p| p.last_cut)
+    }
+
+    /// How many power cuts so far were a sample of their disks.
+    pub(crate) fn sampled_cuts(&self) -> u64 {
+        self.power.as_ref().map_or(0, |p| p.sampled)
     }
 
     /// The process ends without a crash (finished, or stopped by an error).

@@ -83,6 +83,7 @@
 #[cfg(feature = "cli")]
 pub mod cli;
 mod crash_state;
+mod disks;
 mod dyn_subject;
 mod error;
 mod failure;
@@ -95,6 +96,7 @@ mod subject;
 mod table;
 
 pub use crash_state::{BadCrashState, CrashState};
+pub use disks::CrashDisks;
 pub use dyn_subject::DynSubject;
 pub use error::{Divergence, Error};
 pub use failure::{Failure, Life};

@@ -446,7 +446,10 @@ mod tests {
         assert!(d.fired().is_empty(), "no one-shot fault fired");
         d.heal();
         d.write("f", b"abcd").unwrap();
-        assert_eq!(d.read_limited("f", 10).unwrap().as_deref(), Some(&b"abcd"[..]));
+        assert_eq!(
+            d.read_limited("f", 10).unwrap().as_deref(),
+            Some(&b"abcd"[..])
+        );
     }
 
     #[test]

@@ -159,11 +159,20 @@ impl Inner {
         };
         let model = en.model;
         let want = en.plan.get(en.log.len()).copied().unwrap_or(0);
+        let record = self.cut_choosing(&model, want);
+        if let Some(en) = self.enumerated.as_mut() {
+            en.log.push(record);
+        }
+    }
+
+    /// Cut the power keeping state `want` (the last if there are fewer) of
+    /// those `model` allows now.
+    fn cut_choosing(&mut self, model: &PersistenceModel, want: usize) -> CutRecord {
         let space = Space::new(
             &self.durable_names,
             &self.durable_data,
             &self.pending,
-            &model,
+            model,
         );
         let combinations = space.combinations();
         let (mut states, sampled) = space.states(model.bound);
@@ -174,11 +183,16 @@ impl Inner {
             sampled,
             chosen,
         };
-        let (names, data) = states.swap_remove(chosen);
-        if let Some(en) = self.enumerated.as_mut() {
-            en.log.push(record);
+        if chosen < states.len() {
+            let (names, data) = states.swap_remove(chosen);
+            self.apply(names, data);
+        } else {
+            // No state at all cannot happen (the durable disk is one);
+            // keep the durable views.
+            let (names, data) = self.survivors(CrashState::LoseUnsynced);
+            self.apply(names, data);
         }
-        self.apply(names, data);
+        record
     }
 
     /// A cut in the directory's own state or plan.
@@ -281,6 +295,59 @@ impl PowerDir {
         }
         inner.running = true;
         crashed
+    }
+
+    /// [`PowerDir::boot`] whose cut, if the process before died, keeps
+    /// state `disk` (the last if there are fewer) of the disks `model`
+    /// allows now (see the [persistence model](super::enumerate)), whatever
+    /// the directory's own state or plan: the hook of a sweep that names
+    /// the disk of each crash in its scenario. Returns what the cut chose
+    /// from, or `None` if nothing was cut.
+    ///
+    /// ```
+    /// use durable::testing::{PersistenceModel, PowerDir};
+    /// use durable::{write_atomic, Dir, WriteOptions};
+    ///
+    /// let unsynced = WriteOptions { sync: false, points: false };
+    /// let d = PowerDir::default();
+    /// assert!(d.boot_choosing(PersistenceModel::default(), 0).is_none());
+    /// write_atomic(&d, "f", b"new", unsynced).unwrap();
+    /// // The process dies; the next boot keeps the last disk: everything.
+    /// let cut = d.boot_choosing(PersistenceModel::default(), 99).unwrap();
+    /// assert_eq!((cut.states, cut.chosen), (5, 4));
+    /// assert_eq!(d.read("f").unwrap().as_deref(), Some(&b"new"[..]));
+    /// ```
+    pub fn boot_choosing(&self, model: PersistenceModel, disk: usize) -> Option<CutRecord> {
+        let mut inner = self.inner();
+        let crashed = inner.running;
+        inner.running = true;
+        if !crashed {
+            return None;
+        }
+        let record = inner.cut_choosing(&model, disk);
+        // No process survives a power cut.
+        self.locks.clear();
+        Some(record)
+    }
+
+    /// [`PowerDir::crash_states`] under `model` rather than the
+    /// directory's own: how many disks a cut now could leave. Changes
+    /// nothing.
+    pub fn crash_states_in(&self, model: PersistenceModel) -> CutRecord {
+        let inner = self.inner();
+        let space = Space::new(
+            &inner.durable_names,
+            &inner.durable_data,
+            &inner.pending,
+            &model,
+        );
+        let (states, sampled) = space.states(model.bound);
+        CutRecord {
+            states: states.len(),
+            combinations: space.combinations(),
+            sampled,
+            chosen: 0,
+        }
     }
 
     /// An empty directory whose power cuts apply enumerated crash states
