@@ -1,7 +1,7 @@
 //! A design running a scripted job, as a sweep subject: its row's name, and
 //! the world, life, judge and description the sweep asks for.
 
-use durable::testing::{CrashState as DiskState, PersistenceModel};
+use durable::testing::{CrashState as DiskState, Fault, PersistenceModel};
 use sweep::{Counter, CrashState, LifeContext, Subject, Verdict};
 use tracker::LogLayout;
 
@@ -21,6 +21,7 @@ impl Design {
             storage,
             modes: Modes::default(),
             model: PersistenceModel::default(),
+            faults: None,
         }
     }
 }
@@ -33,9 +34,19 @@ pub struct DesignSubject {
     storage: Storage,
     modes: Modes,
     model: PersistenceModel,
+    faults: Option<Vec<Fault>>,
 }
 
 impl DesignSubject {
+    /// Each world's checkpoint directory goes through a
+    /// [`FaultDir`](durable::testing::FaultDir) armed with `faults`
+    /// ([`World::faults`]): the disk answers those calls with an error, once
+    /// each. An empty list counts the calls ([`FaultDir::sites`](durable::testing::FaultDir::sites)).
+    pub fn with_faults(mut self, faults: Vec<Fault>) -> Self {
+        self.faults = Some(faults);
+        self
+    }
+
     /// The persistence model of the [`ENUMERATED`] state (its bound on the
     /// disks per crash, its block size and torn prefixes).
     pub fn with_persistence(mut self, model: PersistenceModel) -> Self {
@@ -179,7 +190,11 @@ impl Subject for DesignSubject {
 
     fn world(&self) -> World {
         let keyed = self.design.sends_keys_with(&self.modes);
-        World::new(&self.modes, self.storage, keyed)
+        let mut w = World::new(&self.modes, self.storage, keyed);
+        if let Some(faults) = &self.faults {
+            w.arm_faults(faults);
+        }
+        w
     }
 
     fn life(&self, w: &mut World) -> Result<(), sweep::LifeError> {

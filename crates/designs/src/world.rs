@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use agent::{Checkpoint, State};
-use durable::testing::{MemDir, PowerDir};
+use durable::testing::{Fault, FaultDir, MemDir, PowerDir};
 use durable::{Dir, RunId};
 use tracker::{LogLayout, Mode, Tracker};
 
@@ -42,6 +42,8 @@ pub struct World {
     last_cut: Option<u32>,
     /// Power cuts whose disks were a sample (over the model's bound).
     sampled_cuts: u64,
+    /// The checkpoint directory's fault injector, if armed.
+    faults: Option<FaultDir<Arc<dyn Dir>>>,
     /// A life is running: set when it starts, cleared when it returns. A life
     /// that finds it set knows the one before it crashed.
     alive: bool,
@@ -143,6 +145,30 @@ impl World {
         }
     }
 
+    /// Put the checkpoint directory behind a [`FaultDir`] armed with
+    /// `faults`.
+    pub(crate) fn arm_faults(&mut self, faults: &[Fault]) {
+        let fd = FaultDir::new(Arc::clone(&self.dir));
+        fd.fail_all(faults);
+        self.dir = Arc::new(fd.clone());
+        self.faults = Some(fd);
+    }
+
+    /// The fault-injecting checkpoint directory of a subject built
+    /// [`with_faults`](crate::DesignSubject::with_faults): to count its
+    /// calls, arm more faults, or heal it.
+    pub fn faults(&self) -> Option<&FaultDir<Arc<dyn Dir>>> {
+        self.faults.as_ref()
+    }
+
+    /// Cut the power of a power-loss world now (nothing else happens in
+    /// another world).
+    pub fn power_cut(&self) {
+        if let Some(p) = &self.power {
+            p.power_cut();
+        }
+    }
+
     /// How many power cuts so far were a sample of their disks.
     pub(crate) fn sampled_cuts(&self) -> u64 {
         self.sampled_cuts
@@ -201,6 +227,7 @@ impl World {
             power,
             last_cut: None,
             sampled_cuts: 0,
+            faults: None,
             alive: false,
             stopped: None,
             saved: None,

@@ -38,6 +38,8 @@ pub struct LoopSubject {
     model: Option<(String, ModelFactory)>,
     /// The tools talk to the world's tracker over HTTP on a loopback socket.
     http: bool,
+    /// The checkpoint directory goes through a fault injector armed so.
+    faults: Option<Vec<durable::testing::Fault>>,
 }
 
 impl std::fmt::Debug for LoopSubject {
@@ -65,6 +67,7 @@ impl LoopSubject {
             },
             model: None,
             http: false,
+            faults: None,
         };
         transcript.check_tools(&probe.tools(&probe.world()))?;
         let expected = Expected::of(&transcript)?;
@@ -95,6 +98,14 @@ impl LoopSubject {
     /// server accepted is the loop's `tool returned`.
     pub fn over_http(mut self) -> LoopSubject {
         self.http = true;
+        self
+    }
+
+    /// Each world's checkpoint directory, as the agent writes it, goes
+    /// through a [`FaultDir`](durable::testing::FaultDir) armed with
+    /// `faults` ([`LoopWorld::faults`]); an empty list counts the calls.
+    pub fn with_faults(mut self, faults: Vec<durable::testing::Fault>) -> LoopSubject {
+        self.faults = Some(faults);
         self
     }
 
@@ -245,16 +256,29 @@ impl Subject for LoopSubject {
             tracker = tracker.with_fault(Fault::FailAfterAccept { nth: 1 });
         }
         let http = self.http.then(|| serve(&tracker));
-        let world = |checkpoints: Arc<dyn Dir>, files, workspace, power| LoopWorld {
-            checkpoints,
-            files,
-            workspace,
-            tracker,
-            tally: Arc::default(),
-            alive: false,
-            stopped: None,
-            power,
-            http,
+        let armed = self.faults.clone();
+        let world = |checkpoints: Arc<dyn Dir>, files, workspace, power| {
+            let faults = armed.map(|faults| {
+                let fd = durable::testing::FaultDir::new(Arc::clone(&checkpoints));
+                fd.fail_all(&faults);
+                fd
+            });
+            let checkpoints: Arc<dyn Dir> = match &faults {
+                Some(fd) => Arc::new(fd.clone()),
+                None => checkpoints,
+            };
+            LoopWorld {
+                faults,
+                checkpoints,
+                files,
+                workspace,
+                tracker,
+                tally: Arc::default(),
+                alive: false,
+                stopped: None,
+                power,
+                http,
+            }
         };
         let Some(p) = self.variant.power else {
             let cp = Arc::new(MemDir::new());

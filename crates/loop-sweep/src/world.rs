@@ -64,6 +64,9 @@ pub struct LoopWorld {
     /// The tracker served over HTTP on a loopback socket, when the tools go
     /// through the HTTP client ([`LoopSubject::over_http`](crate::LoopSubject::over_http)).
     pub(crate) http: Option<HttpWorld>,
+    /// The checkpoint directory's fault injector, if armed (then
+    /// `checkpoints` goes through it).
+    pub(crate) faults: Option<durable::testing::FaultDir<Arc<dyn durable::Dir>>>,
 }
 
 /// The world's tracker as a service on 127.0.0.1, and a client of it. The
@@ -127,6 +130,20 @@ impl LoopWorld {
                 p.sampled += 1;
             }
             p.saves.lock().unwrap_or_else(|e| e.into_inner()).boot();
+        }
+    }
+
+    /// The fault-injecting checkpoint directory of a subject built
+    /// [`with_faults`](crate::LoopSubject::with_faults).
+    pub fn faults(&self) -> Option<&durable::testing::FaultDir<Arc<dyn durable::Dir>>> {
+        self.faults.as_ref()
+    }
+
+    /// Cut the power of a power-loss world now (both directories).
+    pub fn power_cut(&self) {
+        if let Some(p) = &self.power {
+            p.checkpoints.power_cut();
+            p.workspace.power_cut();
         }
     }
 
