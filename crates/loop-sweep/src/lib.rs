@@ -65,6 +65,8 @@ use std::sync::Arc;
 
 use agent::Transcript;
 
+pub mod disk;
+
 pub use error::SubjectError;
 pub use power::{Power, Writer};
 pub use subject::{LoopSubject, ModelFactory, ENUMERATED};
