@@ -33,7 +33,9 @@ use crate::variant::{LoopVariant, Situation};
 /// Why the table could not be made.
 pub type DiskError = String;
 
-fn design(writer: designs::Writer, script: &Script) -> DesignSubject {
+/// The keyed design (keys and markers) in a power-loss world whose
+/// checkpoints `writer` writes.
+pub fn design(writer: designs::Writer, script: &Script) -> DesignSubject {
     Design::KeysMarkers
         .subject(script, Storage::Memory)
         .with_modes(Modes {
@@ -45,7 +47,9 @@ fn design(writer: designs::Writer, script: &Script) -> DesignSubject {
         })
 }
 
-fn looped(writer: Writer) -> Result<LoopSubject, DiskError> {
+/// The real loop, keyed, in a power-loss world whose checkpoints `writer`
+/// writes.
+pub fn looped(writer: Writer) -> Result<LoopSubject, DiskError> {
     let t = Arc::new(crate::transcript(None).map_err(|e| e.to_string())?);
     let v = LoopVariant {
         keyed: true,
@@ -58,7 +62,8 @@ fn looped(writer: Writer) -> Result<LoopSubject, DiskError> {
     LoopSubject::new(v, t).map_err(|e| e.to_string())
 }
 
-fn enumerated<S: Subject>(s: &S, depth: u32) -> Result<Report, DiskError> {
+/// `s` swept to `depth` in the enumerated state alone.
+pub fn enumerated<S: Subject>(s: &S, depth: u32) -> Result<Report, DiskError> {
     let config = Config {
         depth,
         crash_states: vec![ENUMERATED],
