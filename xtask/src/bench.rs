@@ -22,6 +22,10 @@ pub struct BenchArgs {
     /// nets on (the default `Config`) and off, in one run.
     #[arg(long)]
     nets: bool,
+    /// Only the enumerated crash-state sweeps and the disk table
+    /// (snapshots/disk.txt).
+    #[arg(long)]
+    disk: bool,
 }
 
 /// `cargo xtask` builds in the dev profile, shared with `cargo test`;
@@ -40,6 +44,9 @@ fn in_release(args: &BenchArgs) -> Result<(), String> {
     }
     if args.nets {
         cmd.arg("--nets");
+    }
+    if args.disk {
+        cmd.arg("--disk");
     }
     let status = cmd
         .status()
@@ -66,6 +73,43 @@ fn sample(n: usize, mut f: impl FnMut()) -> Duration {
     t.elapsed()
 }
 
+/// The enumerated sweeps of the real writer (depth 2, every disk of every
+/// crash) and the whole disk table, default threads.
+fn disk(samples: usize) -> Result<(), String> {
+    use loop_sweep::disk;
+    println!("== enumerated crash states (median of {samples} runs)");
+    let script =
+        designs::Script::load(designs::default_script_path()).map_err(|e| e.to_string())?;
+    let keyed = disk::design(designs::Writer::Real, &script);
+    let looped = disk::looped(loop_sweep::Writer::Real)?;
+    let time = |f: &dyn Fn() -> Result<usize, String>| -> Result<(Duration, usize), String> {
+        let mut times = Vec::new();
+        let mut n = 0;
+        for _ in 0..samples {
+            let t = Instant::now();
+            n = black_box(f()?);
+            times.push(t.elapsed());
+        }
+        Ok((median(times), n))
+    };
+    let (d, n) = time(&|| Ok(disk::enumerated(&keyed, 2)?.scenarios.len()))?;
+    println!(
+        "keys and markers, depth 2  {n:>6} scenarios {:>8.3} s",
+        d.as_secs_f64()
+    );
+    let (d, n) = time(&|| Ok(disk::enumerated(&looped, 2)?.scenarios.len()))?;
+    println!(
+        "loop keyed, depth 2        {n:>6} scenarios {:>8.3} s",
+        d.as_secs_f64()
+    );
+    let (d, _) = time(&|| Ok(disk::render()?.len()))?;
+    println!(
+        "the whole disk table                        {:>8.3} s",
+        d.as_secs_f64()
+    );
+    Ok(())
+}
+
 pub fn run(args: &BenchArgs) -> Result<(), String> {
     if cfg!(debug_assertions) {
         return in_release(args);
@@ -73,6 +117,9 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     let samples = if args.quick { 5 } else { 11 };
     if args.nets {
         return nets(samples);
+    }
+    if args.disk {
+        return disk(samples.min(5));
     }
 
     println!("== crash points ({samples} samples, median)");

@@ -85,6 +85,13 @@ struct SweepArgs {
     /// List the subjects, the dimensions and the sweep definitions.
     #[arg(long)]
     list: bool,
+    /// Run the disk table (enumerated crash states and I/O errors of the
+    /// keyed design and the real loop) and compare it with
+    /// snapshots/disk.txt (--bless rewrites it). Rerun one of its scenarios
+    /// with --variant and --scenario, e.g. `--variant
+    /// power-real-lose-keys-markers --scenario "enumerated: mid-save#3 (disk 0)"`.
+    #[arg(long, conflicts_with_all = ["variants", "file"])]
+    disk: bool,
     /// Skip the double pass (same as --depth 1).
     #[arg(long, conflicts_with = "depth")]
     single: bool,
@@ -288,7 +295,32 @@ fn point_hints<'a>(sc: &Scenario, passed: impl Iterator<Item = &'a str>) -> Vec<
         .collect()
 }
 
+/// `cargo xtask sweep --disk`: the disk table, checked against (or, with
+/// `bless`, written to) snapshots/disk.txt.
+fn disk_cmd(bless: bool) -> Result<ExitCode, String> {
+    let table = loop_sweep::disk::render()?;
+    print!("{table}");
+    let path = root().join("snapshots/disk.txt");
+    if bless {
+        if sweep::snapshot::under_ci(std::env::var("CI").ok().as_deref()) {
+            return Err("--bless is refused under CI".into());
+        }
+        std::fs::write(&path, &table).map_err(|e| format!("{}: {e}", path.display()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    match sweep::snapshot::check(&path, &table) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            eprintln!("{e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
 fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
+    if args.disk {
+        return disk_cmd(args.flags.bless);
+    }
     let registry = Registry::load();
     if args.list {
         print!("{}", registry.listing());

@@ -117,6 +117,12 @@ pub enum Writer {
     /// instead of being renamed over it; a crash between the write and its
     /// fsync lands at the point `mid-overwrite`.
     InPlace,
+    /// The old file is removed before the temp file is renamed over its
+    /// name ([`Mutation::RemoveFirst`]): only a power cut that keeps the
+    /// remove and loses the rename catches it, a state none of the six
+    /// named ones leaves; the enumerated state does. Not in
+    /// [`Writer::ALL`] (the tables of the named states leave it out).
+    RemoveFirst,
 }
 
 impl Writer {
@@ -137,6 +143,7 @@ impl Writer {
             Writer::NoFileSync => "no-file-fsync",
             Writer::NoDirSync => "no-dir-fsync",
             Writer::InPlace => "in-place",
+            Writer::RemoveFirst => "remove-first",
         }
     }
 
@@ -148,6 +155,7 @@ impl Writer {
             Writer::NoFileSync => "no file fsync",
             Writer::NoDirSync => "no dir fsync",
             Writer::InPlace => "overwrite in place",
+            Writer::RemoveFirst => "remove first",
         }
     }
 
@@ -164,6 +172,7 @@ impl Writer {
             Writer::NoFileSync => Arc::new(MutantDir::new(dir, Mutation::NoFileSync)),
             Writer::NoDirSync => Arc::new(MutantDir::new(dir, Mutation::NoDirSync)),
             Writer::InPlace => Arc::new(MutantDir::new(dir, Mutation::InPlace)),
+            Writer::RemoveFirst => Arc::new(MutantDir::new(dir, Mutation::RemoveFirst)),
         }
     }
 }

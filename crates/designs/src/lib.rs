@@ -55,7 +55,7 @@ use std::path::PathBuf;
 pub use design::Design;
 pub use harder_worlds::{ModelBehaviour, Modes, Person, Power, Writer, MID_OVERWRITE};
 pub use script::{Call, Op, Script, ScriptError};
-pub use subject::DesignSubject;
+pub use subject::{DesignSubject, ENUMERATED};
 pub use world::{Storage, World};
 
 /// The scripted job the book chapter's table was measured with.

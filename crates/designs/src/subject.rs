@@ -1,7 +1,7 @@
 //! A design running a scripted job, as a sweep subject: its row's name, and
 //! the world, life, judge and description the sweep asks for.
 
-use durable::testing::CrashState as DiskState;
+use durable::testing::{CrashState as DiskState, Fault, PersistenceModel};
 use sweep::{Counter, CrashState, LifeContext, Subject, Verdict};
 use tracker::LogLayout;
 
@@ -20,6 +20,8 @@ impl Design {
             script: script.clone(),
             storage,
             modes: Modes::default(),
+            model: PersistenceModel::default(),
+            faults: None,
         }
     }
 }
@@ -31,9 +33,27 @@ pub struct DesignSubject {
     script: Script,
     storage: Storage,
     modes: Modes,
+    model: PersistenceModel,
+    faults: Option<Vec<Fault>>,
 }
 
 impl DesignSubject {
+    /// Each world's checkpoint directory goes through a
+    /// [`FaultDir`](durable::testing::FaultDir) armed with `faults`
+    /// ([`World::faults`]): the disk answers those calls with an error, once
+    /// each. An empty list counts the calls ([`FaultDir::sites`](durable::testing::FaultDir::sites)).
+    pub fn with_faults(mut self, faults: Vec<Fault>) -> Self {
+        self.faults = Some(faults);
+        self
+    }
+
+    /// The persistence model of the [`ENUMERATED`] state (its bound on the
+    /// disks per crash, its block size and torn prefixes).
+    pub fn with_persistence(mut self, model: PersistenceModel) -> Self {
+        self.model = model;
+        self
+    }
+
     /// The same design run with `modes`.
     pub fn with_modes(mut self, modes: Modes) -> Self {
         self.modes = modes;
@@ -96,6 +116,12 @@ fn sweep_state(s: DiskState) -> CrashState {
     CrashState::named(s.slug())
 }
 
+/// The crash state in which each power cut leaves, in a scenario of its
+/// own, every disk the [persistence model](durable::testing::enumerate)
+/// allows (a power-loss world only): the scenario names the disk of each
+/// crash (`enumerated: mid-save#3 (disk 2)`), so it reruns by name alone.
+pub const ENUMERATED: CrashState = CrashState::named("enumerated");
+
 impl Subject for DesignSubject {
     type World = World;
 
@@ -114,13 +140,25 @@ impl Subject for DesignSubject {
         }
     }
 
-    /// A power-loss world runs in every disk state; others in the process
-    /// state alone.
+    /// A power-loss world runs in every named disk state and in
+    /// [`ENUMERATED`]; others in the process state alone.
     fn crash_states(&self) -> Vec<CrashState> {
         match self.modes.power {
-            Some(_) => DiskState::ALL.into_iter().map(sweep_state).collect(),
+            Some(_) => DiskState::ALL
+                .into_iter()
+                .map(sweep_state)
+                .chain([ENUMERATED])
+                .collect(),
             None => vec![CrashState::PROCESS],
         }
+    }
+
+    fn enumerates(&self, state: &CrashState) -> bool {
+        *state == ENUMERATED && self.modes.power.is_some()
+    }
+
+    fn crash_disks(&self, w: &World) -> Option<u32> {
+        w.last_cut()
     }
 
     /// The variant's own state.
@@ -132,6 +170,10 @@ impl Subject for DesignSubject {
     }
 
     fn boot(&self, w: &mut World, ctx: &LifeContext) -> Result<(), sweep::LifeError> {
+        if self.enumerates(ctx.state()) {
+            w.power_boot_enumerated(self.model, ctx.disk().unwrap_or(0));
+            return Ok(());
+        }
         let state = DiskState::from_slug(ctx.state().name())
             .ok_or_else(|| format!("no disk state is called {:?}", ctx.state().name()))?;
         w.power_boot(state);
@@ -148,7 +190,11 @@ impl Subject for DesignSubject {
 
     fn world(&self) -> World {
         let keyed = self.design.sends_keys_with(&self.modes);
-        World::new(&self.modes, self.storage, keyed)
+        let mut w = World::new(&self.modes, self.storage, keyed);
+        if let Some(faults) = &self.faults {
+            w.arm_faults(faults);
+        }
+        w
     }
 
     fn life(&self, w: &mut World) -> Result<(), sweep::LifeError> {
@@ -158,7 +204,13 @@ impl Subject for DesignSubject {
     }
 
     fn judge(&self, w: &World) -> Verdict {
-        judge::judge(&self.script, &self.modes, w)
+        let v = judge::judge(&self.script, &self.modes, w);
+        match w.sampled_cuts() {
+            0 => v,
+            n => v.note(format!(
+                "{n} power cut(s) chose from a sample of their disks"
+            )),
+        }
     }
 
     fn describe(&self, w: &World) -> String {

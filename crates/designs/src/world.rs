@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use agent::{Checkpoint, State};
-use durable::testing::{MemDir, PowerDir};
+use durable::testing::{Fault, FaultDir, MemDir, PowerDir};
 use durable::{Dir, RunId};
 use tracker::{LogLayout, Mode, Tracker};
 
@@ -37,6 +37,13 @@ pub struct World {
     pub(crate) asks: u64,
     /// The checkpoint directory when crashes are power cuts.
     power: Option<PowerDir>,
+    /// How many disks the last boot's power cut could leave, in the
+    /// enumerated state (`None`: it cut nothing).
+    last_cut: Option<u32>,
+    /// Power cuts whose disks were a sample (over the model's bound).
+    sampled_cuts: u64,
+    /// The checkpoint directory's fault injector, if armed.
+    faults: Option<FaultDir<Arc<dyn Dir>>>,
     /// A life is running: set when it starts, cleared when it returns. A life
     /// that finds it set knows the one before it crashed.
     alive: bool,
@@ -121,6 +128,58 @@ impl World {
         }
     }
 
+    /// [`World::power_boot`] in the enumerated state: the cut keeps disk
+    /// `disk` of those `model` allows (the last if there are fewer).
+    pub(crate) fn power_boot_enumerated(
+        &mut self,
+        model: durable::testing::PersistenceModel,
+        disk: u32,
+    ) {
+        let cut = self
+            .power
+            .as_ref()
+            .and_then(|p| p.boot_choosing(model, disk as usize));
+        self.last_cut = cut.map(|c| u32::try_from(c.states).unwrap_or(u32::MAX));
+        if cut.is_some_and(|c| c.sampled) {
+            self.sampled_cuts += 1;
+        }
+    }
+
+    /// Put the checkpoint directory behind a [`FaultDir`] armed with
+    /// `faults`.
+    pub(crate) fn arm_faults(&mut self, faults: &[Fault]) {
+        let fd = FaultDir::new(Arc::clone(&self.dir));
+        fd.fail_all(faults);
+        self.dir = Arc::new(fd.clone());
+        self.faults = Some(fd);
+    }
+
+    /// The fault-injecting checkpoint directory of a subject built
+    /// [`with_faults`](crate::DesignSubject::with_faults): to count its
+    /// calls, arm more faults, or heal it.
+    pub fn faults(&self) -> Option<&FaultDir<Arc<dyn Dir>>> {
+        self.faults.as_ref()
+    }
+
+    /// Cut the power of a power-loss world now (nothing else happens in
+    /// another world).
+    pub fn power_cut(&self) {
+        if let Some(p) = &self.power {
+            p.power_cut();
+        }
+    }
+
+    /// How many power cuts so far were a sample of their disks.
+    pub(crate) fn sampled_cuts(&self) -> u64 {
+        self.sampled_cuts
+    }
+
+    /// How many disks the last boot's power cut could leave (enumerated
+    /// state only).
+    pub(crate) fn last_cut(&self) -> Option<u32> {
+        self.last_cut
+    }
+
     /// The runner shuts the power-loss directory down after a life that
     /// ended without a crash.
     pub(crate) fn power_shutdown(&mut self) {
@@ -166,6 +225,9 @@ impl World {
             model_calls: 0,
             asks: 0,
             power,
+            last_cut: None,
+            sampled_cuts: 0,
+            faults: None,
             alive: false,
             stopped: None,
             saved: None,

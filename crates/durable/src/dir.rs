@@ -101,6 +101,45 @@ pub trait Dir: Send + Sync + fmt::Debug {
     fn path_of(&self, name: &str) -> PathBuf;
 }
 
+/// A shared directory is a directory: each call goes to the one it points
+/// to (so a wrapper such as a fault-injecting one can take an
+/// `Arc<dyn Dir>`).
+impl<D: Dir + ?Sized> Dir for std::sync::Arc<D> {
+    fn create_temp(&self, prefix: &str) -> io::Result<String> {
+        (**self).create_temp(prefix)
+    }
+    fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
+        (**self).write(name, data)
+    }
+    fn sync(&self, name: &str) -> io::Result<()> {
+        (**self).sync(name)
+    }
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        (**self).rename(from, to)
+    }
+    fn sync_dir(&self) -> io::Result<()> {
+        (**self).sync_dir()
+    }
+    fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        (**self).read(name)
+    }
+    fn read_limited(&self, name: &str, limit: u64) -> io::Result<Option<Vec<u8>>> {
+        (**self).read_limited(name, limit)
+    }
+    fn remove(&self, name: &str) -> io::Result<()> {
+        (**self).remove(name)
+    }
+    fn list(&self) -> io::Result<Vec<String>> {
+        (**self).list()
+    }
+    fn lock(&self, name: &str) -> io::Result<LockGuard> {
+        (**self).lock(name)
+    }
+    fn path_of(&self, name: &str) -> PathBuf {
+        (**self).path_of(name)
+    }
+}
+
 /// The kind of a directory entry that is not a regular file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileKind {

@@ -124,6 +124,16 @@ pub fn remove_leftover_temps(dir: &dyn Dir, name: &str) -> io::Result<Vec<String
 /// rename survives a power cut). On an error the temp file is removed; after
 /// a crash it is left for [`remove_leftover_temps`] (which
 /// [`Checkpoint::open`](crate::Checkpoint::open) calls) to remove.
+///
+/// **After a failed fsync** the writer assumes nothing about what reached
+/// the disk: it never retries the fsync (on Linux a second fsync after a
+/// writeback error reports success for data that was dropped — PostgreSQL's
+/// lesson), it does not rename the temp file, it removes it (best effort)
+/// and returns the error. `name` keeps the old contents; the next call
+/// starts again with a fresh temp file, a fresh write and a fresh fsync. A
+/// failed fsync of the directory *after* the rename returns the error too:
+/// the new contents are visible but not known durable, so the caller must
+/// treat the save as not done (and may save again, which rewrites it).
 pub fn write_atomic(dir: &dyn Dir, name: &str, bytes: &[u8], opts: WriteOptions) -> io::Result<()> {
     write_atomic_step(dir, name, bytes, opts, &mut || Ok(())).map_err(|fail| match fail {
         WriteFail::Step(_, e) => e,

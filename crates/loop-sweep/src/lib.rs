@@ -65,9 +65,11 @@ use std::sync::Arc;
 
 use agent::Transcript;
 
+pub mod disk;
+
 pub use error::SubjectError;
 pub use power::{Power, Writer};
-pub use subject::{LoopSubject, ModelFactory};
+pub use subject::{LoopSubject, ModelFactory, ENUMERATED};
 pub use variant::{power_variants, variants, LoopVariant, Situation, VARIANTS};
 pub use world::LoopWorld;
 

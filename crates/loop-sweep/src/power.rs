@@ -34,6 +34,14 @@ pub enum Writer {
     NoFileSync,
     /// The real writer without the directory fsync after the rename.
     NoDirSync,
+    /// The new bytes written over the live file in place, then synced
+    /// ([`Mutation::InPlace`]). Not in [`Writer::ALL`] (the named states'
+    /// tables leave it out); the enumerated sweep runs it.
+    InPlace,
+    /// The old file removed before the temp file is renamed over its name
+    /// ([`Mutation::RemoveFirst`]), a bug only the enumerated state
+    /// catches. Not in [`Writer::ALL`].
+    RemoveFirst,
 }
 
 impl Writer {
@@ -47,6 +55,8 @@ impl Writer {
             Writer::Real => "real",
             Writer::NoFileSync => "no-file-fsync",
             Writer::NoDirSync => "no-dir-fsync",
+            Writer::InPlace => "in-place",
+            Writer::RemoveFirst => "remove-first",
         }
     }
 
@@ -56,6 +66,8 @@ impl Writer {
             Writer::Real => "real writer",
             Writer::NoFileSync => "no file fsync",
             Writer::NoDirSync => "no dir fsync",
+            Writer::InPlace => "overwrite in place",
+            Writer::RemoveFirst => "remove first",
         }
     }
 
@@ -66,6 +78,8 @@ impl Writer {
             Writer::Real => Arc::new(dir),
             Writer::NoFileSync => Arc::new(MutantDir::new(dir, Mutation::NoFileSync)),
             Writer::NoDirSync => Arc::new(MutantDir::new(dir, Mutation::NoDirSync)),
+            Writer::InPlace => Arc::new(MutantDir::new(dir, Mutation::InPlace)),
+            Writer::RemoveFirst => Arc::new(MutantDir::new(dir, Mutation::RemoveFirst)),
         }
     }
 }

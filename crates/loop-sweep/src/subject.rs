@@ -10,7 +10,7 @@ use agent::testing::{ManualClock, ScriptedApprover};
 use agent::{Agent, Decision, Gated, Model, ScriptedModel, Tools, Transcript};
 use agent::{Checkpoint, Phase, Role};
 use durable::testing::CrashState as DiskState;
-use durable::testing::{MemDir, PowerDir};
+use durable::testing::{MemDir, PersistenceModel, PowerDir};
 use durable::{Dir, Options};
 use serde_json::Value;
 use sweep::{Counter, CrashState, LifeContext, Subject, Verdict};
@@ -36,6 +36,8 @@ pub struct LoopSubject {
     model: Option<(String, ModelFactory)>,
     /// The tools talk to the world's tracker over HTTP on a loopback socket.
     http: bool,
+    /// The checkpoint directory goes through a fault injector armed so.
+    faults: Option<Vec<durable::testing::Fault>>,
 }
 
 impl std::fmt::Debug for LoopSubject {
@@ -63,6 +65,7 @@ impl LoopSubject {
             },
             model: None,
             http: false,
+            faults: None,
         };
         transcript.check_tools(&probe.tools(&probe.world()))?;
         let expected = Expected::of(&transcript)?;
@@ -93,6 +96,14 @@ impl LoopSubject {
     /// server accepted is the loop's `tool returned`.
     pub fn over_http(mut self) -> LoopSubject {
         self.http = true;
+        self
+    }
+
+    /// Each world's checkpoint directory, as the agent writes it, goes
+    /// through a [`FaultDir`](durable::testing::FaultDir) armed with
+    /// `faults` ([`LoopWorld::faults`]); an empty list counts the calls.
+    pub fn with_faults(mut self, faults: Vec<durable::testing::Fault>) -> LoopSubject {
+        self.faults = Some(faults);
         self
     }
 
@@ -191,6 +202,13 @@ impl LoopSubject {
     }
 }
 
+/// The crash state in which each power cut leaves, in a scenario of its
+/// own, every pair of disks (checkpoint directory, workspace) the
+/// [persistence model](durable::testing::enumerate) allows (a power-loss
+/// variant only); the scenario names the disk of each crash
+/// (`enumerated: mid-save#3 (disk 2)`), so it reruns by name alone.
+pub const ENUMERATED: CrashState = CrashState::named("enumerated");
+
 impl Subject for LoopSubject {
     type World = LoopWorld;
 
@@ -236,16 +254,29 @@ impl Subject for LoopSubject {
             tracker = tracker.with_fault(Fault::FailAfterAccept { nth: 1 });
         }
         let http = self.http.then(|| serve(&tracker));
-        let world = |checkpoints: Arc<dyn Dir>, files, workspace, power| LoopWorld {
-            checkpoints,
-            files,
-            workspace,
-            tracker,
-            tally: Arc::default(),
-            alive: false,
-            stopped: None,
-            power,
-            http,
+        let armed = self.faults.clone();
+        let world = |checkpoints: Arc<dyn Dir>, files, workspace, power| {
+            let faults = armed.map(|faults| {
+                let fd = durable::testing::FaultDir::new(Arc::clone(&checkpoints));
+                fd.fail_all(&faults);
+                fd
+            });
+            let checkpoints: Arc<dyn Dir> = match &faults {
+                Some(fd) => Arc::new(fd.clone()),
+                None => checkpoints,
+            };
+            LoopWorld {
+                faults,
+                checkpoints,
+                files,
+                workspace,
+                tracker,
+                tally: Arc::default(),
+                alive: false,
+                stopped: None,
+                power,
+                http,
+            }
         };
         let Some(p) = self.variant.power else {
             let cp = Arc::new(MemDir::new());
@@ -261,20 +292,31 @@ impl Subject for LoopSubject {
                 checkpoints: cp,
                 workspace: ws,
                 watch,
+                last_cut: None,
+                sampled: 0,
             }),
         )
     }
 
-    /// A power-loss variant runs in every disk state; the others in the
-    /// process state alone.
+    /// A power-loss variant runs in every named disk state and in
+    /// [`ENUMERATED`]; the others in the process state alone.
     fn crash_states(&self) -> Vec<CrashState> {
         match self.variant.power {
             Some(_) => DiskState::ALL
                 .into_iter()
                 .map(|s| CrashState::named(s.slug()))
+                .chain([ENUMERATED])
                 .collect(),
             None => vec![CrashState::PROCESS],
         }
+    }
+
+    fn enumerates(&self, state: &CrashState) -> bool {
+        *state == ENUMERATED && self.variant.power.is_some()
+    }
+
+    fn crash_disks(&self, w: &LoopWorld) -> Option<u32> {
+        w.last_cut()
     }
 
     /// The variant's own state.
@@ -296,6 +338,10 @@ impl Subject for LoopSubject {
     }
 
     fn boot(&self, w: &mut LoopWorld, ctx: &LifeContext) -> Result<(), sweep::LifeError> {
+        if self.enumerates(ctx.state()) {
+            w.power_boot_enumerated(PersistenceModel::default(), ctx.disk().unwrap_or(0));
+            return Ok(());
+        }
         let state = DiskState::from_slug(ctx.state().name())
             .ok_or_else(|| format!("no disk state is called {:?}", ctx.state().name()))?;
         w.power_boot(state);
@@ -383,6 +429,12 @@ impl Subject for LoopSubject {
             }
             if let Some(e) = &w.stopped {
                 v = v.note(format!("the run stopped: {e}"));
+            }
+            if w.sampled_cuts() > 0 {
+                v = v.note(format!(
+                    "{} power cut(s) chose from a sample of their disks",
+                    w.sampled_cuts()
+                ));
             }
             v = v
                 .count("lost saves", lost)

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use agent::Checkpoint;
-use durable::testing::{CrashState, PowerDir};
+use durable::testing::{CrashState, PersistenceModel, PowerDir};
 use durable::{Dir, RunId};
 use tracker::Tracker;
 
@@ -63,6 +63,9 @@ pub struct LoopWorld {
     /// The tracker served over HTTP on a loopback socket, when the tools go
     /// through the HTTP client ([`LoopSubject::over_http`](crate::LoopSubject::over_http)).
     pub(crate) http: Option<HttpWorld>,
+    /// The checkpoint directory's fault injector, if armed (then
+    /// `checkpoints` goes through it).
+    pub(crate) faults: Option<durable::testing::FaultDir<Arc<dyn durable::Dir>>>,
 }
 
 /// The world's tracker as a service on 127.0.0.1, and a client of it. The
@@ -81,6 +84,11 @@ pub(crate) struct PowerWorld {
     /// The watch on the checkpoint's saves (a clone of the directory the
     /// agent writes through).
     pub(crate) watch: durable::testing::SaveWatch,
+    /// How many disks the last boot's power cut could leave (the
+    /// enumerated state; `None`: it cut nothing).
+    pub(crate) last_cut: Option<u32>,
+    /// Power cuts whose disks were a sample (over the model's bound).
+    pub(crate) sampled: u64,
 }
 
 impl LoopWorld {
@@ -99,6 +107,55 @@ impl LoopWorld {
             debug_assert_eq!(cut, ws_cut, "the directories agree on crashes");
             p.watch.boot();
         }
+    }
+
+    /// [`LoopWorld::power_boot`] in the enumerated state: the cut keeps
+    /// disk `disk` of the pairs (checkpoint directory, workspace) `model`
+    /// allows, numbered checkpoint-major: disk `d` is the checkpoint
+    /// directory's disk `d / w` and the workspace's `d % w`, `w` being how
+    /// many the workspace may leave.
+    pub(crate) fn power_boot_enumerated(&mut self, model: PersistenceModel, disk: u32) {
+        if let Some(p) = &mut self.power {
+            let ws_states = p.workspace.crash_states_in(model);
+            let w = ws_states.states.max(1);
+            let d = disk as usize;
+            let cp = p.checkpoints.boot_choosing(model, d / w);
+            let ws = p.workspace.boot_choosing(model, d % w);
+            debug_assert_eq!(
+                cp.is_some(),
+                ws.is_some(),
+                "the directories agree on crashes"
+            );
+            p.last_cut = cp.map(|c| u32::try_from(c.states.saturating_mul(w)).unwrap_or(u32::MAX));
+            if cp.is_some_and(|c| c.sampled) || ws.is_some_and(|c| c.sampled) {
+                p.sampled += 1;
+            }
+            p.watch.boot();
+        }
+    }
+
+    /// The fault-injecting checkpoint directory of a subject built
+    /// [`with_faults`](crate::LoopSubject::with_faults).
+    pub fn faults(&self) -> Option<&durable::testing::FaultDir<Arc<dyn durable::Dir>>> {
+        self.faults.as_ref()
+    }
+
+    /// Cut the power of a power-loss world now (both directories).
+    pub fn power_cut(&self) {
+        if let Some(p) = &self.power {
+            p.checkpoints.power_cut();
+            p.workspace.power_cut();
+        }
+    }
+
+    /// How many disks the last boot's cut could leave (enumerated state).
+    pub(crate) fn last_cut(&self) -> Option<u32> {
+        self.power.as_ref().and_then(|p| p.last_cut)
+    }
+
+    /// How many power cuts so far were a sample of their disks.
+    pub(crate) fn sampled_cuts(&self) -> u64 {
+        self.power.as_ref().map_or(0, |p| p.sampled)
     }
 
     /// The process ends without a crash (finished, or stopped by an error).

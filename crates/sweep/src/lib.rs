@@ -98,6 +98,7 @@
 #[cfg(feature = "cli")]
 pub mod cli;
 mod crash_state;
+mod disks;
 mod dyn_subject;
 mod error;
 mod failure;
@@ -110,6 +111,7 @@ mod subject;
 mod table;
 
 pub use crash_state::{BadCrashState, CrashState};
+pub use disks::CrashDisks;
 pub use dyn_subject::DynSubject;
 pub use error::{Divergence, Error};
 pub use failure::{Failure, Life};

@@ -162,7 +162,12 @@ pub(crate) fn sort_scenarios<T: AsRef<CrashState>>(scenarios: &mut [ScenarioResu
             .unwrap_or(usize::MAX)
     };
     scenarios.sort_by(|a, b| {
-        (index(a), a.scenario.depth(), &a.order).cmp(&(index(b), b.scenario.depth(), &b.order))
+        (index(a), a.scenario.depth(), &a.order, &a.scenario.disks).cmp(&(
+            index(b),
+            b.scenario.depth(),
+            &b.order,
+            &b.scenario.disks,
+        ))
     });
 }
 

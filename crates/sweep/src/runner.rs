@@ -111,6 +111,9 @@ pub fn run<S: Subject>(subject: &S, config: &Config) -> Result<Report, Error> {
 struct Ran {
     result: ScenarioResult,
     last_hits: Vec<Hit>,
+    /// In an enumerating state: how many disks the cut after each crash
+    /// could have left, for each boot after a crash that got that far.
+    cut_disks: Vec<u32>,
 }
 
 /// Whether this program was built to abort on panic, in which case no
@@ -235,6 +238,7 @@ fn sweep_states<S: Subject>(
                 &Scenario::in_state(state.clone(), Vec::new()),
                 &[],
                 &clean.last_hits,
+                subject.enumerates(state),
             );
             progress(Progress::Planned {
                 depth: 1,
@@ -402,8 +406,26 @@ fn subtree<S: Subject>(
         }
     }
     progress(Progress::Finished { depth: sc.depth() });
+    let enumerates = replayer.subject.enumerates(&sc.state);
+    // Disk 0 of a crash ran first; it tells how many disks the cut could
+    // leave, and each other one is a scenario of its own.
+    let siblings: Vec<(Scenario, Vec<u32>)> = match (
+        sc.disks.last(),
+        ran.cut_disks.get(sc.depth().wrapping_sub(1)),
+    ) {
+        (Some(0), Some(&n)) if enumerates => (1..n)
+            .map(|k| {
+                let mut s = sc.clone();
+                if let Some(last) = s.disks.last_mut() {
+                    *last = k;
+                }
+                (s, ran.result.order.clone())
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     let children = if sc.depth() < config.depth as usize {
-        expand(&sc, &ran.result.order, &ran.last_hits)
+        expand(&sc, &ran.result.order, &ran.last_hits, enumerates)
     } else {
         Vec::new()
     };
@@ -411,12 +433,21 @@ fn subtree<S: Subject>(
     if in_partition(&sc, config.partition) {
         out.push(ran.result);
     }
+    if !siblings.is_empty() {
+        progress(Progress::Planned {
+            depth: sc.depth(),
+            count: siblings.len() as u64,
+        });
+    }
     if !children.is_empty() {
         progress(Progress::Planned {
             depth: sc.depth() + 1,
             count: children.len() as u64,
         });
-        let nested: Vec<Vec<ScenarioResult>> = children
+    }
+    let next: Vec<(Scenario, Vec<u32>)> = siblings.into_iter().chain(children).collect();
+    if !next.is_empty() {
+        let nested: Vec<Vec<ScenarioResult>> = next
             .into_par_iter()
             .map(|(c, o)| subtree(replayer, c, o, config, clean, progress))
             .collect();
@@ -425,7 +456,14 @@ fn subtree<S: Subject>(
     out
 }
 
-fn expand(parent: &Scenario, order: &[u32], hits: &[Hit]) -> Vec<(Scenario, Vec<u32>)> {
+/// `parent` with one more crash at each of `hits`; in an enumerating
+/// state, its cut keeping disk 0 (the others follow once it has run).
+fn expand(
+    parent: &Scenario,
+    order: &[u32],
+    hits: &[Hit],
+    enumerates: bool,
+) -> Vec<(Scenario, Vec<u32>)> {
     hits.iter()
         .enumerate()
         .map(|(i, h)| {
@@ -433,7 +471,11 @@ fn expand(parent: &Scenario, order: &[u32], hits: &[Hit]) -> Vec<(Scenario, Vec<
             sc.push(h.clone());
             let mut o = order.to_vec();
             o.push(i as u32);
-            (Scenario::in_state(parent.state.clone(), sc), o)
+            let mut disks = parent.disks.clone();
+            if enumerates {
+                disks.push(0);
+            }
+            (Scenario::with_disks(parent.state.clone(), sc, disks), o)
         })
         .collect()
 }
@@ -604,10 +646,16 @@ impl<'a, S: Subject> Replayer<'a, S> {
         handle: &Handle,
         deadline: Instant,
         scenario: &Scenario,
+        cut_disks: &mut Vec<u32>,
     ) -> Result<crashpoint::Life<Result<(), crate::LifeError>>, String> {
         self.subject
             .boot(world, ctx)
             .map_err(|e| format!("the boot failed: {e}"))?;
+        if ctx.after_crash() && self.subject.enumerates(ctx.state()) {
+            if let Some(n) = self.subject.crash_disks(world) {
+                cut_disks.push(n.max(1));
+            }
+        }
         let id = self.watchdog.register(handle, deadline, scenario);
         let life = handle.run(|| self.subject.life(world));
         self.watchdog.forget(id);
@@ -632,11 +680,20 @@ impl<'a, S: Subject> Replayer<'a, S> {
         let mut failure = None;
         let mut lives = Vec::new();
         let mut after_crash = false;
+        let mut cut_disks = Vec::new();
         for (n, target) in scenario.hits.iter().enumerate() {
-            let ctx = LifeContext::new(scenario.state.clone(), n + 1, after_crash);
+            let ctx = LifeContext::new(scenario.state.clone(), n + 1, after_crash)
+                .with_disk(scenario.disk_after(n));
             let handle = Handle::new(Some(target.clone()));
             let which = Life::Crashing(n + 1);
-            let life = match self.life(&mut world, &ctx, &handle, deadline, scenario) {
+            let life = match self.life(
+                &mut world,
+                &ctx,
+                &handle,
+                deadline,
+                scenario,
+                &mut cut_disks,
+            ) {
                 Ok(life) => life,
                 Err(error) => {
                     failure = Some(Failure::Stopped {
@@ -688,9 +745,17 @@ impl<'a, S: Subject> Replayer<'a, S> {
         if failure.is_none() {
             let n = scenario.depth() + 1;
             let which = Life::Final(n);
-            let ctx = LifeContext::new(scenario.state.clone(), n, after_crash);
+            let ctx = LifeContext::new(scenario.state.clone(), n, after_crash)
+                .with_disk(scenario.disk_after(n - 1));
             let handle = Handle::new(None);
-            match self.life(&mut world, &ctx, &handle, deadline, scenario) {
+            match self.life(
+                &mut world,
+                &ctx,
+                &handle,
+                deadline,
+                scenario,
+                &mut cut_disks,
+            ) {
                 Err(error) => {
                     failure = Some(Failure::Stopped {
                         life: which,
@@ -761,6 +826,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 world: world_text,
             },
             last_hits,
+            cut_disks,
         }
     }
 }

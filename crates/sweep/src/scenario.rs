@@ -13,16 +13,25 @@ use crate::crash_state::{BadCrashState, CrashState};
 /// clean run, `[h1]` a single crash, `[h1, h2]` a double one; every crash
 /// keeps what its [`CrashState`] says.
 ///
+/// In a state that enumerates the disks a power cut may leave
+/// ([`Subject::enumerates`](crate::Subject::enumerates)), each crash also
+/// names the disk its cut keeps, by index among them ([`Scenario::disks`]),
+/// so the name alone determines every disk of the scenario.
+///
 /// Written as its state, `: ` and its hits joined by ` → ` (`lose: tracker
 /// accepted#2 → mid-save#1`), or `clean`; in the process state the prefix is
-/// left out (`tracker accepted#2 → mid-save#1`). That text parses back, so
-/// any scenario can be rerun by name.
+/// left out (`tracker accepted#2 → mid-save#1`); a chosen disk follows its
+/// hit (`all: after rename#1 (disk 2) → mid-save#3 (disk 0)`). That text
+/// parses back, so any scenario can be rerun by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Scenario {
     /// What each crash keeps.
     pub state: CrashState,
     /// The hit each crashing life crashes at, in order.
     pub hits: Vec<Hit>,
+    /// In an enumerating state, the disk each crash's power cut keeps (an
+    /// index among the disks it may leave, one per hit); empty otherwise.
+    pub disks: Vec<u32>,
 }
 
 impl Scenario {
@@ -31,12 +40,32 @@ impl Scenario {
         Scenario {
             state: CrashState::PROCESS,
             hits,
+            disks: Vec::new(),
         }
     }
 
     /// `hits` crashed in `state`.
     pub fn in_state(state: CrashState, hits: Vec<Hit>) -> Self {
-        Scenario { state, hits }
+        Scenario {
+            state,
+            hits,
+            disks: Vec::new(),
+        }
+    }
+
+    /// `hits` crashed in `state`, the `i`-th crash's power cut keeping disk
+    /// `disks[i]` of those it may leave.
+    pub fn with_disks(state: CrashState, hits: Vec<Hit>, disks: Vec<u32>) -> Self {
+        Scenario { state, hits, disks }
+    }
+
+    /// The disk the power cut after the `crash`-th crash (1-based) keeps,
+    /// if the scenario names one.
+    pub fn disk_after(&self, crash: usize) -> Option<u32> {
+        crash
+            .checked_sub(1)
+            .and_then(|i| self.disks.get(i))
+            .copied()
     }
 
     /// How many lives crash.
@@ -49,7 +78,15 @@ impl Scenario {
         if self.hits.is_empty() {
             return "clean".to_owned();
         }
-        let names: Vec<String> = self.hits.iter().map(ToString::to_string).collect();
+        let names: Vec<String> = self
+            .hits
+            .iter()
+            .enumerate()
+            .map(|(i, h)| match self.disks.get(i) {
+                Some(d) => format!("{h} (disk {d})"),
+                None => h.to_string(),
+            })
+            .collect();
         names.join(" → ")
     }
 }
@@ -72,6 +109,10 @@ pub enum ParseScenarioError {
     /// Its state's name is not a state's name.
     #[error(transparent)]
     State(#[from] BadCrashState),
+    /// Some of its hits name a disk and others do not, or a disk is not a
+    /// number.
+    #[error("{0:?}: every hit of an enumerating scenario names its disk as `(disk N)`")]
+    Disk(String),
 }
 
 impl FromStr for Scenario {
@@ -90,12 +131,30 @@ impl FromStr for Scenario {
         if rest.is_empty() || rest == "clean" {
             return Ok(Scenario::in_state(state, Vec::new()));
         }
-        let hits = rest
-            .split('→')
-            .flat_map(|part| part.split("->"))
-            .map(str::parse)
-            .collect::<Result<Vec<Hit>, _>>()?;
-        Ok(Scenario::in_state(state, hits))
+        let mut hits = Vec::new();
+        let mut disks = Vec::new();
+        for part in rest.split('→').flat_map(|part| part.split("->")) {
+            let part = part.trim();
+            let (hit, disk) = match part
+                .strip_suffix(')')
+                .and_then(|p| p.rsplit_once(" (disk "))
+            {
+                Some((hit, d)) => {
+                    let d = d
+                        .trim()
+                        .parse::<u32>()
+                        .map_err(|_| ParseScenarioError::Disk(part.to_owned()))?;
+                    (hit, Some(d))
+                }
+                None => (part, None),
+            };
+            hits.push(hit.parse::<Hit>()?);
+            disks.extend(disk);
+        }
+        if !disks.is_empty() && disks.len() != hits.len() {
+            return Err(ParseScenarioError::Disk(rest.to_owned()));
+        }
+        Ok(Scenario::with_disks(state, hits, disks))
     }
 }
 

@@ -23,6 +23,7 @@ pub struct LifeContext {
     state: CrashState,
     life: usize,
     after_crash: bool,
+    disk: Option<u32>,
 }
 
 impl LifeContext {
@@ -31,7 +32,22 @@ impl LifeContext {
             state,
             life,
             after_crash,
+            disk: None,
         }
+    }
+
+    pub(crate) fn with_disk(mut self, disk: Option<u32>) -> Self {
+        self.disk = disk;
+        self
+    }
+
+    /// In an enumerating state ([`Subject::enumerates`]), after a crash:
+    /// which of the disks the power cut may leave it keeps (an index, from
+    /// the scenario's name). A subject boots its directories keeping that
+    /// disk (an index past the last means the last), and tells the runner
+    /// how many there were ([`Subject::crash_disks`]). `None` otherwise.
+    pub fn disk(&self) -> Option<u32> {
+        self.disk
     }
 
     /// What the crash before this life keeps of the world.
@@ -105,6 +121,23 @@ pub trait Subject: Sync {
 
     /// A process ends on `world` without a crash.
     fn shutdown(&self, _world: &mut Self::World, _ctx: &LifeContext) {}
+
+    /// Whether a power cut in `state` may leave more than one disk, each a
+    /// scenario of its own: the runner then names the disk of every crash
+    /// in the scenario ([`Scenario::disks`](crate::Scenario::disks), given
+    /// to the boot as [`LifeContext::disk`]), runs disk 0 first and, once
+    /// [`Subject::crash_disks`] has said how many there were, the others.
+    /// Default: `false`.
+    fn enumerates(&self, _state: &CrashState) -> bool {
+        false
+    }
+
+    /// After a [`Subject::boot`] in an enumerating state that cut the
+    /// power: how many different disks that cut could have left (at least
+    /// 1). `None` (the default) if the boot cut nothing.
+    fn crash_disks(&self, _world: &Self::World) -> Option<u32> {
+        None
+    }
 
     /// The title of the table row for the scenarios in `state`. Default: the
     /// subject's name in the process state, `name | state` in any other.

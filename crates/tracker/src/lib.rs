@@ -218,10 +218,25 @@ pub enum TrackerError {
         /// The missing file.
         path: PathBuf,
     },
+    /// Saving an accepted request to the tracker's file failed (a full
+    /// disk, a failed fsync): the request may or may not be recorded — a
+    /// failed directory fsync comes after the new file replaced the old
+    /// one, and a failed fsync says nothing about what reached the disk.
+    /// A caller must treat it as an unknown outcome (look it up, or retry
+    /// with the same key), never as "did not happen".
+    #[error("tracker file {}: saving the accepted request failed, so it may or may not be recorded: {source}", path.display())]
+    Unknown {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
     /// Reading or writing the tracker's file failed, or another tracker
     /// changed the file since this one read it (see [`Tracker::open_dir`]).
-    /// A failed write records nothing: the request is rolled back, as a
-    /// service whose database write failed would not have acted.
+    /// A failed read, or a refusal before anything was written, records
+    /// nothing; a failed save of an accepted request is
+    /// [`TrackerError::Unknown`] instead.
     #[error("tracker file {}: {source}", path.display())]
     Io {
         /// The file.
@@ -261,6 +276,10 @@ struct State {
     /// Ordered, so the file is the same byte for byte for the same history.
     keys: BTreeMap<String, KeyEntry>,
     store: Option<store::Store>,
+    /// The file holds records whose save failed after the file was replaced
+    /// (a failed directory fsync): visible, not known durable. The next
+    /// answer from memory saves again first.
+    not_durable: bool,
     /// The log-backed mode's files ([`Tracker::open_log`]).
     log: Option<log::LogStore>,
 }
@@ -348,6 +367,17 @@ impl State {
             (k, self.keys.insert(k.to_owned(), entry))
         });
         if let Err(e) = self.persist_new(req, &response, key) {
+            if self
+                .store
+                .as_ref()
+                .is_some_and(store::Store::published_on_failure)
+            {
+                // The file holds the record: keep it, so a retry with the
+                // key gets this answer and a lookup finds it — once it is
+                // saved again (see `not_durable`).
+                self.not_durable = true;
+                return Err(e);
+            }
             self.undo(undo);
             if let Some((k, previous)) = replaced {
                 match previous {
@@ -358,6 +388,7 @@ impl State {
             debug_assert_eq!(self.records(), records_before);
             return Err(e);
         }
+        self.not_durable = false;
         let nth_record = self.records();
         debug_assert_eq!(nth_record, records_before + 1);
         let dropped = self
@@ -689,7 +720,15 @@ impl Tracker {
                 None => None,
             };
             match repeat {
-                Some(first) => (first, false),
+                Some(first) => {
+                    if st.not_durable {
+                        // The first answer is on the file but not known
+                        // durable: make it so before repeating it.
+                        st.persist()?;
+                        st.not_durable = false;
+                    }
+                    (first, false)
+                }
                 None => st.accept(req, key)?,
             }
         };

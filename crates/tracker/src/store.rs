@@ -60,6 +60,10 @@ pub(crate) struct Store {
     dir: Arc<dyn durable::Dir>,
     /// The generation this tracker last loaded or wrote; 0 for no file yet.
     generation: u64,
+    /// The last save failed after its file replaced the old one (the
+    /// directory fsync failed): the records it holds are on the disk,
+    /// though not known durable, so the caller must not undo them.
+    published_on_failure: bool,
 }
 
 impl Store {
@@ -85,7 +89,11 @@ impl Store {
     /// unless `existing`, which refuses a missing file with
     /// [`TrackerError::Missing`].
     pub(crate) fn open(dir: Arc<dyn durable::Dir>, existing: bool) -> Result<State, TrackerError> {
-        let mut store = Store { dir, generation: 0 };
+        let mut store = Store {
+            dir,
+            generation: 0,
+            published_on_failure: false,
+        };
         store.remove_leftover_temps()?;
         let read = store
             .dir
@@ -165,9 +173,36 @@ impl Store {
             sync: true,
             points: false,
         };
-        durable::write_atomic(self.dir.as_ref(), FILE, &bytes, opts).map_err(|e| self.io(e))?;
+        self.published_on_failure = false;
+        if let Err(source) = durable::write_atomic(self.dir.as_ref(), FILE, &bytes, opts) {
+            // What reached the file is not known from the error alone: a
+            // failed directory fsync comes after the rename. Read it back
+            // (best effort) so the next save neither refuses a file this
+            // tracker wrote nor forgets records that a reader will see.
+            let on_disk = self
+                .dir
+                .read(FILE)
+                .ok()
+                .flatten()
+                .and_then(|b| serde_json::from_slice::<GenerationOnly>(&b).ok())
+                .map(|g| g.generation);
+            if on_disk == Some(self.generation + 1) {
+                self.generation += 1;
+                self.published_on_failure = true;
+            }
+            return Err(TrackerError::Unknown {
+                path: self.path(),
+                source,
+            });
+        }
         self.generation += 1;
         Ok(())
+    }
+
+    /// Whether the last failed save had already replaced the file: its
+    /// records are visible to every reader and must be kept.
+    pub(crate) fn published_on_failure(&self) -> bool {
+        self.published_on_failure
     }
 }
 

@@ -549,7 +549,7 @@ mod file {
     }
 
     #[test]
-    fn a_failed_write_records_nothing() {
+    fn a_failed_write_records_nothing_and_is_an_unknown_outcome() {
         let flaky = FlakyDir::default();
         let t = Tracker::open_dir(Arc::new(flaky.clone()), Mode::Keyed)
             .unwrap()
@@ -560,10 +560,10 @@ mod file {
         flaky.fail.store(true, Ordering::SeqCst);
         let life = crashpoint::record(|| t.comment(1, "c", Some("k2")));
         match life.outcome {
-            crashpoint::Outcome::Finished(Err(TrackerError::Io { path, .. })) => {
+            crashpoint::Outcome::Finished(Err(TrackerError::Unknown { path, .. })) => {
                 assert_eq!(path, PathBuf::from("mem:/tracker.json"))
             }
-            other => panic!("expected Io, got {other:?}"),
+            other => panic!("expected Unknown, got {other:?}"),
         }
         assert!(life.hits.is_empty(), "nothing was accepted");
         assert!(matches!(
@@ -572,7 +572,7 @@ mod file {
         ));
         assert!(matches!(
             t.file_issue("b", "y", Some("k3")),
-            Err(TrackerError::Io { .. })
+            Err(TrackerError::Unknown { .. })
         ));
         assert!(!t.holds_key("k2") && !t.holds_key("k3"));
         assert_eq!(t.issues().len(), 1);
@@ -749,7 +749,7 @@ mod log_backed {
 
 mod existing {
     use super::*;
-    use durable::testing::{FaultDir, MemDir, Op};
+    use durable::testing::{Call, FaultDir, MemDir};
     use durable::Dir;
 
     #[test]
@@ -797,7 +797,7 @@ mod existing {
     fn a_read_error_is_an_error_not_an_empty_tracker() {
         for existing in [false, true] {
             let dir = FaultDir::new(MemDir::new());
-            dir.fail(Op::Read, io::ErrorKind::PermissionDenied);
+            dir.fail_every(Call::Read, io::ErrorKind::PermissionDenied);
             let r = if existing {
                 Tracker::open_existing(Arc::new(dir.clone()), Mode::Keyed)
             } else {

@@ -92,9 +92,14 @@ impl Backend {
     ) -> Result<Response, ToolError> {
         match self {
             // As before the service existed: a reused key is an error the
-            // model sees (the sweeps' tables count on it).
+            // model sees (the sweeps' tables count on it). `Dropped` (the
+            // connection dropped after the tracker acted) and `Unknown` (its
+            // save of the accepted request failed: a full disk, a failed
+            // fsync) may have acted: an unknown outcome, up the ladder.
             Backend::Local(t) => t.apply(req, key).map_err(|e| match e {
-                TrackerError::Dropped => ToolError::Unknown(format!("{tool}: {e}")),
+                TrackerError::Dropped | TrackerError::Unknown { .. } => {
+                    ToolError::Unknown(format!("{tool}: {e}"))
+                }
                 other => ToolError::Failed(format!("{tool}: {other}")),
             }),
             Backend::Http(t) => t.apply(req, key).map_err(|e| http_error(tool, e)),

@@ -18,6 +18,7 @@
 
 mod checks;
 mod exit;
+mod faults;
 mod files;
 mod live;
 mod output;

@@ -25,6 +25,34 @@ pub enum Mutation {
     /// (then an fsync): until that fsync, a power cut may tear the only copy.
     /// A crash in that window lands at the point [`MID_OVERWRITE`].
     InPlace,
+    /// The old file is removed before the temp file is renamed to its name
+    /// (a replace in two steps, as where a rename cannot overwrite). Each
+    /// step is a directory operation; a crash between the two syncs of the
+    /// directory that keeps the remove and loses the rename leaves no file
+    /// at all. None of the six named crash states keeps exactly that prefix
+    /// of a save (`in-order` keeps only the temp file's creation), so only
+    /// the enumerated states catch it.
+    RemoveFirst,
+}
+
+impl Mutation {
+    /// Every mutation.
+    pub const ALL: [Mutation; 4] = [
+        Mutation::NoFileSync,
+        Mutation::NoDirSync,
+        Mutation::InPlace,
+        Mutation::RemoveFirst,
+    ];
+
+    /// A short command-line name.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Mutation::NoFileSync => "no-file-fsync",
+            Mutation::NoDirSync => "no-dir-fsync",
+            Mutation::InPlace => "in-place",
+            Mutation::RemoveFirst => "remove-first",
+        }
+    }
 }
 
 /// A directory that passes every call through to `inner` except the one its
@@ -56,6 +84,10 @@ impl<D: Dir> Dir for MutantDir<D> {
         }
     }
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        if self.mutation == Mutation::RemoveFirst {
+            self.inner.remove(to)?;
+            return self.inner.rename(from, to);
+        }
         if self.mutation != Mutation::InPlace {
             return self.inner.rename(from, to);
         }

@@ -46,31 +46,25 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::crash_state::CrashState;
+use super::enumerate::{Contents, CutRecord, Names, Op, PersistenceModel, Space};
 use super::lock_table::{next_temp_name, LockTable};
 use crate::dir::{check_name, Dir, LockGuard};
 
-/// One unsynced operation, in program order.
+/// The plan and the log of an enumerating directory.
 #[derive(Clone, Debug)]
-enum Op {
-    /// A file's contents were replaced.
-    Write { node: u64, data: Arc<[u8]> },
-    /// A name was created for a new file.
-    Create { name: String, node: u64 },
-    /// A name was moved over another.
-    Rename { from: String, to: String },
-    /// A name was removed.
-    Remove { name: String },
+struct Enumerated {
+    model: PersistenceModel,
+    /// The state each cut applies, in order of the cuts.
+    plan: Vec<usize>,
+    /// What each cut so far had to choose from.
+    log: Vec<CutRecord>,
 }
 
-impl Op {
-    fn is_entry(&self) -> bool {
-        !matches!(self, Op::Write { .. })
-    }
-}
-
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Inner {
     state: Option<CrashState>,
+    /// `Some`: cuts apply enumerated states instead of `state`.
+    enumerated: Option<Enumerated>,
     /// Names as a reader sees them now.
     names: BTreeMap<String, u64>,
     /// Contents as a reader sees them now; a node without an entry is empty.
@@ -87,11 +81,6 @@ struct Inner {
     running: bool,
     cuts: u64,
 }
-
-/// File names to their files.
-type Names = BTreeMap<String, u64>;
-/// Files to their contents; a file without an entry is empty.
-type Contents = HashMap<u64, Arc<[u8]>>;
 
 fn empty() -> Arc<[u8]> {
     Arc::from(&[][..])
@@ -159,6 +148,64 @@ impl Inner {
 
     fn cut(&mut self, state: CrashState) {
         let (names, data) = self.survivors(state);
+        self.apply(names, data);
+    }
+
+    /// Cut the power in the next state of an enumerating directory's plan
+    /// (state 0 when the plan is used up), and log the cut.
+    fn cut_enumerated(&mut self) {
+        let Some(en) = self.enumerated.as_ref() else {
+            return;
+        };
+        let model = en.model;
+        let want = en.plan.get(en.log.len()).copied().unwrap_or(0);
+        let record = self.cut_choosing(&model, want);
+        if let Some(en) = self.enumerated.as_mut() {
+            en.log.push(record);
+        }
+    }
+
+    /// Cut the power keeping state `want` (the last if there are fewer) of
+    /// those `model` allows now.
+    fn cut_choosing(&mut self, model: &PersistenceModel, want: usize) -> CutRecord {
+        let space = Space::new(
+            &self.durable_names,
+            &self.durable_data,
+            &self.pending,
+            model,
+        );
+        let combinations = space.combinations();
+        let (mut states, sampled) = space.states(model.bound);
+        let chosen = want.min(states.len().saturating_sub(1));
+        let record = CutRecord {
+            states: states.len(),
+            combinations,
+            sampled,
+            chosen,
+        };
+        if chosen < states.len() {
+            let (names, data) = states.swap_remove(chosen);
+            self.apply(names, data);
+        } else {
+            // No state at all cannot happen (the durable disk is one);
+            // keep the durable views.
+            let (names, data) = self.survivors(CrashState::LoseUnsynced);
+            self.apply(names, data);
+        }
+        record
+    }
+
+    /// A cut in the directory's own state or plan.
+    fn cut_now(&mut self) {
+        if self.enumerated.is_some() {
+            self.cut_enumerated();
+        } else {
+            let state = self.state.unwrap_or(CrashState::LoseUnsynced);
+            self.cut(state);
+        }
+    }
+
+    fn apply(&mut self, names: Names, data: Contents) {
         let live: BTreeSet<u64> = names.values().copied().collect();
         let data: Contents = data
             .into_iter()
@@ -242,12 +289,160 @@ impl PowerDir {
         inner.state = Some(state);
         let crashed = inner.running;
         if crashed {
-            inner.cut(state);
+            inner.cut_now();
             // No process survives a power cut.
             self.locks.clear();
         }
         inner.running = true;
         crashed
+    }
+
+    /// [`PowerDir::boot`] whose cut, if the process before died, keeps
+    /// state `disk` (the last if there are fewer) of the disks `model`
+    /// allows now (see the [persistence model](super::enumerate)), whatever
+    /// the directory's own state or plan: the hook of a sweep that names
+    /// the disk of each crash in its scenario. Returns what the cut chose
+    /// from, or `None` if nothing was cut.
+    ///
+    /// ```
+    /// use durable::testing::{PersistenceModel, PowerDir};
+    /// use durable::{write_atomic, Dir, WriteOptions};
+    ///
+    /// let unsynced = WriteOptions { sync: false, points: false };
+    /// let d = PowerDir::default();
+    /// assert!(d.boot_choosing(PersistenceModel::default(), 0).is_none());
+    /// write_atomic(&d, "f", b"new", unsynced).unwrap();
+    /// // The process dies; the next boot keeps the last disk: everything.
+    /// let cut = d.boot_choosing(PersistenceModel::default(), 99).unwrap();
+    /// assert_eq!((cut.states, cut.chosen), (5, 4));
+    /// assert_eq!(d.read("f").unwrap().as_deref(), Some(&b"new"[..]));
+    /// ```
+    pub fn boot_choosing(&self, model: PersistenceModel, disk: usize) -> Option<CutRecord> {
+        let mut inner = self.inner();
+        let crashed = inner.running;
+        inner.running = true;
+        if !crashed {
+            return None;
+        }
+        let record = inner.cut_choosing(&model, disk);
+        // No process survives a power cut.
+        self.locks.clear();
+        Some(record)
+    }
+
+    /// [`PowerDir::crash_states`] under `model` rather than the
+    /// directory's own: how many disks a cut now could leave. Changes
+    /// nothing.
+    pub fn crash_states_in(&self, model: PersistenceModel) -> CutRecord {
+        let inner = self.inner();
+        let space = Space::new(
+            &inner.durable_names,
+            &inner.durable_data,
+            &inner.pending,
+            &model,
+        );
+        let (states, sampled) = space.states(model.bound);
+        CutRecord {
+            states: states.len(),
+            combinations: space.combinations(),
+            sampled,
+            chosen: 0,
+        }
+    }
+
+    /// An empty directory whose power cuts apply enumerated crash states
+    /// (see the [persistence model](super::enumerate)): the `i`-th cut
+    /// applies state `plan[i]` of the states that crash may leave (the last
+    /// one if there are fewer; state 0 — nothing unsynced kept — once the
+    /// plan is used up), and logs how many there were ([`PowerDir::cut_log`]).
+    ///
+    /// A sweep lists every state of a crash by running it once with a plan
+    /// that ends before the cut, reading the count from the log, and
+    /// running it again once per other state: the plan is all a scenario's
+    /// name needs to rerun it.
+    ///
+    /// ```
+    /// use durable::testing::{PersistenceModel, PowerDir};
+    /// use durable::{write_atomic, Dir, WriteOptions};
+    ///
+    /// let unsynced = WriteOptions { sync: false, points: false };
+    /// let count = {
+    ///     let d = PowerDir::enumerated(PersistenceModel::default(), vec![]);
+    ///     write_atomic(&d, "f", b"new", unsynced).unwrap();
+    ///     d.crash_states().states
+    /// };
+    /// // Create temp + rename (3 prefixes: no file, the temp, `f`) × the
+    /// // temp's data (durable = empty, torn to empty, whole) = 9
+    /// // combinations; the empty ones coincide and the first has no file:
+    /// // 5 different disks.
+    /// assert_eq!(count, 5);
+    /// let mut seen = Vec::new();
+    /// for i in 0..count {
+    ///     let d = PowerDir::enumerated(PersistenceModel::default(), vec![i]);
+    ///     write_atomic(&d, "f", b"new", unsynced).unwrap();
+    ///     d.power_cut();
+    ///     seen.push(d.read("f").unwrap());
+    /// }
+    /// assert!(seen.contains(&None) && seen.contains(&Some(b"new".to_vec())));
+    /// assert!(seen.contains(&Some(Vec::new())), "renamed, never written");
+    /// ```
+    pub fn enumerated(model: PersistenceModel, plan: Vec<usize>) -> PowerDir {
+        PowerDir {
+            inner: Arc::new(Mutex::new(Inner {
+                enumerated: Some(Enumerated {
+                    model,
+                    plan,
+                    log: Vec::new(),
+                }),
+                ..Inner::default()
+            })),
+            locks: LockTable::default(),
+        }
+    }
+
+    /// What a power cut now would choose from: how many different disks,
+    /// out of how many combinations, and whether they would be a sample
+    /// (`chosen` is the state this directory's next cut would apply, or 0
+    /// for a directory of named states). Changes nothing.
+    pub fn crash_states(&self) -> CutRecord {
+        let inner = self.inner();
+        let (model, want) = match &inner.enumerated {
+            Some(en) => (en.model, en.plan.get(en.log.len()).copied().unwrap_or(0)),
+            None => (PersistenceModel::default(), 0),
+        };
+        let space = Space::new(
+            &inner.durable_names,
+            &inner.durable_data,
+            &inner.pending,
+            &model,
+        );
+        let (states, sampled) = space.states(model.bound);
+        CutRecord {
+            states: states.len(),
+            combinations: space.combinations(),
+            sampled,
+            chosen: want.min(states.len().saturating_sub(1)),
+        }
+    }
+
+    /// What each power cut of an enumerating directory had to choose from
+    /// and chose, oldest first (empty for a directory of named states).
+    pub fn cut_log(&self) -> Vec<CutRecord> {
+        self.inner()
+            .enumerated
+            .as_ref()
+            .map(|en| en.log.clone())
+            .unwrap_or_default()
+    }
+
+    /// An independent copy of the directory as it is now (files, pending
+    /// operations, plan and log), with no locks held: a world to branch
+    /// from.
+    pub fn fork(&self) -> PowerDir {
+        PowerDir {
+            inner: Arc::new(Mutex::new(self.inner().clone())),
+            locks: LockTable::default(),
+        }
     }
 
     /// The process using the directory ends normally: its writes stay in
@@ -256,10 +451,12 @@ impl PowerDir {
         self.inner().running = false;
     }
 
-    /// Cut the power now, in the directory's state.
+    /// Cut the power now, in the directory's state (or the next state of
+    /// its plan, for an enumerating directory).
     pub fn power_cut(&self) {
-        let state = self.state();
-        self.power_cut_in(state);
+        self.inner().cut_now();
+        // No process survives a power cut.
+        self.locks.clear();
     }
 
     /// Cut the power now, keeping what `state` says.
@@ -298,6 +495,7 @@ impl fmt::Debug for PowerDir {
         let inner = self.inner();
         f.debug_struct("PowerDir")
             .field("state", &inner.state)
+            .field("enumerated", &inner.enumerated.as_ref().map(|e| &e.plan))
             .field("files", &inner.names.keys().collect::<Vec<_>>())
             .field("unsynced", &inner.pending.len())
             .field("cuts", &inner.cuts)

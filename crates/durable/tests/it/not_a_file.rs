@@ -7,7 +7,7 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Arc;
 
-use durable::testing::{FaultDir, MemDir, Op};
+use durable::testing::{Call, FaultDir, MemDir};
 use durable::{Dir, DiskDir, Error, FileKind, Options};
 
 use crate::{fast, open, populated, run_id, Checkpoint};
@@ -207,7 +207,7 @@ fn every_read_error_but_not_found_stops_the_open() {
     ] {
         let world = MemDir::new();
         let dir = FaultDir::new(world.clone());
-        dir.fail(Op::Read, kind);
+        dir.fail_every(Call::Read, kind);
         let e = Checkpoint::open(Arc::new(dir.clone()), &run_id("r"), fast()).unwrap_err();
         assert!(
             matches!(&e, Error::Io { op: "read", path, source } if path.to_str() == Some("mem:/r.json") && source.kind() == kind),
@@ -234,7 +234,7 @@ fn a_failing_cleanup_or_lock_is_an_error_not_a_pass() {
     // A leftover temp file that cannot be removed.
     world.write(".r.json-abc.tmp", b"half").unwrap();
     let dir = FaultDir::new(world.clone());
-    dir.fail(Op::Remove, ErrorKind::PermissionDenied);
+    dir.fail_every(Call::Remove, ErrorKind::PermissionDenied);
     let e = Checkpoint::open(Arc::new(dir.clone()), &run_id("r"), fast()).unwrap_err();
     assert!(
         matches!(
@@ -247,7 +247,7 @@ fn a_failing_cleanup_or_lock_is_an_error_not_a_pass() {
         "{e:?}"
     );
     dir.heal();
-    dir.fail(Op::List, ErrorKind::Other);
+    dir.fail_every(Call::List, ErrorKind::Other);
     assert!(matches!(
         Checkpoint::open(Arc::new(dir.clone()), &run_id("r"), fast()),
         Err(Error::Io {
@@ -256,7 +256,7 @@ fn a_failing_cleanup_or_lock_is_an_error_not_a_pass() {
         })
     ));
     dir.heal();
-    dir.fail(Op::Lock, ErrorKind::PermissionDenied);
+    dir.fail_every(Call::Lock, ErrorKind::PermissionDenied);
     let e = Checkpoint::open(Arc::new(dir.clone()), &run_id("r"), fast()).unwrap_err();
     assert!(
         matches!(&e, Error::Io { op: "lock", path, .. } if path.to_str() == Some("mem:/r.lock")),
@@ -271,7 +271,7 @@ fn a_failing_read_before_a_save_refuses_the_save() {
     let dir = FaultDir::new(world.clone());
     let mut opened = Checkpoint::open(Arc::new(dir.clone()), &run_id("r"), fast()).unwrap();
     let before = world.read("r.json").unwrap();
-    dir.fail(Op::Read, ErrorKind::Other);
+    dir.fail_every(Call::Read, ErrorKind::Other);
     opened.state.turns = 9;
     let e = opened.checkpoint.save(&opened.state).unwrap_err();
     assert!(

@@ -1,0 +1,96 @@
+//! The keyed design (keys and markers) in a power-loss world, every crash a
+//! power cut in every disk the persistence model allows
+//! ([`designs::ENUMERATED`]): the real writer passes every scenario, and
+//! each mutation of it is caught, its first failing scenario rerun by name.
+//!
+//! Bounded for the test profile: one crash per scenario (depth 1) for the
+//! mutants, depth 2 for the real writer; at most 64 disks per crash (the
+//! default `PersistenceModel::bound`).
+
+use designs::{Design, Modes, Power, Script, Storage, Writer, ENUMERATED};
+use durable::testing::CrashState;
+use sweep::{Config, CrashDisks, Report, Scenario};
+
+fn subject(writer: Writer) -> designs::DesignSubject {
+    let script = Script::load(designs::default_script_path()).expect("the triage job loads");
+    Design::KeysMarkers
+        .subject(&script, Storage::Memory)
+        .with_modes(Modes {
+            power: Some(Power {
+                writer,
+                state: CrashState::LoseUnsynced,
+            }),
+            ..Modes::default()
+        })
+}
+
+fn sweep(writer: Writer, depth: u32) -> Report {
+    let config = Config {
+        depth,
+        crash_states: vec![ENUMERATED],
+        ..Config::default()
+    };
+    sweep::run(&subject(writer), &config).expect("sweep runs")
+}
+
+#[test]
+fn the_real_writer_passes_every_enumerated_disk_to_depth_2() {
+    let r = sweep(Writer::Real, 2);
+    let failed: Vec<String> = r.failures().map(|s| s.scenario.to_string()).collect();
+    assert!(failed.is_empty(), "{} failed: {failed:#?}", failed.len());
+    let c = CrashDisks::of(&r, &ENUMERATED);
+    println!("real writer: {c:?}");
+    assert!(c.max > 1, "some crash has more than one disk: {c:?}");
+    assert_eq!(c.scenarios, r.scenarios.len());
+    assert!(r
+        .scenarios
+        .iter()
+        .all(|s| s.scenario.disks.len() == s.scenario.depth()));
+}
+
+#[test]
+fn each_mutant_is_caught_and_its_first_failure_reruns_by_name() {
+    for writer in [
+        Writer::NoFileSync,
+        Writer::NoDirSync,
+        Writer::InPlace,
+        Writer::RemoveFirst,
+    ] {
+        let r = sweep(writer, 1);
+        let first = r
+            .failures()
+            .next()
+            .unwrap_or_else(|| panic!("{writer:?}: no enumerated disk catches it"));
+        let name = first.scenario.to_string();
+        println!(
+            "{writer:?}: {} of {} fail, first {name}",
+            r.failures().count(),
+            r.scenarios.len()
+        );
+        assert!(name.starts_with("enumerated: "), "{name}");
+        let again: Scenario = name.parse().expect("the name parses");
+        let rerun = sweep::run_one(&subject(writer), &again);
+        assert!(
+            rerun.failed(),
+            "{name} reruns and fails:\n{}",
+            rerun.timeline()
+        );
+        assert_eq!(rerun.failure, first.failure, "{name}");
+    }
+}
+
+#[test]
+fn remove_first_passes_every_named_state_at_depth_1() {
+    let states: Vec<sweep::CrashState> = CrashState::ALL
+        .into_iter()
+        .map(|s| sweep::CrashState::named(s.slug()))
+        .collect();
+    let config = Config {
+        depth: 1,
+        crash_states: states,
+        ..Config::default()
+    };
+    let r = sweep::run(&subject(Writer::RemoveFirst), &config).expect("sweep runs");
+    let failed: Vec<String> = r.failures().map(|s| s.scenario.to_string()).collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+}

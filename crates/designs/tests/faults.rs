@@ -1,0 +1,116 @@
+//! I/O errors as a sweep dimension, on the keyed design (keys and markers)
+//! with the real writer in a power-loss world: every call its checkpoint
+//! directory receives in a clean run fails once in turn (`ENOSPC` on a
+//! create or write, `EIO` on the rest: `durable::testing::FaultDir`); at
+//! depth 2 the restart's next call of the same kind fails again; then the
+//! disk heals and the program runs to the end, once with the power cut
+//! before the healthy life and once without. Judged: nothing lost, nothing
+//! twice (the design's required counters all zero), every failure a typed
+//! error naming the file, and the healthy life finishes (no state the next
+//! life misreads).
+
+use designs::{Design, DesignSubject, Modes, Power, Script, Storage, Writer};
+use durable::testing::{CrashState, Fault};
+use sweep::Subject;
+
+fn subject(faults: Vec<Fault>) -> DesignSubject {
+    let script = Script::load(designs::default_script_path()).expect("the triage job loads");
+    Design::KeysMarkers
+        .subject(&script, Storage::Memory)
+        .with_modes(Modes {
+            power: Some(Power {
+                writer: Writer::Real,
+                state: CrashState::LoseUnsynced,
+            }),
+            ..Modes::default()
+        })
+        .with_faults(faults)
+}
+
+/// How one fault scenario ended.
+#[derive(Debug, Default)]
+struct Outcome {
+    /// Lives that stopped with an error.
+    errors: Vec<String>,
+    /// The faults that fired.
+    fired: usize,
+    /// Required counters that are not zero, with the judge's notes.
+    broken: Vec<String>,
+}
+
+/// `fault` fails; at depth 2 the next call of its kind after the first
+/// error fails too; then the disk heals (and, if `cut`, the power is cut
+/// before the healthy life).
+fn run(fault: Fault, depth: u32, cut: bool) -> Outcome {
+    let s = subject(vec![fault]);
+    let mut w = s.world();
+    let fd = w.faults().expect("armed").clone();
+    let mut out = Outcome::default();
+    let mut armed_again = depth < 2;
+    for _ in 0..4 {
+        match s.life(&mut w) {
+            Ok(()) => break,
+            Err(e) => out.errors.push(e.to_string()),
+        }
+        if !armed_again {
+            fd.fail(fault.call, fd.hits(fault.call) + 1);
+            armed_again = true;
+        } else {
+            fd.heal();
+            if cut {
+                w.power_cut();
+            }
+        }
+    }
+    out.fired = fd.fired().len();
+    let v = s.judge(&w);
+    for c in s.counters().into_iter().filter(|c| c.required_zero) {
+        if v.get(&c.name) != 0 {
+            out.broken.push(format!("{} = {}", c.name, v.get(&c.name)));
+        }
+    }
+    if !out.broken.is_empty() {
+        out.broken.extend(v.notes.clone());
+    }
+    out
+}
+
+fn sites() -> Vec<Fault> {
+    let s = subject(Vec::new());
+    let mut w = s.world();
+    s.life(&mut w).expect("the clean run finishes");
+    w.faults().expect("armed").sites()
+}
+
+#[test]
+fn every_failed_call_is_a_typed_error_naming_the_file_and_nothing_is_lost_or_doubled() {
+    let sites = sites();
+    assert!(sites.len() > 20, "{sites:?}");
+    let mut stopped = 0;
+    for depth in [1, 2] {
+        for cut in [false, true] {
+            for &f in &sites {
+                let o = run(f, depth, cut);
+                let name = format!(
+                    "{f} (depth {depth}{})",
+                    if cut { ", power cut" } else { "" }
+                );
+                assert!(o.fired >= 1, "{name}: the fault fired");
+                assert!(o.broken.is_empty(), "{name}: {:#?}", o.broken);
+                assert!(
+                    o.errors.len() <= 2,
+                    "{name}: the healthy life finishes: {:#?}",
+                    o.errors
+                );
+                for e in &o.errors {
+                    assert!(
+                        e.contains("power:/"),
+                        "{name}: the error names the file: {e}"
+                    );
+                }
+                stopped += usize::from(!o.errors.is_empty());
+            }
+        }
+    }
+    assert!(stopped > 0, "some fault stops a life");
+}

@@ -1,0 +1,268 @@
+//! The disk as an adversary, in one table (`snapshots/disk.txt`): for the
+//! keyed design (keys and markers, `designs`) and the real loop, keyed,
+//! each in a power-loss world —
+//!
+//! * the enumerated crash states (`enumerated`): every disk the persistence
+//!   model allows at each crash, a scenario each; the real writer to depth
+//!   2, the four mutants (no file fsync, no directory fsync, overwrite in
+//!   place, remove first) to depth 1, with how many crashes, the disks per
+//!   crash (max, median), the crashes whose disks were a sample, the
+//!   failing scenarios and the first one's name;
+//! * the I/O errors: each call a clean run makes through the checkpoint
+//!   directory fails once (depth 1), at depth 2 the restart's next call of
+//!   the same kind fails again, then the disk heals, with or without a
+//!   power cut before the healthy life; how many lives stopped with an
+//!   error naming the file, how many faults the program absorbed, and how
+//!   many scenarios broke (something lost or doubled, an error not naming
+//!   the file, or no healthy finish).
+//!
+//! Every number comes from running the scenarios.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use designs::{Design, DesignSubject, Modes, Script, Storage};
+use durable::testing::{CrashState, Fault, FaultDir};
+use durable::Dir;
+use sweep::{Config, CrashDisks, Report, Subject};
+
+use crate::power::{Power, Writer};
+use crate::subject::{LoopSubject, ENUMERATED};
+use crate::variant::{LoopVariant, Situation};
+
+/// Why the table could not be made.
+pub type DiskError = String;
+
+/// The keyed design (keys and markers) in a power-loss world whose
+/// checkpoints `writer` writes.
+pub fn design(writer: designs::Writer, script: &Script) -> DesignSubject {
+    Design::KeysMarkers
+        .subject(script, Storage::Memory)
+        .with_modes(Modes {
+            power: Some(designs::Power {
+                writer,
+                state: CrashState::LoseUnsynced,
+            }),
+            ..Modes::default()
+        })
+}
+
+/// The real loop, keyed, in a power-loss world whose checkpoints `writer`
+/// writes.
+pub fn looped(writer: Writer) -> Result<LoopSubject, DiskError> {
+    let t = Arc::new(crate::transcript(None).map_err(|e| e.to_string())?);
+    let v = LoopVariant {
+        keyed: true,
+        situation: Situation::Plain,
+        power: Some(Power {
+            state: CrashState::LoseUnsynced,
+            writer,
+        }),
+    };
+    LoopSubject::new(v, t).map_err(|e| e.to_string())
+}
+
+/// `s` swept to `depth` in the enumerated state alone.
+pub fn enumerated<S: Subject>(s: &S, depth: u32) -> Result<Report, DiskError> {
+    let config = Config {
+        depth,
+        crash_states: vec![ENUMERATED],
+        ..Config::default()
+    };
+    sweep::run(s, &config).map_err(|e| e.to_string())
+}
+
+fn enum_row<S: Subject>(
+    out: &mut String,
+    s: &S,
+    writer: &str,
+    depth: u32,
+) -> Result<(), DiskError> {
+    let r = enumerated(s, depth)?;
+    let c = CrashDisks::of(&r, &ENUMERATED);
+    let sampled = r
+        .scenarios
+        .iter()
+        .filter(|s| {
+            s.verdict
+                .notes
+                .iter()
+                .any(|n| n.contains("sample of their disks"))
+        })
+        .count();
+    let failing = r.failures().count();
+    let first = r
+        .failures()
+        .next()
+        .map_or_else(|| "-".to_owned(), |f| f.scenario.to_string());
+    let _ = writeln!(
+        out,
+        "| {} | {writer} | {depth} | {} | {} | {} | {} | {sampled} | {failing} | {first} |",
+        Subject::name(s).split(" | ").next().unwrap_or_default(),
+        c.scenarios,
+        c.crashes,
+        c.max,
+        c.median,
+    );
+    Ok(())
+}
+
+/// How one fault scenario ended.
+#[derive(Debug, Default)]
+pub struct FaultOutcome {
+    /// Lives that stopped with an error, with it.
+    pub errors: Vec<String>,
+    /// The faults that fired.
+    pub fired: usize,
+    /// What broke: required counters not zero, an error not naming the
+    /// file, no healthy finish. Empty: the scenario passed.
+    pub broken: Vec<String>,
+}
+
+/// One fault scenario of `s` (built to arm faults): `fault` fails; at depth 2 the next call of
+/// its kind after the first error fails too; then the disk heals (and, if
+/// `cut`, the power is cut) before the next life; at most 4 lives.
+pub fn fault_run<S: Subject>(
+    s: &S,
+    faults_of: impl Fn(&S::World) -> Option<FaultDir<Arc<dyn Dir>>>,
+    power_cut: impl Fn(&S::World),
+    fault: Fault,
+    depth: u32,
+    cut: bool,
+) -> FaultOutcome {
+    let mut w = s.world();
+    let mut out = FaultOutcome::default();
+    let Some(fd) = faults_of(&w) else {
+        out.broken.push("no fault injector in the world".into());
+        return out;
+    };
+    fd.fail(fault.call, fault.hit);
+    let mut armed_again = depth < 2;
+    let mut finished = false;
+    for _ in 0..4 {
+        match s.life(&mut w) {
+            Ok(()) => {
+                finished = true;
+                break;
+            }
+            Err(e) => out.errors.push(e.to_string()),
+        }
+        if !armed_again {
+            fd.fail(fault.call, fd.hits(fault.call) + 1);
+            armed_again = true;
+        } else {
+            fd.heal();
+            if cut {
+                power_cut(&w);
+            }
+        }
+    }
+    out.fired = fd.fired().len();
+    if !finished {
+        out.broken.push("the healthy life did not finish".into());
+    }
+    for e in &out.errors {
+        if !e.contains("power:/") {
+            out.broken.push(format!("an error names no file: {e}"));
+        }
+    }
+    let v = s.judge(&w);
+    for c in s.counters().into_iter().filter(|c| c.required_zero) {
+        if v.get(&c.name) != 0 {
+            out.broken.push(format!("{} = {}", c.name, v.get(&c.name)));
+        }
+    }
+    if !out.broken.is_empty() {
+        out.broken.extend(v.notes.clone());
+    }
+    out
+}
+
+fn fault_rows<S: Subject>(
+    out: &mut String,
+    s: &S,
+    faults_of: impl Fn(&S::World) -> Option<FaultDir<Arc<dyn Dir>>> + Copy,
+    power_cut: impl Fn(&S::World) + Copy,
+) -> Result<(), DiskError> {
+    let mut w = s.world();
+    s.life(&mut w)
+        .map_err(|e| format!("the clean run stopped: {e}"))?;
+    let sites = faults_of(&w)
+        .ok_or("no fault injector in the world")?
+        .sites();
+    let name = Subject::name(s);
+    let name = name.split(" | ").next().unwrap_or_default().to_owned();
+    for depth in [1, 2] {
+        for cut in [false, true] {
+            let (mut stopped, mut twice, mut absorbed, mut broken, mut first) = (0, 0, 0, 0, None);
+            for &f in &sites {
+                let o = fault_run(s, faults_of, power_cut, f, depth, cut);
+                if o.errors.is_empty() {
+                    absorbed += 1;
+                } else {
+                    stopped += 1;
+                }
+                if o.errors.len() >= 2 {
+                    twice += 1;
+                }
+                if !o.broken.is_empty() {
+                    broken += 1;
+                    first.get_or_insert(format!("{f}: {}", o.broken.join("; ")));
+                }
+            }
+            let _ = writeln!(
+                out,
+                "| {name} | {} | {depth} | {} | {stopped} | {twice} | {absorbed} | {broken} | {} |",
+                sites.len(),
+                if cut { "yes" } else { "no" },
+                first.unwrap_or_else(|| "-".into()),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The whole table, as `snapshots/disk.txt` holds it.
+pub fn render() -> Result<String, DiskError> {
+    let script = Script::load(designs::default_script_path()).map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    out.push_str("Enumerated crash states (state `enumerated`; persistence model: block 512 bytes, 2 torn prefixes per write, at most 64 disks per crash)\n\n");
+    out.push_str("| subject | writer | depth | scenarios | crashes | disks/crash max | median | sampled | failing | first failing scenario |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
+    for (w, depth) in [
+        (designs::Writer::Real, 2),
+        (designs::Writer::NoFileSync, 1),
+        (designs::Writer::NoDirSync, 1),
+        (designs::Writer::InPlace, 1),
+        (designs::Writer::RemoveFirst, 1),
+    ] {
+        enum_row(&mut out, &design(w, &script), w.title(), depth)?;
+    }
+    for (w, depth) in [
+        (Writer::Real, 2),
+        (Writer::NoFileSync, 1),
+        (Writer::NoDirSync, 1),
+        (Writer::InPlace, 1),
+        (Writer::RemoveFirst, 1),
+    ] {
+        enum_row(&mut out, &looped(w)?, w.title(), depth)?;
+    }
+    out.push_str("\nI/O errors (each call of the clean run through the checkpoint directory fails once; depth 2: the restart's next call of that kind fails too; then healthy; real writer)\n\n");
+    out.push_str("| subject | calls | depth | power cut | a life stopped | two lives stopped | absorbed | broken | first broken |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    let d = design(designs::Writer::Real, &script).with_faults(Vec::new());
+    fault_rows(
+        &mut out,
+        &d,
+        |w: &designs::World| w.faults().cloned(),
+        |w: &designs::World| w.power_cut(),
+    )?;
+    let l = looped(Writer::Real)?.with_faults(Vec::new());
+    fault_rows(
+        &mut out,
+        &l,
+        |w: &crate::LoopWorld| w.faults().cloned(),
+        |w: &crate::LoopWorld| w.power_cut(),
+    )?;
+    Ok(out)
+}

@@ -1,0 +1,122 @@
+//! An enumerating crash state: each crash's power cut may leave several
+//! disks, every one a scenario named by its disk, rerun by name alone.
+
+use sweep::{Config, Counter, CrashState, LifeContext, Scenario, Subject, Verdict};
+
+const ALL: CrashState = CrashState::named("all");
+
+/// Two points per life. A crash's cut may leave 3 disks after the first
+/// crash and 2 after the second; the world remembers which it kept. Disk 2
+/// of the first crash is "bad".
+struct Disks;
+
+#[derive(Default)]
+struct World {
+    running: bool,
+    chosen: Vec<u32>,
+    last: Option<u32>,
+}
+
+impl Subject for Disks {
+    type World = World;
+    fn name(&self) -> String {
+        "disks".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("bad").required()]
+    }
+    fn world(&self) -> World {
+        World::default()
+    }
+    fn life(&self, _: &mut World) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("a");
+        crashpoint::point!("b");
+        Ok(())
+    }
+    fn judge(&self, w: &World) -> Verdict {
+        Verdict::new().count("bad", u64::from(w.chosen.first() == Some(&2)))
+    }
+    fn crash_states(&self) -> Vec<CrashState> {
+        vec![CrashState::PROCESS, ALL]
+    }
+    fn enumerates(&self, state: &CrashState) -> bool {
+        *state == ALL
+    }
+    fn boot(&self, w: &mut World, ctx: &LifeContext) -> Result<(), sweep::LifeError> {
+        w.last = None;
+        if std::mem::replace(&mut w.running, true) {
+            let n = if w.chosen.is_empty() { 3 } else { 2 };
+            w.chosen.push(ctx.disk().unwrap_or(0).min(n - 1));
+            w.last = Some(n);
+        }
+        Ok(())
+    }
+    fn shutdown(&self, w: &mut World, _: &LifeContext) {
+        w.running = false;
+    }
+    fn crash_disks(&self, w: &World) -> Option<u32> {
+        w.last
+    }
+}
+
+fn cfg(depth: u32, states: Vec<CrashState>) -> Config {
+    Config {
+        depth,
+        crash_states: states,
+        ..Config::default()
+    }
+}
+
+#[test]
+fn every_disk_of_every_crash_is_a_scenario_named_by_its_disk() {
+    let r = sweep::run(&Disks, &cfg(2, vec![ALL])).unwrap();
+    let names: Vec<String> = r.scenarios.iter().map(|s| s.scenario.to_string()).collect();
+    // Depth 1: 2 hits × 3 disks; depth 2: each of those × 2 hits × 2 disks.
+    assert_eq!(names.len(), 6 + 6 * 2 * 2, "{names:#?}");
+    assert_eq!(names[0], "all: a#1 (disk 0)");
+    assert_eq!(names[1], "all: a#1 (disk 1)");
+    assert_eq!(names[2], "all: a#1 (disk 2)");
+    assert!(names.contains(&"all: b#1 (disk 1) → a#1 (disk 1)".to_owned()));
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "no scenario twice");
+    // Disk 2 of the first crash fails, whatever follows: 2 hits at depth 1,
+    // 2 × 2 × 2 at depth 2.
+    let failing: Vec<String> = r.failures().map(|s| s.scenario.to_string()).collect();
+    assert_eq!(failing.len(), 2 + 8, "{failing:#?}");
+    assert!(
+        failing.iter().all(|n| n.contains("#1 (disk 2)")),
+        "{failing:#?}"
+    );
+    // 2 first crashes of 3 disks, 6 × 2 second crashes of 2.
+    let c = sweep::CrashDisks::of(&r, &ALL);
+    assert_eq!((c.scenarios, c.crashes, c.max, c.median), (30, 14, 3, 2));
+}
+
+#[test]
+fn a_scenario_reruns_from_its_name_with_the_same_disks() {
+    for name in ["all: a#1 (disk 2)", "all: b#1 (disk 2) → a#1 (disk 1)"] {
+        let sc: Scenario = name.parse().unwrap();
+        assert_eq!(sc.to_string(), name);
+        let r = sweep::run_one(&Disks, &sc);
+        assert!(r.failed(), "{name}: {}", r.timeline());
+    }
+    let sc: Scenario = "all: a#1 (disk 1) → b#1 (disk 1)".parse().unwrap();
+    assert_eq!(sc.disks, [1, 1]);
+    assert!(!sweep::run_one(&Disks, &sc).failed());
+}
+
+#[test]
+fn a_state_that_does_not_enumerate_keeps_its_plain_names() {
+    let r = sweep::run(&Disks, &cfg(2, vec![CrashState::PROCESS])).unwrap();
+    assert_eq!(r.scenarios.len(), 2 + 2 * 2);
+    assert!(r.scenarios.iter().all(|s| s.scenario.disks.is_empty()));
+    assert_eq!(r.scenarios[0].scenario.to_string(), "a#1");
+}
+
+#[test]
+fn a_name_with_a_disk_on_some_hits_only_is_refused() {
+    assert!("all: a#1 (disk 1) → b#1".parse::<Scenario>().is_err());
+    assert!("all: a#1 (disk x)".parse::<Scenario>().is_err());
+}
