@@ -392,7 +392,7 @@ mod tests {
         full.extend_from_slice(argv);
         match Cli::try_parse_from(full).unwrap().cmd {
             Cmd::Sweep(a) => a,
-            Cmd::Bench(_) | Cmd::Chaos(_) => unreachable!(),
+            Cmd::Bench(_) | Cmd::Chaos(_) | Cmd::Mutants(_) => unreachable!(),
         }
     }
 
