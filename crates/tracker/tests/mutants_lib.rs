@@ -37,3 +37,22 @@ fn debug_names_where_the_records_live() {
     let log = format!("{log:?}");
     assert!(log.contains("path: \"mem:/tracker-index.json\""), "{log}");
 }
+
+#[test]
+fn a_held_key_stands_for_its_request_and_first_answer_in_keyed_mode_only() {
+    use tracker::{Request, Response};
+    let keyed = Tracker::new(Mode::Keyed);
+    keyed.file_issue("t", "b", Some("k")).unwrap();
+    let issue = Request::FileIssue {
+        title: "t".into(),
+        body: "b".into(),
+    };
+    assert_eq!(
+        keyed.held_key("k"),
+        Some((issue, Response::Issue { number: 1 }))
+    );
+    assert_eq!(keyed.held_key("other"), None);
+    let keyless = Tracker::new(Mode::Keyless);
+    keyless.file_issue("t", "b", Some("k")).unwrap();
+    assert_eq!(keyless.held_key("k"), None);
+}
