@@ -4,6 +4,7 @@ mod bench;
 mod chaos;
 mod compose;
 mod defs;
+mod mutants;
 mod registry;
 mod suggest;
 
@@ -40,6 +41,9 @@ enum Cmd {
     /// Kill the real triage binary at random moments and resume it until
     /// done; check every effect happened once (the triage chaos test).
     Chaos(chaos::ChaosArgs),
+    /// Mutation testing: `cargo mutants` on each library crate's own tests,
+    /// with the score per crate (slow; not in CI).
+    Mutants(mutants::MutantsArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -137,6 +141,7 @@ fn main() -> ExitCode {
         },
         Cmd::Bench(args) => bench::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::Chaos(args) => chaos::run(&args),
+        Cmd::Mutants(args) => mutants::run(&root(), &args),
     };
     match result {
         Ok(code) => code,
@@ -422,7 +427,7 @@ mod tests {
         full.extend_from_slice(argv);
         match Cli::try_parse_from(full).unwrap().cmd {
             Cmd::Sweep(a) => a,
-            Cmd::Bench(_) | Cmd::Chaos(_) => unreachable!(),
+            Cmd::Bench(_) | Cmd::Chaos(_) | Cmd::Mutants(_) => unreachable!(),
         }
     }
 

@@ -154,10 +154,17 @@ fn random_alnum(len: usize) -> String {
         .collect()
 }
 
-impl Dir for DiskDir {
-    fn create_temp(&self, prefix: &str) -> io::Result<String> {
+impl DiskDir {
+    /// [`Dir::create_temp`] with the unique part of each name tried drawn
+    /// from `unique`: a name taken is tried again with the next one, up to
+    /// [`TEMP_ATTEMPTS`] names; any other error stops at once.
+    fn create_temp_with(
+        &self,
+        prefix: &str,
+        unique: &mut dyn FnMut() -> String,
+    ) -> io::Result<String> {
         for _ in 0..TEMP_ATTEMPTS {
-            let name = format!("{prefix}{}.tmp", random_alnum(12));
+            let name = format!("{prefix}{}.tmp", unique());
             let path = self.file(&name)?;
             match OpenOptions::new()
                 .write(true)
@@ -177,6 +184,12 @@ impl Dir for DiskDir {
             io::ErrorKind::AlreadyExists,
             format!("no free temp name for prefix {prefix:?} after {TEMP_ATTEMPTS} tries"),
         ))
+    }
+}
+
+impl Dir for DiskDir {
+    fn create_temp(&self, prefix: &str) -> io::Result<String> {
+        self.create_temp_with(prefix, &mut || random_alnum(12))
     }
 
     fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
@@ -395,3 +408,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod mutant_tests;

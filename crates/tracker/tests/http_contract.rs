@@ -491,6 +491,11 @@ fn malformed_and_oversized_bodies_are_400_and_413_with_a_json_reason() {
         "bad_query"
     );
     assert_eq!(s.issues(), serde_json::json!([]));
+    // Just under the limit (64 KiB): read and recorded.
+    let near = format!(r#"{{"title": "t", "body": "{}"}}"#, "x".repeat(60 * 1024));
+    let a = call(s.addr(), "POST", "/issues", Some("near"), &near);
+    assert!((200..300).contains(&a.status), "{a:?}");
+    assert_eq!(s.issues().as_array().map(Vec::len), Some(1));
 }
 
 #[test]

@@ -6,6 +6,8 @@ mod dir_conformance;
 mod fence;
 mod format;
 mod lock;
+mod mutants_checkpoint;
+mod mutants_disk;
 mod not_a_file;
 
 use std::sync::Arc;
