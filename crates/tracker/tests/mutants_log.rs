@@ -5,7 +5,7 @@
 use std::io;
 use std::sync::Arc;
 
-use durable::testing::{FaultDir, MemDir, Op};
+use durable::testing::{Call, FaultDir, MemDir};
 use durable::Dir;
 use tracker::{Mode, Tracker, TrackerError};
 
@@ -63,7 +63,7 @@ fn only_the_trackers_own_temp_files_are_removed_on_open() {
 #[test]
 fn an_io_error_of_the_log_names_its_index_file() {
     let dir = FaultDir::new(MemDir::new());
-    dir.fail(Op::List, io::ErrorKind::PermissionDenied);
+    dir.fail_every(Call::List, io::ErrorKind::PermissionDenied);
     match Tracker::open_log(Arc::new(dir.clone()), Mode::Keyed) {
         Err(TrackerError::Io { path, source }) => {
             assert_eq!(source.kind(), io::ErrorKind::PermissionDenied);
