@@ -29,6 +29,9 @@ enum Cmd {
     Sweep(SweepArgs),
     /// Time the crash points, the checkpoint writer and the full sweep.
     Bench(bench::BenchArgs),
+    /// One configuration of the benchmark, timed by its parent (internal).
+    #[command(hide = true)]
+    BenchOne(bench::OneArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -95,6 +98,14 @@ struct SweepArgs {
     /// sweeps/loop-triage.json for the loop.
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
+    /// Run the designs on a synthetic job of N calls (two per turn, cycling
+    /// issue_file, issue_file, search, issue_comment; every argument unique).
+    #[arg(long, value_name = "N", conflicts_with = "script")]
+    calls: Option<usize>,
+    /// Replay every scenario from a fresh world (brute force) instead of
+    /// sharing lives between scenarios; the report is the same.
+    #[arg(long)]
+    no_share: bool,
     /// Where worlds keep checkpoints (the plain designs only).
     #[arg(long, value_enum)]
     storage: Option<StorageArg>,
@@ -139,6 +150,7 @@ fn main() -> ExitCode {
             None => sweep_cmd(&args),
         },
         Cmd::Bench(args) => bench::run(&args).map(|()| ExitCode::SUCCESS),
+        Cmd::BenchOne(args) => bench::one(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
@@ -206,6 +218,7 @@ fn runs_as_defined(args: &SweepArgs) -> bool {
         && args.depth.is_none()
         && !args.single
         && args.script.is_none()
+        && args.calls.is_none()
         && args.partition.is_none()
 }
 
@@ -239,10 +252,13 @@ fn plan(
         }
         entries.push(resolved.entry);
     }
-    let script = args
-        .script
-        .clone()
-        .or_else(|| def.and_then(|d| d.job.clone()));
+    let script = match args.calls {
+        Some(n) => Some(synthetic_job(n)?),
+        None => args
+            .script
+            .clone()
+            .or_else(|| def.and_then(|d| d.job.clone())),
+    };
     let storage = args.storage.or(def.and_then(|d| d.storage));
     registry.check_run_flags(&entries, storage.is_some(), script.as_deref())?;
     let storage = storage.unwrap_or(StorageArg::Memory);
@@ -251,6 +267,21 @@ fn plan(
         .map(|e| e.build(script.as_deref(), storage))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((entries.into_iter().map(|e| e.spec).collect(), subjects))
+}
+
+/// A synthetic job of `n` calls written to a file in the temp directory,
+/// for `--calls N`.
+pub(crate) fn synthetic_job(n: usize) -> Result<PathBuf, String> {
+    if n == 0 {
+        return Err("--calls 0: a job needs at least one call".into());
+    }
+    let path = std::env::temp_dir().join(format!(
+        "crashsweep-synthetic-{n}-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&path, designs::Script::synthetic(n).to_json())
+        .map_err(|e| format!("{}: cannot write the synthetic job: {e}", path.display()))?;
+    Ok(path)
 }
 
 /// Rerun one scenario of each subject and print its timeline; a crash
@@ -345,6 +376,7 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
         threads: args.threads,
         partition,
         trace: false,
+        share: !args.no_share,
     };
     let bar = ProgressBar::new(0);
     bar.set_style(
@@ -376,6 +408,7 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
             .script
             .as_ref()
             .map(|p| format!(" --script {}", p.display()))
+            .or_else(|| args.calls.map(|n| format!(" --calls {n}")))
             .unwrap_or_default();
         format!("cargo xtask sweep {variant}{script} --scenario \"{sc}\"")
     };

@@ -86,6 +86,7 @@ mod judge;
 mod report;
 mod runner;
 mod scenario;
+mod share;
 pub mod snapshot;
 mod subject;
 mod table;
@@ -96,6 +97,7 @@ pub use judge::{Baseline, Counter, Verdict};
 pub use report::{LifeTrace, Report, ScenarioResult};
 pub use runner::{run, run_one, run_with, Config, Progress};
 pub use scenario::Scenario;
+pub use share::{run_counted, Fingerprint, Stats};
 pub use subject::{LifeError, Subject};
 pub use table::{depth_title, markdown, table, Row};
 

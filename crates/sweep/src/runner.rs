@@ -27,6 +27,11 @@ pub struct Config {
     /// Keep each life's hits and the world's description in every result
     /// (memory-hungry; for reruns of single scenarios).
     pub trace: bool,
+    /// Share lives between scenarios when the subject opts in
+    /// ([`Subject::snapshot`] and [`Subject::fingerprint`]): the report is the
+    /// same byte for byte, with far fewer lives run. `false` replays every
+    /// scenario from a fresh world (brute force). Ignored with `trace`.
+    pub share: bool,
 }
 
 impl Default for Config {
@@ -36,6 +41,7 @@ impl Default for Config {
             threads: None,
             partition: None,
             trace: false,
+            share: true,
         }
     }
 }
@@ -54,9 +60,9 @@ pub fn run<S: Subject>(subject: &S, config: &Config) -> Result<Report, Error> {
     run_with(subject, config, &|_| {})
 }
 
-struct Ran {
-    result: ScenarioResult,
-    last_hits: Vec<Hit>,
+pub(crate) struct Ran {
+    pub(crate) result: ScenarioResult,
+    pub(crate) last_hits: Vec<Hit>,
 }
 
 /// [`run`], telling `progress` about each scenario.
@@ -65,6 +71,14 @@ pub fn run_with<S: Subject>(
     config: &Config,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Report, Error> {
+    run_inner(subject, config, progress).map(|(r, _)| r)
+}
+
+pub(crate) fn run_inner<S: Subject>(
+    subject: &S,
+    config: &Config,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<(Report, crate::share::Stats), Error> {
     if let Some((k, n)) = config.partition {
         if k == 0 || k > n {
             return Err(Error::BadPartition { k, n });
@@ -88,6 +102,11 @@ pub fn run_with<S: Subject>(
         });
     }
     let clean_verdict = clean.result.verdict.clone();
+    let shared = if config.share && !config.trace && config.depth > 0 {
+        crate::share::Shared::new(&replayer, &clean)?
+    } else {
+        None
+    };
 
     // Each scenario's children (the hits its final life reaches) start as
     // soon as it finishes — no barrier between depths — and results are
@@ -96,6 +115,8 @@ pub fn run_with<S: Subject>(
     progress(Progress::Planned(top.len() as u64));
     let mut scenarios: Vec<ScenarioResult> = if config.depth == 0 {
         Vec::new()
+    } else if let Some(shared) = &shared {
+        pool.install(|| shared.sweep(top, config, &clean_verdict, progress))
     } else {
         pool.install(|| {
             top.into_par_iter()
@@ -106,14 +127,23 @@ pub fn run_with<S: Subject>(
         })
     };
     scenarios.sort_by(|a, b| (a.scenario.depth(), &a.order).cmp(&(b.scenario.depth(), &b.order)));
-    Ok(Report {
-        subject: subject.name(),
-        counters: replayer.counters,
-        depth: config.depth,
-        partition: config.partition,
-        clean: clean.result,
-        scenarios,
-    })
+    let stats = crate::share::Stats {
+        scenarios: scenarios.len() as u64 + 1,
+        lives: replayer.lives.load(std::sync::atomic::Ordering::Relaxed),
+        shared: shared.is_some(),
+    };
+    drop(shared);
+    Ok((
+        Report {
+            subject: subject.name(),
+            counters: replayer.counters,
+            depth: config.depth,
+            partition: config.partition,
+            clean: clean.result,
+            scenarios,
+        },
+        stats,
+    ))
 }
 
 /// Run one scenario and, while depth remains, every scenario that adds one
@@ -148,7 +178,7 @@ fn subtree<S: Subject>(
     out
 }
 
-fn expand(parent: &Scenario, order: &[u32], hits: &[Hit]) -> Vec<(Scenario, Vec<u32>)> {
+pub(crate) fn expand(parent: &Scenario, order: &[u32], hits: &[Hit]) -> Vec<(Scenario, Vec<u32>)> {
     hits.iter()
         .enumerate()
         .map(|(i, h)| {
@@ -171,7 +201,7 @@ pub(crate) fn shard_of(sc: &Scenario, n: u32) -> u32 {
     (h % u64::from(n)) as u32 + 1
 }
 
-fn in_partition(sc: &Scenario, partition: Option<(u32, u32)>) -> bool {
+pub(crate) fn in_partition(sc: &Scenario, partition: Option<(u32, u32)>) -> bool {
     partition.map_or(true, |(k, n)| shard_of(sc, n) == k)
 }
 
@@ -189,10 +219,12 @@ pub fn run_one<S: Subject>(subject: &S, scenario: &Scenario) -> ScenarioResult {
 /// Replays scenarios of one subject, with what stays the same for all of
 /// them computed once (the counters are asked for once per sweep, not once
 /// per scenario).
-struct Replayer<'a, S> {
-    subject: &'a S,
-    counters: Vec<Counter>,
+pub(crate) struct Replayer<'a, S> {
+    pub(crate) subject: &'a S,
+    pub(crate) counters: Vec<Counter>,
     trace: bool,
+    /// Lives run so far (for [`crate::Stats`]).
+    pub(crate) lives: std::sync::atomic::AtomicU64,
 }
 
 impl<'a, S: Subject> Replayer<'a, S> {
@@ -201,14 +233,21 @@ impl<'a, S: Subject> Replayer<'a, S> {
             subject,
             counters: subject.counters(),
             trace,
+            lives: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
-    fn replay(&self, scenario: &Scenario, order: Vec<u32>, clean: Option<&Verdict>) -> Ran {
+    pub(crate) fn count_life(&self) {
+        self.lives
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(crate) fn replay(&self, scenario: &Scenario, order: Vec<u32>, clean: Option<&Verdict>) -> Ran {
         let mut world = self.subject.world();
         let mut failure = None;
         let mut lives = Vec::new();
         for (n, target) in scenario.0.iter().enumerate() {
+            self.count_life();
             let life = crashpoint::crash_at(target.clone(), || self.subject.life(&mut world));
             let end = match &life.outcome {
                 Outcome::Crashed(_) => format!("crashed at {target}"),
@@ -232,6 +271,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
         }
         let mut last_hits = Vec::new();
         if failure.is_none() {
+            self.count_life();
             let life = crashpoint::record(|| self.subject.life(&mut world));
             let end = match &life.outcome {
                 Outcome::Finished(Ok(())) => "finished".to_owned(),
