@@ -528,8 +528,67 @@ mod tests {
         full.extend_from_slice(argv);
         match Cli::try_parse_from(full).unwrap().cmd {
             Cmd::Sweep(a) => a,
-            Cmd::Bench(_) => unreachable!(),
+            _ => unreachable!(),
         }
+    }
+
+    /// Every subject of every sweep definition in sweeps/, and the five
+    /// designs on a longer synthetic job: sharing lives gives the same
+    /// report, byte for byte, as replaying every scenario from a fresh world.
+    #[test]
+    fn shared_and_brute_force_sweeps_give_the_same_bytes() {
+        let registry = Registry::load();
+        let mut defs: Vec<PathBuf> = std::fs::read_dir(root().join("sweeps"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(".sweep.json"))
+            .collect();
+        defs.sort();
+        assert!(defs.len() >= 4, "{defs:?}");
+        let mut runs: Vec<(String, Vec<String>, u32)> = defs
+            .iter()
+            .map(|p| {
+                let p = p.to_string_lossy().into_owned();
+                let depth = defs::Definition::load(Path::new(&p)).unwrap().depth;
+                (p.clone(), vec!["--file".to_owned(), p], depth)
+            })
+            .collect();
+        runs.push((
+            "the five designs, 8 calls".into(),
+            vec!["--variant".into(), "save-once-per-turn,save-after-reply,keys,markers,keys-markers".into(), "--calls".into(), "8".into()],
+            2,
+        ));
+        let mut shared_subjects = 0;
+        for (what, argv, depth) in runs {
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            let args = sweep_args(&argv);
+            let def = args.file.as_ref().map(|f| defs::Definition::load(f).unwrap());
+            let (_, subjects) = plan(&registry, &args, def.as_ref()).unwrap();
+            for s in &subjects {
+                let config = Config {
+                    depth,
+                    threads: Some(2),
+                    ..Config::default()
+                };
+                let (shared, stats) = s.sweep_counted(&config, &|_| {}).unwrap();
+                if !stats.shared {
+                    // Not opted in: the runner took the brute-force path.
+                    continue;
+                }
+                shared_subjects += 1;
+                let brute = s
+                    .sweep(&Config { share: false, ..config.clone() }, &|_| {})
+                    .unwrap();
+                assert_eq!(
+                    render(&[shared], Format::Json, true),
+                    render(&[brute], Format::Json, true),
+                    "{what}: {}",
+                    s.name()
+                );
+            }
+        }
+        // The five designs (twice) and the bank's two variants share.
+        assert!(shared_subjects >= 12, "{shared_subjects}");
     }
 
     #[test]
