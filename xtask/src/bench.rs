@@ -66,7 +66,9 @@ pub fn one(args: &OneArgs) -> Result<(), String> {
     let t = Instant::now();
     let (mut scenarios, mut lives) = (0, 0);
     for s in &subjects {
-        let (r, stats) = s.sweep_counted(&config, &|_| {}).map_err(|e| e.to_string())?;
+        let (r, stats) = s
+            .sweep_counted(&config, &|_| {})
+            .map_err(|e| e.to_string())?;
         black_box(&r);
         scenarios += stats.scenarios;
         lives += stats.lives;
@@ -96,7 +98,9 @@ fn child(calls: Option<usize>, threads: usize, share: bool) -> Result<Measured, 
         cmd.arg("--no-share");
     }
     cmd.stdout(std::process::Stdio::piped());
-    let mut ch = cmd.spawn().map_err(|e| format!("cannot start bench-one: {e}"))?;
+    let mut ch = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start bench-one: {e}"))?;
     let mut out = String::new();
     if let Some(mut so) = ch.stdout.take() {
         use std::io::Read;
@@ -111,10 +115,16 @@ fn child(calls: Option<usize>, threads: usize, share: bool) -> Result<Measured, 
     // SAFETY: pid is our child; status and ru are valid for writes.
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
     if r != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-        return Err(format!("bench-one {calls:?} {threads} {share} failed ({status})"));
+        return Err(format!(
+            "bench-one {calls:?} {threads} {share} failed ({status})"
+        ));
     }
     let f: Vec<&str> = out.split_whitespace().collect();
-    let parse = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    let parse = |i: usize| {
+        f.get(i)
+            .and_then(|x| x.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Ok(Measured {
         scenarios: parse(0) as u64,
@@ -131,7 +141,12 @@ fn med(mut v: Vec<f64>) -> f64 {
 }
 
 /// Median wall, CPU and peak memory of `samples` children.
-fn measure(calls: Option<usize>, threads: usize, share: bool, samples: usize) -> Result<Measured, String> {
+fn measure(
+    calls: Option<usize>,
+    threads: usize,
+    share: bool,
+    samples: usize,
+) -> Result<Measured, String> {
     let runs = (0..samples.max(1))
         .map(|_| child(calls, threads, share))
         .collect::<Result<Vec<_>, _>>()?;
@@ -188,12 +203,17 @@ fn growth(args: &BenchArgs) -> Result<(), String> {
             .find(|(j, s, t, _)| *j == job && *s == share && *t == threads)
             .map(|(_, _, _, m)| m)
     };
-    println!("
-ratios (same invocation):");
+    println!(
+        "
+ratios (same invocation):"
+    );
     for &job in &jobs {
         let name = job.map_or_else(|| "five designs".to_owned(), |n| format!("{n} calls"));
         if let (Some(a), Some(b)) = (get(job, true, 1), get(job, true, 2)) {
-            println!("{name:<14} shared, 2 threads vs 1: {:.2}x wall", a.wall / b.wall);
+            println!(
+                "{name:<14} shared, 2 threads vs 1: {:.2}x wall",
+                a.wall / b.wall
+            );
         }
         if let (Some(a), Some(b)) = (get(job, false, 2), get(job, true, 2)) {
             println!(
@@ -207,7 +227,9 @@ ratios (same invocation):");
     let (lo, hi) = (args.calls.first().copied(), args.calls.last().copied());
     if let (Some(lo), Some(hi)) = (lo, hi) {
         for (share, threads) in [(true, 2), (true, 1), (false, 2)] {
-            if let (Some(a), Some(b)) = (get(Some(lo), share, threads), get(Some(hi), share, threads)) {
+            if let (Some(a), Some(b)) =
+                (get(Some(lo), share, threads), get(Some(hi), share, threads))
+            {
                 let k = (b.wall / a.wall).ln() / (hi as f64 / lo as f64).ln();
                 let c = (b.cpu / a.cpu).ln() / (hi as f64 / lo as f64).ln();
                 println!(

@@ -555,14 +555,22 @@ mod tests {
             .collect();
         runs.push((
             "the five designs, 8 calls".into(),
-            vec!["--variant".into(), "save-once-per-turn,save-after-reply,keys,markers,keys-markers".into(), "--calls".into(), "8".into()],
+            vec![
+                "--variant".into(),
+                "save-once-per-turn,save-after-reply,keys,markers,keys-markers".into(),
+                "--calls".into(),
+                "8".into(),
+            ],
             2,
         ));
         let mut shared_subjects = 0;
         for (what, argv, depth) in runs {
             let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
             let args = sweep_args(&argv);
-            let def = args.file.as_ref().map(|f| defs::Definition::load(f).unwrap());
+            let def = args
+                .file
+                .as_ref()
+                .map(|f| defs::Definition::load(f).unwrap());
             let (_, subjects) = plan(&registry, &args, def.as_ref()).unwrap();
             for s in &subjects {
                 let config = Config {
@@ -577,7 +585,13 @@ mod tests {
                 }
                 shared_subjects += 1;
                 let brute = s
-                    .sweep(&Config { share: false, ..config.clone() }, &|_| {})
+                    .sweep(
+                        &Config {
+                            share: false,
+                            ..config.clone()
+                        },
+                        &|_| {},
+                    )
                     .unwrap();
                 assert_eq!(
                     render(&[shared], Format::Json, true),

@@ -363,7 +363,12 @@ mod tests {
             tools,
             ["issue_file", "issue_file", "search", "issue_comment"].repeat(2)
         );
-        let args: BTreeSet<&str> = job.replies.iter().flatten().map(|c| c.args.as_str()).collect();
+        let args: BTreeSet<&str> = job
+            .replies
+            .iter()
+            .flatten()
+            .map(|c| c.args.as_str())
+            .collect();
         assert_eq!(args.len(), 8, "every argument is unique");
     }
 

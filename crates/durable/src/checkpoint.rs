@@ -131,6 +131,9 @@ pub struct Checkpoint<S> {
     opts: Options,
     file: String,
     resumes: u32,
+    /// The last save's bytes, kept so the next save serialises into a
+    /// buffer of the right size instead of growing a fresh one.
+    buf: Vec<u8>,
     _lock: LockGuard,
     _state: PhantomData<fn(&S)>,
 }
@@ -214,6 +217,7 @@ impl<S: Durable> Checkpoint<S> {
             run: run.clone(),
             opts,
             resumes: 0,
+            buf: Vec::new(),
             _lock: lock,
             _state: PhantomData,
         };
@@ -285,6 +289,7 @@ impl<S: Durable> Checkpoint<S> {
     /// [`Error::InvalidState`] and without writing, a state that
     /// [`Durable::check`] refuses or that cannot be serialised.
     pub fn save(&mut self, state: &S) -> Result<()> {
+        let mut bytes = std::mem::take(&mut self.buf);
         let invalid = |reason: String| Error::InvalidState {
             path: self.path(),
             reason,
@@ -296,19 +301,22 @@ impl<S: Durable> Checkpoint<S> {
             resumes: self.resumes,
             state,
         };
-        let mut bytes = serde_json::to_vec_pretty(&envelope)
+        // The same bytes as `serde_json::to_vec_pretty`, into the buffer
+        // the last save grew.
+        bytes.clear();
+        serde_json::to_writer_pretty(&mut bytes, &envelope)
             .map_err(|e| invalid(format!("cannot serialise: {e}")))?;
         bytes.push(b'\n');
         let opts = WriteOptions {
             sync: self.opts.sync,
             points: true,
         };
-        write_atomic_step(self.dir.as_ref(), &self.file, &bytes, opts).map_err(|(op, source)| {
-            Error::Io {
-                path: self.path(),
-                op,
-                source,
-            }
+        let written = write_atomic_step(self.dir.as_ref(), &self.file, &bytes, opts);
+        self.buf = bytes;
+        written.map_err(|(op, source)| Error::Io {
+            path: self.path(),
+            op,
+            source,
         })
     }
 

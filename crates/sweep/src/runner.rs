@@ -242,7 +242,12 @@ impl<'a, S: Subject> Replayer<'a, S> {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
-    pub(crate) fn replay(&self, scenario: &Scenario, order: Vec<u32>, clean: Option<&Verdict>) -> Ran {
+    pub(crate) fn replay(
+        &self,
+        scenario: &Scenario,
+        order: Vec<u32>,
+        clean: Option<&Verdict>,
+    ) -> Ran {
         let mut world = self.subject.world();
         let mut failure = None;
         let mut lives = Vec::new();

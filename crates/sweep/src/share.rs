@@ -252,7 +252,10 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
                 .zip(&clean.last_hits)
                 .take_while(|(a, b)| a == b)
                 .count();
-            let show = |h: &[Hit]| h.get(i).map_or_else(|| "(the end)".to_owned(), Hit::to_string);
+            let show = |h: &[Hit]| {
+                h.get(i)
+                    .map_or_else(|| "(the end)".to_owned(), Hit::to_string)
+            };
             return Err(Error::NotShareable {
                 subject: subject.name(),
                 detail: format!(
@@ -280,7 +283,9 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Vec<ScenarioResult> {
         top.into_par_iter()
-            .flat_map_iter(|(sc, order)| self.node(sc, order, None, self.fresh, config, clean, progress))
+            .flat_map_iter(|(sc, order)| {
+                self.node(sc, order, None, self.fresh, config, clean, progress)
+            })
             .collect()
     }
 
@@ -365,10 +370,13 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             Some(f) if leaf || f.hits.is_some() => f,
             _ => {
                 let copy = if leaf { None } else { subject.snapshot(&world) };
-                let Some(fin) = self.final_life(copy.unwrap_or_else(|| {
-                    // A leaf's world is not needed after its final life.
-                    std::mem::replace(&mut world, subject.world())
-                }), !leaf) else {
+                let Some(fin) = self.final_life(
+                    copy.unwrap_or_else(|| {
+                        // A leaf's world is not needed after its final life.
+                        std::mem::replace(&mut world, subject.world())
+                    }),
+                    !leaf,
+                ) else {
                     progress(Progress::Finished);
                     return self.brute(sc, order, config, clean);
                 };
@@ -428,7 +436,13 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
 
     /// A scenario's result from its final life's outcome, as
     /// [`Replayer::replay`] derives it.
-    fn result(&self, sc: Scenario, order: Vec<u32>, fin: &Final, clean: &Verdict) -> ScenarioResult {
+    fn result(
+        &self,
+        sc: Scenario,
+        order: Vec<u32>,
+        fin: &Final,
+        clean: &Verdict,
+    ) -> ScenarioResult {
         let mut failure = None;
         if !fin.ok {
             failure = Some(format!("final life {}: {}", sc.depth() + 1, fin.end));
