@@ -157,6 +157,9 @@ pub struct Checkpoint<S> {
     file: String,
     resumes: u32,
     epoch: u64,
+    /// The last save's bytes, kept so the next save serialises into a
+    /// buffer of the right size instead of growing a fresh one.
+    buf: Vec<u8>,
     _lock: LockGuard,
     _state: PhantomData<fn(&S)>,
 }
@@ -247,6 +250,7 @@ impl<S: Durable> Checkpoint<S> {
             opts,
             resumes: 0,
             epoch: 1,
+            buf: Vec::new(),
             _lock: lock,
             _state: PhantomData,
         };
@@ -344,6 +348,7 @@ impl<S: Durable> Checkpoint<S> {
     }
 
     fn save_with_points(&mut self, state: &S, points: bool) -> Result<()> {
+        let mut bytes = std::mem::take(&mut self.buf);
         let invalid = |reason: String| Error::InvalidState {
             path: self.path(),
             reason,
@@ -356,7 +361,10 @@ impl<S: Durable> Checkpoint<S> {
             state,
             epoch: self.epoch,
         };
-        let mut bytes = serde_json::to_vec_pretty(&envelope)
+        // The same bytes as `serde_json::to_vec_pretty`, into the buffer
+        // the last save grew.
+        bytes.clear();
+        serde_json::to_writer_pretty(&mut bytes, &envelope)
             .map_err(|e| invalid(format!("cannot serialise: {e}")))?;
         bytes.push(b'\n');
         let opts = WriteOptions {
@@ -364,12 +372,12 @@ impl<S: Durable> Checkpoint<S> {
             points,
         };
         let dir = self.dir.as_ref();
-        write_atomic_step(dir, &self.file, &bytes, opts, &mut || self.check_fence()).map_err(
-            |fail| match fail {
-                WriteFail::Step(op, source) => Error::from_io(self.path(), op, source),
-                WriteFail::Refused(e) => e,
-            },
-        )
+        let written = write_atomic_step(dir, &self.file, &bytes, opts, &mut || self.check_fence());
+        self.buf = bytes;
+        written.map_err(|fail| match fail {
+            WriteFail::Step(op, source) => Error::from_io(self.path(), op, source),
+            WriteFail::Refused(e) => e,
+        })
     }
 
     /// Refuse to write if a newer holder saved since this one opened the

@@ -5,6 +5,7 @@ use crate::error::Error;
 use crate::report::{Report, ScenarioResult};
 use crate::runner::{run_one, run_with, Config, Progress};
 use crate::scenario::Scenario;
+use crate::share::{run_counted, Stats};
 use crate::subject::Subject;
 
 /// An object-safe view of any [`Subject`], so a program can keep subjects of
@@ -17,6 +18,12 @@ pub trait DynSubject: Sync {
         -> Result<Report, Error>;
     /// [`run_one`] on this subject.
     fn scenario(&self, scenario: &Scenario) -> ScenarioResult;
+    /// [`run_counted`] on this subject.
+    fn sweep_counted(
+        &self,
+        config: &Config,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<(Report, Stats), Error>;
 }
 
 impl<S: Subject> DynSubject for S {
@@ -32,5 +39,12 @@ impl<S: Subject> DynSubject for S {
     }
     fn scenario(&self, scenario: &Scenario) -> ScenarioResult {
         run_one(self, scenario)
+    }
+    fn sweep_counted(
+        &self,
+        config: &Config,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<(Report, Stats), Error> {
+        run_counted(self, config, progress)
     }
 }

@@ -1,0 +1,461 @@
+//! Shared lives: a sweep that runs each distinct life once.
+//!
+//! A life of a deterministic program is a function of the world it starts
+//! from and the hit it crashes at. When a subject opts in
+//! ([`Subject::snapshot`] and [`Subject::fingerprint`]), the runner
+//!
+//! - starts the children of a scenario (`[h1, *]`) from a deep copy of the
+//!   world its crashed lives left, instead of replaying those lives;
+//! - remembers, for each (world fingerprint, crash target), the fingerprint
+//!   of the world the crashed life leaves, and for each world fingerprint
+//!   the outcome of the final life run from it and the judge's verdict on
+//!   the world after;
+//! - re-derives each scenario's result (its typed failure, its broken
+//!   invariants) from those outcomes, exactly as a replay from a fresh world
+//!   would, and reruns a failing one from a fresh world as the brute-force
+//!   sweep does (a changed result is flaky).
+//!
+//! The report is the same byte for byte as the brute-force sweep
+//! ([`Config::share`](crate::Config::share) `= false`). A subject whose two
+//! clean runs from fresh worlds differ in their hits or in the fingerprint
+//! of the world they leave is refused ([`Error::NotShareable`]) rather than
+//! shared. A scenario whose crash does not fire, whose life fails, stops for
+//! running too long or whose world has no fingerprint or copy is replayed
+//! from a fresh world as without sharing, with its children. Each shared
+//! life has the whole time limit to itself (a brute-force scenario has it
+//! for all its lives together).
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use crashpoint::{Handle, Hit, Outcome};
+use rayon::prelude::*;
+
+use crate::error::Error;
+use crate::failure::Failure;
+use crate::judge::Verdict;
+use crate::report::{Report, ScenarioResult};
+use crate::runner::{
+    expand, in_partition, run_inner, subtree, Config, Progress, Ran, Replayer, Run,
+};
+use crate::scenario::Scenario;
+use crate::subject::{LifeContext, Subject};
+
+/// A hash of a world: what a life can observe, and separately what only the
+/// judge counts (128 bits each). Build one with [`Fingerprint::new`] and feed
+/// it every part of the world.
+///
+/// ```
+/// use sweep::Fingerprint;
+/// let a = Fingerprint::new().observe(&"checkpoint bytes").judge(&3u64);
+/// let b = Fingerprint::new().observe(&"checkpoint bytes").judge(&4u64);
+/// assert_ne!(a, b);
+/// assert_eq!(a, Fingerprint::new().observe(&"checkpoint bytes").judge(&3u64));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Fingerprint {
+    observed: TwoHashers,
+    judged: TwoHashers,
+}
+
+#[derive(Clone, Debug)]
+struct TwoHashers(DefaultHasher, DefaultHasher);
+
+impl TwoHashers {
+    fn new() -> Self {
+        // `DefaultHasher::new` has fixed keys: the same world hashes the
+        // same in every thread of a run. The second hasher starts from a
+        // different prefix, for 128 bits in all.
+        let a = DefaultHasher::new();
+        let mut b = DefaultHasher::new();
+        b.write_u64(0x9e37_79b9_7f4a_7c15);
+        TwoHashers(a, b)
+    }
+
+    fn value(&self) -> u128 {
+        (u128::from(self.0.finish()) << 64) | u128::from(self.1.finish())
+    }
+}
+
+impl Hasher for TwoHashers {
+    fn finish(&self) -> u64 {
+        self.0.finish() ^ self.1.finish()
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
+        self.1.write(bytes);
+    }
+}
+
+impl fmt::Write for TwoHashers {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        Hasher::write(self, s.as_bytes());
+        Ok(())
+    }
+}
+
+impl Default for Fingerprint {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PartialEq for Fingerprint {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Fingerprint {}
+
+impl Fingerprint {
+    /// An empty fingerprint.
+    pub fn new() -> Self {
+        Fingerprint {
+            observed: TwoHashers::new(),
+            judged: TwoHashers::new(),
+        }
+    }
+
+    /// Add something a life can observe (files, a service's records).
+    pub fn observe<T: Hash + ?Sized>(mut self, part: &T) -> Self {
+        part.hash(&mut self.observed);
+        self
+    }
+
+    /// Add something a life can observe, by its `Debug` text (for types
+    /// without `Hash`; the text must tell different values apart).
+    pub fn observe_debug(mut self, part: &dyn fmt::Debug) -> Self {
+        // Writing into a hasher cannot fail.
+        let _ = fmt::write(&mut self.observed, format_args!("{part:?}\u{0}"));
+        self
+    }
+
+    /// Add something only the judge counts (tallies the program never reads).
+    pub fn judge<T: Hash + ?Sized>(mut self, part: &T) -> Self {
+        part.hash(&mut self.judged);
+        self
+    }
+
+    /// Add something only the judge counts, by its `Debug` text.
+    pub fn judge_debug(mut self, part: &dyn fmt::Debug) -> Self {
+        let _ = fmt::write(&mut self.judged, format_args!("{part:?}\u{0}"));
+        self
+    }
+
+    /// A hasher for what a life observes, for parts that hash themselves.
+    pub fn observer(&mut self) -> &mut dyn Hasher {
+        &mut self.observed
+    }
+
+    /// The hash of what a life observes.
+    pub fn observed(&self) -> u128 {
+        self.observed.value()
+    }
+
+    /// The hash of what only the judge counts.
+    pub fn judged(&self) -> u128 {
+        self.judged.value()
+    }
+
+    /// Both hashes: the key of a world in the runner's memo.
+    fn key(&self) -> (u128, u128) {
+        (self.observed(), self.judged())
+    }
+}
+
+/// How much work a sweep did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Scenarios in the report, the clean run included.
+    pub scenarios: u64,
+    /// Lives actually run (clean runs included).
+    pub lives: u64,
+    /// Whether lives were shared.
+    pub shared: bool,
+}
+
+/// [`run_with`](crate::run_with), also saying how many lives it ran.
+pub fn run_counted<S: Subject>(
+    subject: &S,
+    config: &Config,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<(Report, Stats), Error> {
+    run_inner(subject, config, progress)
+}
+
+type WorldKey = (u128, u128);
+
+/// A world before a life: its fingerprint, and which life of the scenario
+/// runs on it (the runner's boot sees the life number).
+type LifeKey = (WorldKey, usize);
+
+/// A hash map split into shards, so parallel scenarios rarely wait on each
+/// other's lookups.
+struct Memo<K, V> {
+    shards: Vec<Mutex<HashMap<K, V>>>,
+}
+
+impl<K: Hash + Eq, V: Clone> Memo<K, V> {
+    fn new() -> Self {
+        Memo {
+            shards: (0..64).map(|_| Mutex::new(HashMap::new())).collect(),
+        }
+    }
+
+    fn shard(&self, k: &K) -> &Mutex<HashMap<K, V>> {
+        let mut h = DefaultHasher::new();
+        k.hash(&mut h);
+        let i = (h.finish() % self.shards.len() as u64) as usize;
+        // `i` is below the shard count.
+        &self.shards[i]
+    }
+
+    fn get(&self, k: &K) -> Option<V> {
+        let m = self.shard(k).lock().unwrap_or_else(|e| e.into_inner());
+        m.get(k).cloned()
+    }
+
+    fn insert(&self, k: K, v: V) {
+        let mut m = self.shard(&k).lock().unwrap_or_else(|e| e.into_inner());
+        m.insert(k, v);
+    }
+}
+
+/// The final life from one world, and the judge's verdict after it.
+struct Final {
+    /// The scenario's failure, as [`Replayer::replay`] derives it.
+    failure: Option<Failure>,
+    /// Its hits, kept only when some scenario expands from them.
+    hits: Option<Vec<Hit>>,
+    verdict: Verdict,
+}
+
+/// The memos of one crash state's sweep.
+struct Memos {
+    /// (world before, life, crash target) → world after the crashed life.
+    crashes: Memo<(LifeKey, Hit), WorldKey>,
+    /// World before the final life → its outcome.
+    finals: Memo<LifeKey, Arc<Final>>,
+}
+
+/// The sweep's shared state: the replayer and the fresh world's key.
+pub(crate) struct Shared<'r, 'a, S: Subject> {
+    replayer: &'r Replayer<'a, S>,
+    fresh: WorldKey,
+}
+
+impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
+    /// Sharing for this sweep, if the subject opts in; refuses a subject
+    /// whose clean runs from fresh worlds differ.
+    pub(crate) fn new(replayer: &'r Replayer<'a, S>, clean: &Ran) -> Result<Option<Self>, Error> {
+        let subject = replayer.subject;
+        let fresh = subject.world();
+        if subject.snapshot(&fresh).is_none() {
+            return Ok(None);
+        }
+        let Some(fp) = subject.fingerprint(&fresh) else {
+            return Ok(None);
+        };
+        let refuse = |detail: String| Error::NotShareable {
+            subject: subject.name(),
+            detail,
+        };
+        if subject.fingerprint(&subject.world()).map(|f| f.key()) != Some(fp.key()) {
+            return Err(refuse(
+                "two fresh worlds have different fingerprints".into(),
+            ));
+        }
+        let first = Self::clean_life(replayer);
+        let again = Self::clean_life(replayer);
+        for (hits, _) in [&first, &again] {
+            if *hits != clean.last_hits {
+                let i = hits
+                    .iter()
+                    .zip(&clean.last_hits)
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                let show = |h: &[Hit]| {
+                    h.get(i)
+                        .map_or_else(|| "(the end)".to_owned(), Hit::to_string)
+                };
+                return Err(refuse(format!(
+                    "the clean run's hit {} was {} once and {} another time",
+                    i + 1,
+                    show(&clean.last_hits),
+                    show(hits)
+                )));
+            }
+        }
+        if first.1 != again.1 {
+            return Err(refuse(
+                "two clean runs from fresh worlds leave worlds with different fingerprints".into(),
+            ));
+        }
+        Ok(Some(Shared {
+            replayer,
+            fresh: fp.key(),
+        }))
+    }
+
+    /// The clean life on a fresh world: its hits and the fingerprint of the
+    /// world it leaves.
+    fn clean_life(replayer: &Replayer<'_, S>) -> (Vec<Hit>, Option<(u128, u128)>) {
+        let mut world = replayer.subject.world();
+        let fin = replayer.final_life(&mut world, &Scenario::default(), false, replayer.deadline());
+        let fp = replayer.subject.fingerprint(&world).map(|f| f.key());
+        (fin.hits, fp)
+    }
+
+    /// Every scenario below the clean run in one crash state, handed to the
+    /// run's sink in any order.
+    pub(crate) fn sweep(&self, top: Vec<(Scenario, Vec<u32>)>, run: &Run<'_>) {
+        let memos = Memos {
+            crashes: Memo::new(),
+            finals: Memo::new(),
+        };
+        top.into_par_iter()
+            .for_each(|(sc, order)| self.node(sc, order, None, self.fresh, run, &memos));
+    }
+
+    /// `sc` and its children as without sharing.
+    fn brute(&self, sc: Scenario, order: Vec<u32>, run: &Run<'_>) {
+        subtree(self.replayer, sc, order, run);
+    }
+
+    /// The scenario `sc`, whose last hit is the crash target of its last
+    /// crashed life; `parent` is the world its earlier lives left (none: a
+    /// fresh world), fingerprinted `before`.
+    fn node(
+        &self,
+        sc: Scenario,
+        order: Vec<u32>,
+        parent: Option<&Mutex<S::World>>,
+        before: WorldKey,
+        run: &Run<'_>,
+        memos: &Memos,
+    ) {
+        let subject = self.replayer.subject;
+        let Some(target) = sc.hits.last().cloned() else {
+            return;
+        };
+        let k = sc.depth();
+        let finished = || (run.progress)(Progress::Finished { depth: k });
+        let leaf = k >= run.config.depth as usize;
+        let wanted = in_partition(&sc, run.config.partition);
+        if leaf {
+            if !wanted {
+                // Not reported and no children: nothing to run.
+                finished();
+                return;
+            }
+            if let Some(after) = memos.crashes.get(&((before, k), target.clone())) {
+                if let Some(fin) = memos.finals.get(&(after, k + 1)) {
+                    finished();
+                    self.emit(sc, order, &fin, run);
+                    return;
+                }
+            }
+        }
+        let world = match parent {
+            None => Some(subject.world()),
+            Some(m) => subject.snapshot(&m.lock().unwrap_or_else(|e| e.into_inner())),
+        };
+        let Some(mut world) = world else {
+            return self.brute(sc, order, run);
+        };
+        let ctx = LifeContext::new(sc.state.clone(), k, k > 1);
+        let handle = Handle::new(Some(target.clone()));
+        let deadline = self.replayer.deadline();
+        let crashed = match self.replayer.life(&mut world, &ctx, &handle, deadline, &sc) {
+            Ok(life) => matches!(life.outcome, Outcome::Crashed(_)) && handle.cancelled().is_none(),
+            Err(_) => false,
+        };
+        let after = match (crashed, subject.fingerprint(&world)) {
+            (true, Some(fp)) => fp.key(),
+            _ => return self.brute(sc, order, run),
+        };
+        memos.crashes.insert(((before, k), target), after);
+        let fin = match memos.finals.get(&(after, k + 1)) {
+            Some(f) if leaf || f.hits.is_some() => f,
+            _ => {
+                let copy = if leaf {
+                    // A leaf's world is not needed after its final life.
+                    Some(std::mem::replace(&mut world, subject.world()))
+                } else {
+                    subject.snapshot(&world)
+                };
+                let Some(fin) = copy.and_then(|w| self.final_life(w, &sc, !leaf)) else {
+                    return self.brute(sc, order, run);
+                };
+                let fin = Arc::new(fin);
+                memos.finals.insert((after, k + 1), Arc::clone(&fin));
+                fin
+            }
+        };
+        finished();
+        let children = match (&fin.hits, leaf) {
+            (Some(hits), false) => expand(&sc, &order, hits),
+            _ => Vec::new(),
+        };
+        if wanted {
+            self.emit(sc, order, &fin, run);
+        }
+        if !children.is_empty() {
+            (run.progress)(Progress::Planned {
+                depth: k + 1,
+                count: children.len() as u64,
+            });
+            let parent = Mutex::new(world);
+            children
+                .into_par_iter()
+                .for_each(|(c, o)| self.node(c, o, Some(&parent), after, run, memos));
+        }
+    }
+
+    /// The final life of `sc` on `world`, and the judge after it; `None` if
+    /// it ran too long (timing is not a function of the world).
+    fn final_life(&self, mut world: S::World, sc: &Scenario, keep_hits: bool) -> Option<Final> {
+        let fin = self
+            .replayer
+            .final_life(&mut world, sc, true, self.replayer.deadline());
+        if fin.hung {
+            return None;
+        }
+        let mut failure = fin.failure;
+        let verdict = self.replayer.judge_only(&world, &mut failure);
+        Some(Final {
+            failure,
+            hits: keep_hits.then_some(fin.hits),
+            verdict,
+        })
+    }
+
+    /// A scenario's result from its final life's outcome, as
+    /// [`Replayer::replay`] derives it, settled (a failure rerun) and handed
+    /// to the sink.
+    fn emit(&self, sc: Scenario, order: Vec<u32>, fin: &Final, run: &Run<'_>) {
+        let failure = match &fin.failure {
+            None => crate::judge::verdict_failure(
+                &fin.verdict,
+                Some(run.clean),
+                &self.replayer.counters,
+            ),
+            f => f.clone(),
+        };
+        let mut result = ScenarioResult {
+            scenario: sc,
+            order,
+            verdict: fin.verdict.clone(),
+            failure,
+            lives: Vec::new(),
+            world: None,
+        };
+        self.replayer
+            .settle(&result.scenario.clone(), &mut result, run.clean, run.config);
+        run.sink.push(result);
+    }
+}
