@@ -224,7 +224,8 @@ fn json_sweeps_follow_the_documented_schema() {
     assert_eq!(row, ["variant", "once", "created"]);
     let f = &v["failures"][0];
     let keys: Vec<&str> = f.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["subject", "scenario", "reason", "rerun"]);
+    assert_eq!(keys, ["subject", "scenario", "reason", "flaky", "rerun"]);
+    assert_eq!(f["flaky"], false);
     assert_eq!(f["scenario"], "debited#1");
 }
 
