@@ -32,6 +32,9 @@ pub struct BenchArgs {
     /// Samples per configuration of the growth benchmark (median).
     #[arg(long, default_value_t = 3)]
     samples: usize,
+    /// Samples for the long jobs above --brute-up-to (default: --samples).
+    #[arg(long)]
+    long_samples: Option<usize>,
 }
 
 /// One configuration, run in a child process so its peak memory and CPU
@@ -61,6 +64,8 @@ pub fn one(args: &OneArgs) -> Result<(), String> {
     let config = Config {
         threads: Some(args.threads),
         share: !args.no_share,
+        // No trace: keep tallies and failures only (bounded memory).
+        tally: true,
         ..Config::default()
     };
     let t = Instant::now();
@@ -164,8 +169,10 @@ fn measure(
 fn growth(args: &BenchArgs) -> Result<(), String> {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "== growth: keys and markers at depth 2 on synthetic jobs, each configuration a child process, median of {} (load average at start: {})",
+        "== growth: keys and markers at depth 2 on synthetic jobs, each configuration a child process, median of {} ({} above {} calls; load average at start: {})",
         args.samples,
+        args.long_samples.unwrap_or(args.samples),
+        args.brute_up_to,
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
     println!(
@@ -181,7 +188,11 @@ fn growth(args: &BenchArgs) -> Result<(), String> {
                 continue;
             }
             for threads in [1usize, 2] {
-                let m = measure(job, threads, share, args.samples)?;
+                let samples = match (job, args.long_samples) {
+                    (Some(n), Some(k)) if n > args.brute_up_to => k,
+                    _ => args.samples,
+                };
+                let m = measure(job, threads, share, samples)?;
                 println!(
                     "{:<14} {:>5} {:>7} {:>9} {:>10} {:>12.2} {:>9.3} {:>9.3} {:>9.1}",
                     job.map_or_else(|| "five designs".to_owned(), |n| format!("{n} calls")),
@@ -263,6 +274,9 @@ fn in_release(args: &BenchArgs) -> Result<(), String> {
     cmd.args(["--calls", &calls.join(",")]);
     cmd.args(["--brute-up-to", &args.brute_up_to.to_string()]);
     cmd.args(["--samples", &args.samples.to_string()]);
+    if let Some(k) = args.long_samples {
+        cmd.args(["--long-samples", &k.to_string()]);
+    }
     let status = cmd
         .status()
         .map_err(|e| format!("cannot run cargo run --release: {e}"))?;

@@ -379,21 +379,25 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             _ => return self.brute(sc, order, run),
         };
         memos.crashes.insert(((before, k), target), after);
-        let fin = match memos.finals.get(&(after, k + 1)) {
-            Some(f) if leaf || f.hits.is_some() => f,
+        // A leaf's world is not needed after its final life; a parent's is
+        // kept for its children.
+        let (fin, world) = match memos.finals.get(&(after, k + 1)) {
+            Some(f) if leaf || f.hits.is_some() => (f, (!leaf).then_some(world)),
             _ => {
-                let copy = if leaf {
-                    // A leaf's world is not needed after its final life.
-                    Some(std::mem::replace(&mut world, subject.world()))
+                let (fin, world) = if leaf {
+                    (self.final_life(world, &sc, false), None)
                 } else {
-                    subject.snapshot(&world)
+                    let fin = subject
+                        .snapshot(&world)
+                        .and_then(|copy| self.final_life(copy, &sc, true));
+                    (fin, Some(world))
                 };
-                let Some(fin) = copy.and_then(|w| self.final_life(w, &sc, !leaf)) else {
+                let Some(fin) = fin else {
                     return self.brute(sc, order, run);
                 };
                 let fin = Arc::new(fin);
                 memos.finals.insert((after, k + 1), Arc::clone(&fin));
-                fin
+                (fin, world)
             }
         };
         finished();
@@ -404,7 +408,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         if wanted {
             self.emit(sc, order, &fin, run);
         }
-        if !children.is_empty() {
+        if let (false, Some(world)) = (children.is_empty(), world) {
             (run.progress)(Progress::Planned {
                 depth: k + 1,
                 count: children.len() as u64,
