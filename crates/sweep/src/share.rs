@@ -6,10 +6,10 @@
 //!
 //! - starts the children of a scenario (`[h1, *]`) from a deep copy of the
 //!   world its crashed lives left, instead of replaying those lives;
-//! - remembers, for each (world fingerprint, crash target), the fingerprint
-//!   of the world the crashed life leaves, and for each world fingerprint
-//!   the outcome of the final life run from it and the judge's verdict on
-//!   the world after;
+//! - remembers, for each world fingerprint (and life number), the outcome
+//!   of the final life run from it and the judge's verdict on the world
+//!   after — for the worlds of scenarios with children over the whole
+//!   sweep, for the leaves' worlds among siblings (bounded memory);
 //! - re-derives each scenario's result (its typed failure, its broken
 //!   invariants) from those outcomes, exactly as a replay from a fresh world
 //!   would, and reruns a failing one from a fresh world as the brute-force
@@ -234,18 +234,21 @@ struct Final {
     verdict: Verdict,
 }
 
-/// The memos of one crash state's sweep.
+/// The memos of one crash state's sweep, for the scenarios that have
+/// children (the leaves' final lives are remembered among siblings only,
+/// see [`Shared::node`]).
 struct Memos {
-    /// (world before, life, crash target) → world after the crashed life.
-    crashes: Memo<(LifeKey, Hit), WorldKey>,
     /// World before the final life → its outcome.
     finals: Memo<LifeKey, Arc<Final>>,
 }
 
-/// The sweep's shared state: the replayer and the fresh world's key.
+/// World before a leaf's final life → its outcome, for the children of one
+/// scenario.
+type Leaves = Memo<LifeKey, Arc<Final>>;
+
+/// The sweep's shared state: the replayer.
 pub(crate) struct Shared<'r, 'a, S: Subject> {
     replayer: &'r Replayer<'a, S>,
-    fresh: WorldKey,
 }
 
 impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
@@ -295,10 +298,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
                 "two clean runs from fresh worlds leave worlds with different fingerprints".into(),
             ));
         }
-        Ok(Some(Shared {
-            replayer,
-            fresh: fp.key(),
-        }))
+        Ok(Some(Shared { replayer }))
     }
 
     /// The clean life on a fresh world: its hits and the fingerprint of the
@@ -314,11 +314,11 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
     /// run's sink in any order.
     pub(crate) fn sweep(&self, top: Vec<(Scenario, Vec<u32>)>, run: &Run<'_>) {
         let memos = Memos {
-            crashes: Memo::new(),
             finals: Memo::new(),
         };
+        let leaves = Leaves::new();
         top.into_par_iter()
-            .for_each(|(sc, order)| self.node(sc, order, None, self.fresh, run, &memos));
+            .for_each(|(sc, order)| self.node(sc, order, None, run, &memos, &leaves));
     }
 
     /// `sc` and its children as without sharing.
@@ -328,15 +328,21 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
 
     /// The scenario `sc`, whose last hit is the crash target of its last
     /// crashed life; `parent` is the world its earlier lives left (none: a
-    /// fresh world), fingerprinted `before`.
+    /// fresh world).
+    ///
+    /// Siblings that crash between the same two saves leave the same world,
+    /// so a leaf's final life is looked up among its siblings' (`leaves`),
+    /// a memo dropped when they are done: memory stays bounded by the
+    /// scenarios with children, not by the leaves.
+    #[allow(clippy::too_many_arguments)]
     fn node(
         &self,
         sc: Scenario,
         order: Vec<u32>,
         parent: Option<&Mutex<S::World>>,
-        before: WorldKey,
         run: &Run<'_>,
         memos: &Memos,
+        leaves: &Leaves,
     ) {
         let subject = self.replayer.subject;
         let Some(target) = sc.hits.last().cloned() else {
@@ -346,20 +352,12 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         let finished = || (run.progress)(Progress::Finished { depth: k });
         let leaf = k >= run.config.depth as usize;
         let wanted = in_partition(&sc, run.config.partition);
-        if leaf {
-            if !wanted {
-                // Not reported and no children: nothing to run.
-                finished();
-                return;
-            }
-            if let Some(after) = memos.crashes.get(&((before, k), target.clone())) {
-                if let Some(fin) = memos.finals.get(&(after, k + 1)) {
-                    finished();
-                    self.emit(sc, order, &fin, run);
-                    return;
-                }
-            }
+        if leaf && !wanted {
+            // Not reported and no children: nothing to run.
+            finished();
+            return;
         }
+        let finals = if leaf { leaves } else { &memos.finals };
         let world = match parent {
             None => Some(subject.world()),
             Some(m) => subject.snapshot(&m.lock().unwrap_or_else(|e| e.into_inner())),
@@ -378,10 +376,9 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             (true, Some(fp)) => fp.key(),
             _ => return self.brute(sc, order, run),
         };
-        memos.crashes.insert(((before, k), target), after);
         // A leaf's world is not needed after its final life; a parent's is
         // kept for its children.
-        let (fin, world) = match memos.finals.get(&(after, k + 1)) {
+        let (fin, world) = match finals.get(&(after, k + 1)) {
             Some(f) if leaf || f.hits.is_some() => (f, (!leaf).then_some(world)),
             _ => {
                 let (fin, world) = if leaf {
@@ -396,7 +393,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
                     return self.brute(sc, order, run);
                 };
                 let fin = Arc::new(fin);
-                memos.finals.insert((after, k + 1), Arc::clone(&fin));
+                finals.insert((after, k + 1), Arc::clone(&fin));
                 (fin, world)
             }
         };
@@ -414,9 +411,10 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
                 count: children.len() as u64,
             });
             let parent = Mutex::new(world);
+            let siblings = Leaves::new();
             children
                 .into_par_iter()
-                .for_each(|(c, o)| self.node(c, o, Some(&parent), after, run, memos));
+                .for_each(|(c, o)| self.node(c, o, Some(&parent), run, memos, &siblings));
         }
     }
 
