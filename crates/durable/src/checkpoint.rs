@@ -157,9 +157,13 @@ pub struct Checkpoint<S> {
     file: String,
     resumes: u32,
     epoch: u64,
-    /// The last save's bytes, kept so the next save serialises into a
-    /// buffer of the right size instead of growing a fresh one.
-    buf: Vec<u8>,
+    /// The last save's bytes and the epoch they record: when the file on
+    /// disk holds exactly these bytes, the fence check knows its epoch
+    /// without parsing it again.
+    last: (Vec<u8>, u64),
+    /// A buffer the next save serialises into (the one before last), so it
+    /// does not grow a fresh one.
+    spare: Vec<u8>,
     _lock: LockGuard,
     _state: PhantomData<fn(&S)>,
 }
@@ -250,7 +254,8 @@ impl<S: Durable> Checkpoint<S> {
             opts,
             resumes: 0,
             epoch: 1,
-            buf: Vec::new(),
+            last: (Vec::new(), 0),
+            spare: Vec::new(),
             _lock: lock,
             _state: PhantomData,
         };
@@ -348,7 +353,7 @@ impl<S: Durable> Checkpoint<S> {
     }
 
     fn save_with_points(&mut self, state: &S, points: bool) -> Result<()> {
-        let mut bytes = std::mem::take(&mut self.buf);
+        let mut bytes = std::mem::take(&mut self.spare);
         let invalid = |reason: String| Error::InvalidState {
             path: self.path(),
             reason,
@@ -373,7 +378,8 @@ impl<S: Durable> Checkpoint<S> {
         };
         let dir = self.dir.as_ref();
         let written = write_atomic_step(dir, &self.file, &bytes, opts, &mut || self.check_fence());
-        self.buf = bytes;
+        let (old, _) = std::mem::replace(&mut self.last, (bytes, self.epoch));
+        self.spare = old;
         written.map_err(|fail| match fail {
             WriteFail::Step(op, source) => Error::from_io(self.path(), op, source),
             WriteFail::Refused(e) => e,
@@ -391,12 +397,17 @@ impl<S: Durable> Checkpoint<S> {
         let Some(bytes) = bytes else {
             return Ok(());
         };
-        let on_disk = serde_json::from_slice::<EpochOnly>(&bytes)
-            .map_err(|e| Error::Corrupt {
-                path: path(),
-                reason: format!("before saving over it: {e}"),
-            })?
-            .epoch;
+        let on_disk = if !bytes.is_empty() && bytes == self.last.0 {
+            // What the last save wrote: its epoch is known.
+            self.last.1
+        } else {
+            serde_json::from_slice::<EpochOnly>(&bytes)
+                .map_err(|e| Error::Corrupt {
+                    path: path(),
+                    reason: format!("before saving over it: {e}"),
+                })?
+                .epoch
+        };
         if on_disk > self.epoch {
             return Err(Error::Fenced {
                 path: path(),
