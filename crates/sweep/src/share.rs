@@ -61,32 +61,77 @@ pub struct Fingerprint {
     judged: TwoHashers,
 }
 
+/// A fast 128-bit hash of a world's parts (two multiply-rotate lanes over
+/// 8-byte words, finished with murmur3's avalanche): fixed keys, so the same
+/// world hashes the same in every thread and run; not cryptographic — worlds
+/// are not chosen by an adversary.
 #[derive(Clone, Debug)]
-struct TwoHashers(DefaultHasher, DefaultHasher);
+struct TwoHashers {
+    a: u64,
+    b: u64,
+    len: u64,
+}
+
+const K1: u64 = 0x9e37_79b9_7f4a_7c15;
+const K2: u64 = 0xc2b2_ae3d_27d4_eb4f;
+
+fn avalanche(mut k: u64) -> u64 {
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^ (k >> 33)
+}
 
 impl TwoHashers {
     fn new() -> Self {
-        // `DefaultHasher::new` has fixed keys: the same world hashes the
-        // same in every thread of a run. The second hasher starts from a
-        // different prefix, for 128 bits in all.
-        let a = DefaultHasher::new();
-        let mut b = DefaultHasher::new();
-        b.write_u64(0x9e37_79b9_7f4a_7c15);
-        TwoHashers(a, b)
+        TwoHashers {
+            a: 0x2545_f491_4f6c_dd1d,
+            b: 0x1656_67b1_9e37_79f9,
+            len: 0,
+        }
+    }
+
+    fn word(&mut self, w: u64) {
+        self.a = (self.a ^ w).wrapping_mul(K1).rotate_left(29);
+        self.b = (self.b.rotate_left(23) ^ w).wrapping_mul(K2) ^ self.a;
     }
 
     fn value(&self) -> u128 {
-        (u128::from(self.0.finish()) << 64) | u128::from(self.1.finish())
+        let hi = avalanche(self.a ^ self.len.wrapping_mul(K2));
+        let lo = avalanche(self.b ^ hi.rotate_left(17));
+        (u128::from(hi) << 64) | u128::from(lo)
     }
 }
 
 impl Hasher for TwoHashers {
     fn finish(&self) -> u64 {
-        self.0.finish() ^ self.1.finish()
+        let v = self.value();
+        (v >> 64) as u64 ^ v as u64
     }
     fn write(&mut self, bytes: &[u8]) {
-        self.0.write(bytes);
-        self.1.write(bytes);
+        self.len = self.len.wrapping_add(bytes.len() as u64);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.word(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            // Up to 7 bytes, and their count in the top byte.
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            w[7] = rest.len() as u8;
+            self.word(u64::from_le_bytes(w));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.len = self.len.wrapping_add(8);
+        self.word(n);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
     }
 }
 
