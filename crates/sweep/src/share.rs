@@ -9,7 +9,8 @@
 //! - remembers, for each world fingerprint (and life number), the outcome
 //!   of the final life run from it and the judge's verdict on the world
 //!   after — for the worlds of scenarios with children over the whole
-//!   sweep, for the leaves' worlds among siblings (bounded memory);
+//!   sweep (up to a fixed number of worlds each for leaves and for scenarios
+//!   with children, so memory stays bounded);
 //! - re-derives each scenario's result (its typed failure, its broken
 //!   invariants) from those outcomes, exactly as a replay from a fresh world
 //!   would, and reruns a failing one from a fresh world as the brute-force
@@ -29,6 +30,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crashpoint::{Handle, Hit, Outcome};
@@ -239,15 +241,27 @@ type WorldKey = (u128, u128);
 type LifeKey = (WorldKey, usize);
 
 /// A hash map split into shards, so parallel scenarios rarely wait on each
-/// other's lookups.
+/// other's lookups, that stops remembering at `cap` entries (a memo only
+/// saves work: a miss runs the life).
 struct Memo<K, V> {
     shards: Vec<Mutex<HashMap<K, V>>>,
+    cap: usize,
+    len: AtomicUsize,
 }
 
+/// How many leaves' final lives a sweep remembers (each a verdict, about a
+/// kilobyte in the designs).
+const LEAF_MEMO_CAP: usize = 1 << 16;
+/// How many final lives of scenarios with children a sweep remembers (each
+/// with its hits).
+const PARENT_MEMO_CAP: usize = 1 << 12;
+
 impl<K: Hash + Eq, V: Clone> Memo<K, V> {
-    fn new() -> Self {
+    fn new(cap: usize) -> Self {
         Memo {
             shards: (0..64).map(|_| Mutex::new(HashMap::new())).collect(),
+            cap,
+            len: AtomicUsize::new(0),
         }
     }
 
@@ -265,8 +279,13 @@ impl<K: Hash + Eq, V: Clone> Memo<K, V> {
     }
 
     fn insert(&self, k: K, v: V) {
+        if self.len.load(Ordering::Relaxed) >= self.cap {
+            return;
+        }
         let mut m = self.shard(&k).lock().unwrap_or_else(|e| e.into_inner());
-        m.insert(k, v);
+        if m.insert(k, v).is_none() {
+            self.len.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -279,17 +298,12 @@ struct Final {
     verdict: Verdict,
 }
 
-/// The memos of one crash state's sweep, for the scenarios that have
-/// children (the leaves' final lives are remembered among siblings only,
-/// see [`Shared::node`]).
+/// The memos of one crash state's sweep: world before the final life →
+/// its outcome, for scenarios with children and for leaves.
 struct Memos {
-    /// World before the final life → its outcome.
     finals: Memo<LifeKey, Arc<Final>>,
+    leaves: Memo<LifeKey, Arc<Final>>,
 }
-
-/// World before a leaf's final life → its outcome, for the children of one
-/// scenario.
-type Leaves = Memo<LifeKey, Arc<Final>>;
 
 /// The sweep's shared state: the replayer.
 pub(crate) struct Shared<'r, 'a, S: Subject> {
@@ -359,11 +373,11 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
     /// run's sink in any order.
     pub(crate) fn sweep(&self, top: Vec<(Scenario, Vec<u32>)>, run: &Run<'_>) {
         let memos = Memos {
-            finals: Memo::new(),
+            finals: Memo::new(PARENT_MEMO_CAP),
+            leaves: Memo::new(LEAF_MEMO_CAP),
         };
-        let leaves = Leaves::new();
         top.into_par_iter()
-            .for_each(|(sc, order)| self.node(sc, order, None, run, &memos, &leaves));
+            .for_each(|(sc, order)| self.node(sc, order, None, run, &memos));
     }
 
     /// `sc` and its children as without sharing.
@@ -374,12 +388,6 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
     /// The scenario `sc`, whose last hit is the crash target of its last
     /// crashed life; `parent` is the world its earlier lives left (none: a
     /// fresh world).
-    ///
-    /// Siblings that crash between the same two saves leave the same world,
-    /// so a leaf's final life is looked up among its siblings' (`leaves`),
-    /// a memo dropped when they are done: memory stays bounded by the
-    /// scenarios with children, not by the leaves.
-    #[allow(clippy::too_many_arguments)]
     fn node(
         &self,
         sc: Scenario,
@@ -387,7 +395,6 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         parent: Option<&Mutex<S::World>>,
         run: &Run<'_>,
         memos: &Memos,
-        leaves: &Leaves,
     ) {
         let subject = self.replayer.subject;
         let Some(target) = sc.hits.last().cloned() else {
@@ -402,7 +409,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             finished();
             return;
         }
-        let finals = if leaf { leaves } else { &memos.finals };
+        let finals = if leaf { &memos.leaves } else { &memos.finals };
         let world = match parent {
             None => Some(subject.world()),
             Some(m) => subject.snapshot(&m.lock().unwrap_or_else(|e| e.into_inner())),
@@ -456,10 +463,9 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
                 count: children.len() as u64,
             });
             let parent = Mutex::new(world);
-            let siblings = Leaves::new();
             children
                 .into_par_iter()
-                .for_each(|(c, o)| self.node(c, o, Some(&parent), run, memos, &siblings));
+                .for_each(|(c, o)| self.node(c, o, Some(&parent), run, memos));
         }
     }
 
