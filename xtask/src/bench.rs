@@ -26,6 +26,239 @@ pub struct BenchArgs {
     /// (snapshots/disk.txt).
     #[arg(long)]
     disk: bool,
+    /// Only the growth benchmark: the five designs and the long jobs, each
+    /// configuration in a child process (wall, CPU, peak memory).
+    #[arg(long)]
+    growth: bool,
+    /// The long jobs' sizes (calls), for the growth benchmark.
+    #[arg(long, value_delimiter = ',', default_value = "8,16,32,64")]
+    calls: Vec<usize>,
+    /// Run brute force (no sharing) on long jobs up to this many calls only
+    /// (brute force on 64 calls takes minutes per run).
+    #[arg(long, default_value_t = 32)]
+    brute_up_to: usize,
+    /// Samples per configuration of the growth benchmark (median).
+    #[arg(long, default_value_t = 3)]
+    samples: usize,
+    /// Samples for the long jobs above --brute-up-to (default: --samples).
+    #[arg(long)]
+    long_samples: Option<usize>,
+}
+
+/// One configuration, run in a child process so its peak memory and CPU
+/// time are its own.
+#[derive(Args)]
+pub struct OneArgs {
+    /// Synthetic job size; none = the five designs on the book's job.
+    #[arg(long)]
+    calls: Option<usize>,
+    #[arg(long)]
+    threads: usize,
+    #[arg(long)]
+    no_share: bool,
+}
+
+/// Run one configuration and print `scenarios lives wall-seconds`.
+pub fn one(args: &OneArgs) -> Result<(), String> {
+    let subjects: Vec<Box<dyn sweep::DynSubject>> = match args.calls {
+        None => crate::registry::five_designs(Storage::Memory)?,
+        Some(n) => {
+            let job = designs::Script::synthetic(n);
+            vec![Box::new(
+                designs::Design::KeysMarkers.subject(&job, designs::Storage::Memory),
+            )]
+        }
+    };
+    let config = Config {
+        threads: Some(args.threads),
+        share: !args.no_share,
+        // No trace: keep tallies and failures only (bounded memory).
+        tally: true,
+        ..Config::default()
+    };
+    let t = Instant::now();
+    let (mut scenarios, mut lives) = (0, 0);
+    for s in &subjects {
+        let (r, stats) = s
+            .sweep_counted(&config, &|_| {})
+            .map_err(|e| e.to_string())?;
+        black_box(&r);
+        scenarios += stats.scenarios;
+        lives += stats.lives;
+    }
+    println!("{scenarios} {lives} {:.6}", t.elapsed().as_secs_f64());
+    Ok(())
+}
+
+struct Measured {
+    scenarios: u64,
+    lives: u64,
+    wall: f64,
+    cpu: f64,
+    max_rss_kb: i64,
+}
+
+/// Run `bench-one` in a child and take its own wall time, and its CPU time
+/// and peak memory from `wait4`.
+fn child(calls: Option<usize>, threads: usize, share: bool) -> Result<Measured, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find xtask itself: {e}"))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["bench-one", "--threads", &threads.to_string()]);
+    if let Some(n) = calls {
+        cmd.args(["--calls", &n.to_string()]);
+    }
+    if !share {
+        cmd.arg("--no-share");
+    }
+    cmd.stdout(std::process::Stdio::piped());
+    let mut ch = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start bench-one: {e}"))?;
+    let mut out = String::new();
+    if let Some(mut so) = ch.stdout.take() {
+        use std::io::Read;
+        so.read_to_string(&mut out)
+            .map_err(|e| format!("cannot read bench-one: {e}"))?;
+    }
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value; wait4 fills it in for our
+    // own child, which has not been reaped.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = ch.id() as libc::pid_t;
+    // SAFETY: pid is our child; status and ru are valid for writes.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    if r != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return Err(format!(
+            "bench-one {calls:?} {threads} {share} failed ({status})"
+        ));
+    }
+    let f: Vec<&str> = out.split_whitespace().collect();
+    let parse = |i: usize| {
+        f.get(i)
+            .and_then(|x| x.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok(Measured {
+        scenarios: parse(0) as u64,
+        lives: parse(1) as u64,
+        wall: parse(2),
+        cpu: tv(ru.ru_utime) + tv(ru.ru_stime),
+        max_rss_kb: ru.ru_maxrss,
+    })
+}
+
+fn med(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Median wall, CPU and peak memory of `samples` children.
+fn measure(
+    calls: Option<usize>,
+    threads: usize,
+    share: bool,
+    samples: usize,
+) -> Result<Measured, String> {
+    let runs = (0..samples.max(1))
+        .map(|_| child(calls, threads, share))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Measured {
+        scenarios: runs[0].scenarios,
+        lives: runs[0].lives,
+        wall: med(runs.iter().map(|m| m.wall).collect()),
+        cpu: med(runs.iter().map(|m| m.cpu).collect()),
+        max_rss_kb: runs.iter().map(|m| m.max_rss_kb).max().unwrap_or(0),
+    })
+}
+
+/// The growth benchmark: the five designs and the long jobs, shared and
+/// brute force, 1 and 2 threads.
+fn growth(args: &BenchArgs) -> Result<(), String> {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "== growth: keys and markers at depth 2 on synthetic jobs, each configuration a child process, median of {} ({} above {} calls; load average at start: {})",
+        args.samples,
+        args.long_samples.unwrap_or(args.samples),
+        args.brute_up_to,
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    );
+    println!(
+        "{:<14} {:>5} {:>7} {:>9} {:>10} {:>12} {:>9} {:>9} {:>9}",
+        "job", "mode", "threads", "scenarios", "lives", "lives/scen.", "wall s", "CPU s", "peak MB"
+    );
+    let mut rows: Vec<(Option<usize>, bool, usize, Measured)> = Vec::new();
+    let mut jobs: Vec<Option<usize>> = vec![None];
+    jobs.extend(args.calls.iter().map(|&n| Some(n)));
+    for &job in &jobs {
+        for share in [true, false] {
+            if !share && job.is_some_and(|n| n > args.brute_up_to) {
+                continue;
+            }
+            for threads in [1usize, 2] {
+                let samples = match (job, args.long_samples) {
+                    (Some(n), Some(k)) if n > args.brute_up_to => k,
+                    _ => args.samples,
+                };
+                let m = measure(job, threads, share, samples)?;
+                println!(
+                    "{:<14} {:>5} {:>7} {:>9} {:>10} {:>12.2} {:>9.3} {:>9.3} {:>9.1}",
+                    job.map_or_else(|| "five designs".to_owned(), |n| format!("{n} calls")),
+                    if share { "share" } else { "brute" },
+                    threads,
+                    m.scenarios,
+                    m.lives,
+                    m.lives as f64 / m.scenarios as f64,
+                    m.wall,
+                    m.cpu,
+                    m.max_rss_kb as f64 / 1024.0
+                );
+                rows.push((job, share, threads, m));
+            }
+        }
+    }
+    let get = |job: Option<usize>, share: bool, threads: usize| {
+        rows.iter()
+            .find(|(j, s, t, _)| *j == job && *s == share && *t == threads)
+            .map(|(_, _, _, m)| m)
+    };
+    println!(
+        "
+ratios (same invocation):"
+    );
+    for &job in &jobs {
+        let name = job.map_or_else(|| "five designs".to_owned(), |n| format!("{n} calls"));
+        if let (Some(a), Some(b)) = (get(job, true, 1), get(job, true, 2)) {
+            println!(
+                "{name:<14} shared, 2 threads vs 1: {:.2}x wall",
+                a.wall / b.wall
+            );
+        }
+        if let (Some(a), Some(b)) = (get(job, false, 2), get(job, true, 2)) {
+            println!(
+                "{name:<14} brute / shared (2 threads): {:.2}x wall, {:.2}x CPU, {:.1}x lives",
+                a.wall / b.wall,
+                a.cpu / b.cpu,
+                a.lives as f64 / b.lives as f64
+            );
+        }
+    }
+    let (lo, hi) = (args.calls.first().copied(), args.calls.last().copied());
+    if let (Some(lo), Some(hi)) = (lo, hi) {
+        for (share, threads) in [(true, 2), (true, 1), (false, 2)] {
+            if let (Some(a), Some(b)) =
+                (get(Some(lo), share, threads), get(Some(hi), share, threads))
+            {
+                let k = (b.wall / a.wall).ln() / (hi as f64 / lo as f64).ln();
+                let c = (b.cpu / a.cpu).ln() / (hi as f64 / lo as f64).ln();
+                println!(
+                    "growth {lo} → {hi} calls, {} {threads} thread(s): wall ~ calls^{k:.2}, CPU ~ calls^{c:.2}",
+                    if share { "shared" } else { "brute" }
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `cargo xtask` builds in the dev profile, shared with `cargo test`;
@@ -47,6 +280,16 @@ fn in_release(args: &BenchArgs) -> Result<(), String> {
     }
     if args.disk {
         cmd.arg("--disk");
+    }
+    if args.growth {
+        cmd.arg("--growth");
+    }
+    let calls: Vec<String> = args.calls.iter().map(usize::to_string).collect();
+    cmd.args(["--calls", &calls.join(",")]);
+    cmd.args(["--brute-up-to", &args.brute_up_to.to_string()]);
+    cmd.args(["--samples", &args.samples.to_string()]);
+    if let Some(k) = args.long_samples {
+        cmd.args(["--long-samples", &k.to_string()]);
     }
     let status = cmd
         .status()
@@ -113,6 +356,9 @@ fn disk(samples: usize) -> Result<(), String> {
 pub fn run(args: &BenchArgs) -> Result<(), String> {
     if cfg!(debug_assertions) {
         return in_release(args);
+    }
+    if args.growth {
+        return growth(args);
     }
     let samples = if args.quick { 5 } else { 11 };
     if args.nets {
@@ -199,6 +445,9 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         "disk / memory (2 threads)        {:.2}x",
         get(Storage::Disk, 2) / get(Storage::Memory, 2)
     );
+
+    println!();
+    growth(args)?;
 
     if !args.no_durable {
         println!("\n== checkpoint save (cargo bench -p durable --bench save)");

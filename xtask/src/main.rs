@@ -44,6 +44,9 @@ enum Cmd {
     /// Mutation testing: `cargo mutants` on each library crate's own tests,
     /// with the score per crate (slow; not in CI).
     Mutants(mutants::MutantsArgs),
+    /// One configuration of the benchmark, timed by its parent (internal).
+    #[command(hide = true)]
+    BenchOne(bench::OneArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -104,6 +107,10 @@ struct SweepArgs {
     /// sweeps/loop-triage.json for the loop.
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
+    /// Run the designs on a synthetic job of N calls (two per turn, cycling
+    /// issue_file, issue_file, search, issue_comment; every argument unique).
+    #[arg(long, value_name = "N", conflicts_with = "script")]
+    calls: Option<usize>,
     /// Where worlds keep checkpoints (the plain designs only).
     #[arg(long, value_enum)]
     storage: Option<StorageArg>,
@@ -142,6 +149,7 @@ fn main() -> ExitCode {
         Cmd::Bench(args) => bench::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::Chaos(args) => chaos::run(&args),
         Cmd::Mutants(args) => mutants::run(&root(), &args),
+        Cmd::BenchOne(args) => bench::one(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
@@ -196,6 +204,7 @@ fn runs_as_defined(args: &SweepArgs) -> bool {
         && args.flags.depth.is_none()
         && !args.single
         && args.script.is_none()
+        && args.calls.is_none()
         && args.flags.partition.is_none()
 }
 
@@ -229,10 +238,13 @@ fn plan(
         }
         entries.push(resolved.entry);
     }
-    let script = args
-        .script
-        .clone()
-        .or_else(|| def.and_then(|d| d.job.clone()));
+    let script = match args.calls {
+        Some(n) => Some(synthetic_job(n)?),
+        None => args
+            .script
+            .clone()
+            .or_else(|| def.and_then(|d| d.job.clone())),
+    };
     let storage = args.storage.or(def.and_then(|d| d.storage));
     registry.check_run_flags(&entries, storage.is_some(), script.as_deref())?;
     let storage = storage.unwrap_or(StorageArg::Memory);
@@ -241,6 +253,21 @@ fn plan(
         .map(|e| e.build(script.as_deref(), storage))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((entries.into_iter().map(|e| e.spec).collect(), subjects))
+}
+
+/// A synthetic job of `n` calls written to a file in the temp directory,
+/// for `--calls N`.
+pub(crate) fn synthetic_job(n: usize) -> Result<PathBuf, String> {
+    if n == 0 {
+        return Err("--calls 0: a job needs at least one call".into());
+    }
+    let path = std::env::temp_dir().join(format!(
+        "crashsweep-synthetic-{n}-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&path, designs::Script::synthetic(n).to_json())
+        .map_err(|e| format!("{}: cannot write the synthetic job: {e}", path.display()))?;
+    Ok(path)
 }
 
 /// Rerun one scenario of each subject and print its timeline; a crash
@@ -373,6 +400,7 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
             .script
             .as_ref()
             .map(|p| format!(" --script {}", p.display()))
+            .or_else(|| args.calls.map(|n| format!(" --calls {n}")))
             .unwrap_or_default();
         format!("cargo xtask sweep {variant}{script} --scenario \"{sc}\"")
     };
@@ -427,8 +455,81 @@ mod tests {
         full.extend_from_slice(argv);
         match Cli::try_parse_from(full).unwrap().cmd {
             Cmd::Sweep(a) => a,
-            Cmd::Bench(_) | Cmd::Chaos(_) | Cmd::Mutants(_) => unreachable!(),
+            _ => unreachable!(),
         }
+    }
+
+    /// Every subject of every sweep definition in sweeps/, and the five
+    /// designs on a longer synthetic job: sharing lives gives the same
+    /// report, byte for byte, as replaying every scenario from a fresh world.
+    #[test]
+    fn shared_and_brute_force_sweeps_give_the_same_bytes() {
+        let registry = Registry::load();
+        let mut defs: Vec<PathBuf> = std::fs::read_dir(root().join("sweeps"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(".sweep.json"))
+            .collect();
+        defs.sort();
+        assert!(defs.len() >= 4, "{defs:?}");
+        let mut runs: Vec<(String, Vec<String>, u32)> = defs
+            .iter()
+            .map(|p| {
+                let p = p.to_string_lossy().into_owned();
+                let depth = defs::Definition::load(Path::new(&p)).unwrap().depth;
+                (p.clone(), vec!["--file".to_owned(), p], depth)
+            })
+            .collect();
+        runs.push((
+            "the five designs, 8 calls".into(),
+            vec![
+                "--variant".into(),
+                "save-once-per-turn,save-after-reply,keys,markers,keys-markers".into(),
+                "--calls".into(),
+                "8".into(),
+            ],
+            2,
+        ));
+        let mut shared_subjects = 0;
+        for (what, argv, depth) in runs {
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            let args = sweep_args(&argv);
+            let def = args
+                .file
+                .as_ref()
+                .map(|f| defs::Definition::load(f).unwrap());
+            let (_, subjects) = plan(&registry, &args, def.as_ref()).unwrap();
+            for s in &subjects {
+                let config = sweep::Config {
+                    depth,
+                    threads: Some(2),
+                    ..sweep::Config::default()
+                };
+                let (shared, stats) = s.sweep_counted(&config, &|_| {}).unwrap();
+                if !stats.shared {
+                    // Not opted in: the runner took the brute-force path.
+                    continue;
+                }
+                shared_subjects += 1;
+                let brute = s
+                    .sweep(
+                        &sweep::Config {
+                            share: false,
+                            ..config.clone()
+                        },
+                        &|_| {},
+                    )
+                    .unwrap();
+                assert_eq!(
+                    sweep::cli::render(&[shared], Format::Json, true),
+                    sweep::cli::render(&[brute], Format::Json, true),
+                    "{what}: {}",
+                    s.name()
+                );
+            }
+        }
+        // The five designs (twice) and the bank's two variants share.
+        assert!(shared_subjects >= 12, "{shared_subjects}");
     }
 
     #[test]

@@ -264,6 +264,29 @@ impl Subject for Payday {
         }
     }
 
+    // Shared lives: a world is copied whole (the bank's books, the
+    // directory's files, the clock) and hashed whole; the bank's replies and
+    // the files are what a life reads back, the balances and ledger what the
+    // judge counts.
+    fn snapshot(&self, w: &World) -> Option<World> {
+        Some(World {
+            bank: w.bank.clone(),
+            dir: w.dir.deep_clone()?,
+            clock: w.clock,
+        })
+    }
+
+    fn fingerprint(&self, w: &World) -> Option<sweep::Fingerprint> {
+        let mut fp = sweep::Fingerprint::new();
+        w.dir.hash_contents(fp.observer());
+        Some(
+            fp.observe(&w.clock)
+                .observe_debug(&w.bank.replies)
+                .judge(&w.bank.balances)
+                .judge(&w.bank.ledger),
+        )
+    }
+
     fn life(&self, w: &mut World) -> Result<(), LifeError> {
         w.clock += 1;
         let name = RunId::parse(JOB)?;

@@ -257,6 +257,75 @@ impl Script {
         })
     }
 
+    /// A synthetic long job of `calls` tool calls, two per turn, cycling
+    /// `issue_file`, `issue_file`, `search`, `issue_comment` (each comment on
+    /// the issue filed last), every argument unique: the book's job made
+    /// longer, for measuring how a sweep grows with the job.
+    ///
+    /// ```
+    /// let job = designs::Script::synthetic(8);
+    /// assert_eq!(job.replies.iter().flatten().count(), 8);
+    /// assert_eq!(job.replies.len(), 5); // four turns of two calls, then the answer
+    /// ```
+    pub fn synthetic(calls: usize) -> Script {
+        let mut replies: Vec<Vec<Call>> = Vec::new();
+        let mut last_filed: Option<String> = None;
+        for n in 1..=calls {
+            let id = format!("call-{n}");
+            let op = match (n - 1) % 4 {
+                0 | 1 => Op::FileIssue {
+                    title: format!("group {n}: crash number {n}"),
+                    body: format!("Crash group {n}: reports of crash {n}."),
+                },
+                2 => Op::Search {
+                    query: format!("query {n}"),
+                },
+                _ => match &last_filed {
+                    Some(issue) => Op::Comment {
+                        issue_call: issue.clone(),
+                        body: format!("Reproduced crash {n} on {issue}."),
+                    },
+                    None => Op::Search {
+                        query: format!("query {n}"),
+                    },
+                },
+            };
+            if matches!(op, Op::FileIssue { .. }) {
+                last_filed = Some(id.clone());
+            }
+            if n % 2 == 1 {
+                replies.push(Vec::new());
+            }
+            if let Some(turn) = replies.last_mut() {
+                turn.push(Call::new(&id, op));
+            }
+        }
+        replies.push(Vec::new());
+        Script {
+            name: format!("synthetic-{calls}"),
+            replies,
+        }
+    }
+
+    /// The job as a job file's JSON text (what [`Script::load`] reads back).
+    pub fn to_json(&self) -> String {
+        let replies: Vec<Vec<serde_json::Value>> = self
+            .replies
+            .iter()
+            .map(|turn| {
+                turn.iter()
+                    .map(|c| {
+                        let args: serde_json::Value =
+                            serde_json::from_str(&c.args).unwrap_or(serde_json::Value::Null);
+                        serde_json::json!({"id": c.id, "tool": c.op.tool(), "args": args})
+                    })
+                    .collect()
+            })
+            .collect();
+        let job = serde_json::json!({"name": self.name, "replies": replies});
+        serde_json::to_string_pretty(&job).unwrap_or_default()
+    }
+
     /// The call with this ID.
     pub fn call(&self, id: &str) -> Option<&Call> {
         self.replies.iter().flatten().find(|c| c.id == id)
@@ -279,6 +348,29 @@ mod tests {
     }
 
     const FILE: &str = r#"{"id": "c1", "tool": "issue_file", "args": {"title": "A", "body": "a"}}"#;
+
+    #[test]
+    fn a_synthetic_job_round_trips_and_is_valid() {
+        for n in [1, 4, 8, 33] {
+            let job = Script::synthetic(n);
+            assert_eq!(job.replies.iter().flatten().count(), n);
+            let back = Script::parse(&job.to_json(), Path::new("synthetic.json")).unwrap();
+            assert_eq!(back, job);
+        }
+        let job = Script::synthetic(8);
+        let tools: Vec<&str> = job.replies.iter().flatten().map(|c| c.op.tool()).collect();
+        assert_eq!(
+            tools,
+            ["issue_file", "issue_file", "search", "issue_comment"].repeat(2)
+        );
+        let args: BTreeSet<&str> = job
+            .replies
+            .iter()
+            .flatten()
+            .map(|c| c.args.as_str())
+            .collect();
+        assert_eq!(args.len(), 8, "every argument is unique");
+    }
 
     #[test]
     fn the_shipped_job_loads() {

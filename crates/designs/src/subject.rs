@@ -216,4 +216,12 @@ impl Subject for DesignSubject {
     fn describe(&self, w: &World) -> String {
         w.describe()
     }
+
+    fn snapshot(&self, w: &World) -> Option<World> {
+        w.snapshot()
+    }
+
+    fn fingerprint(&self, w: &World) -> Option<sweep::Fingerprint> {
+        w.fingerprint()
+    }
 }

@@ -67,6 +67,9 @@ pub struct World {
     pub(crate) labels: Labels,
     /// A crashing tracker's directory and layout, to restart it from.
     tracker_files: Option<(MemDir, LogLayout)>,
+    /// The checkpoint directory when it is a plain in-memory one (the only
+    /// world that can be copied for shared lives).
+    mem: Option<MemDir>,
 }
 
 /// A state as the loop's progress, without the restart count that
@@ -193,13 +196,18 @@ impl World {
     /// tracker honouring keys if `keyed`.
     pub(crate) fn new(modes: &Modes, storage: Storage, keyed: bool) -> World {
         let mut power = None;
+        let mut mem = None;
         let (dir, tmp): (Arc<dyn Dir>, _) = match (modes.power, storage) {
             (Some(p), _) => {
                 let d = PowerDir::new(p.state);
                 power = Some(d.clone());
                 (p.writer.wrap(d), None)
             }
-            (None, Storage::Memory) => (Arc::new(MemDir::new()), None),
+            (None, Storage::Memory) => {
+                let d = MemDir::new();
+                mem = Some(d.clone());
+                (Arc::new(d), None)
+            }
             (None, Storage::Disk) => match tempfile::tempdir()
                 .and_then(|t| durable::DiskDir::new(t.path()).map(|d| (d, t)))
             {
@@ -238,7 +246,73 @@ impl World {
             ids: BTreeMap::new(),
             labels: Labels::default(),
             tracker_files,
+            mem,
         }
+    }
+
+    /// A deep copy sharing nothing with this world, for shared lives; only
+    /// a world in plain memory (no power cuts, no faults, no crashing
+    /// tracker) has one.
+    pub(crate) fn snapshot(&self) -> Option<World> {
+        if self.power.is_some()
+            || self.faults.is_some()
+            || self.tracker_files.is_some()
+            || self._tmp.is_some()
+        {
+            return None;
+        }
+        let mem = self.mem.as_ref()?.deep_clone()?;
+        Some(World {
+            dir: Arc::new(mem.clone()),
+            _tmp: None,
+            tracker: self.tracker.deep_clone()?,
+            model_calls: self.model_calls,
+            asks: self.asks,
+            power: None,
+            last_cut: self.last_cut,
+            sampled_cuts: self.sampled_cuts,
+            faults: None,
+            alive: self.alive,
+            stopped: self.stopped.clone(),
+            saved: self.saved.clone(),
+            saving: self.saving.clone(),
+            lost_saves: self.lost_saves,
+            wrong_answers: self.wrong_answers,
+            asked: self.asked.clone(),
+            ids: self.ids.clone(),
+            labels: self.labels.clone(),
+            tracker_files: None,
+            mem: Some(mem),
+        })
+    }
+
+    /// The world's fingerprint for shared lives: the files, the tracker and
+    /// what the loop reads back (observed), and the tallies only the judge
+    /// counts; `None` for a world [`World::snapshot`] cannot copy.
+    pub(crate) fn fingerprint(&self) -> Option<sweep::Fingerprint> {
+        if self.power.is_some()
+            || self.faults.is_some()
+            || self.tracker_files.is_some()
+            || self._tmp.is_some()
+        {
+            return None;
+        }
+        let mut fp = sweep::Fingerprint::new();
+        self.mem.as_ref()?.hash_contents(fp.observer());
+        self.tracker.hash_contents(fp.observer());
+        Some(
+            fp.observe(&self.alive)
+                .observe(&self.asks)
+                .observe(&self.asked)
+                .observe(&self.ids)
+                .judge(&self.model_calls)
+                .judge(&self.stopped)
+                .judge(&self.lost_saves)
+                .judge(&self.wrong_answers)
+                .judge_debug(&self.saved)
+                .judge_debug(&self.saving)
+                .judge_debug(&self.labels),
+        )
     }
 
     /// The world in words: the tracker's records, the tallies, the power

@@ -157,6 +157,13 @@ pub struct Checkpoint<S> {
     file: String,
     resumes: u32,
     epoch: u64,
+    /// The last save's bytes and the epoch they record: when the file on
+    /// disk holds exactly these bytes, the fence check knows its epoch
+    /// without parsing it again.
+    last: (Vec<u8>, u64),
+    /// A buffer the next save serialises into (the one before last), so it
+    /// does not grow a fresh one.
+    spare: Vec<u8>,
     _lock: LockGuard,
     _state: PhantomData<fn(&S)>,
 }
@@ -247,6 +254,8 @@ impl<S: Durable> Checkpoint<S> {
             opts,
             resumes: 0,
             epoch: 1,
+            last: (Vec::new(), 0),
+            spare: Vec::new(),
             _lock: lock,
             _state: PhantomData,
         };
@@ -344,6 +353,7 @@ impl<S: Durable> Checkpoint<S> {
     }
 
     fn save_with_points(&mut self, state: &S, points: bool) -> Result<()> {
+        let mut bytes = std::mem::take(&mut self.spare);
         let invalid = |reason: String| Error::InvalidState {
             path: self.path(),
             reason,
@@ -356,7 +366,10 @@ impl<S: Durable> Checkpoint<S> {
             state,
             epoch: self.epoch,
         };
-        let mut bytes = serde_json::to_vec_pretty(&envelope)
+        // The same bytes as `serde_json::to_vec_pretty`, into the buffer
+        // the last save grew.
+        bytes.clear();
+        serde_json::to_writer_pretty(&mut bytes, &envelope)
             .map_err(|e| invalid(format!("cannot serialise: {e}")))?;
         bytes.push(b'\n');
         let opts = WriteOptions {
@@ -364,12 +377,13 @@ impl<S: Durable> Checkpoint<S> {
             points,
         };
         let dir = self.dir.as_ref();
-        write_atomic_step(dir, &self.file, &bytes, opts, &mut || self.check_fence()).map_err(
-            |fail| match fail {
-                WriteFail::Step(op, source) => Error::from_io(self.path(), op, source),
-                WriteFail::Refused(e) => e,
-            },
-        )
+        let written = write_atomic_step(dir, &self.file, &bytes, opts, &mut || self.check_fence());
+        let (old, _) = std::mem::replace(&mut self.last, (bytes, self.epoch));
+        self.spare = old;
+        written.map_err(|fail| match fail {
+            WriteFail::Step(op, source) => Error::from_io(self.path(), op, source),
+            WriteFail::Refused(e) => e,
+        })
     }
 
     /// Refuse to write if a newer holder saved since this one opened the
@@ -383,12 +397,17 @@ impl<S: Durable> Checkpoint<S> {
         let Some(bytes) = bytes else {
             return Ok(());
         };
-        let on_disk = serde_json::from_slice::<EpochOnly>(&bytes)
-            .map_err(|e| Error::Corrupt {
-                path: path(),
-                reason: format!("before saving over it: {e}"),
-            })?
-            .epoch;
+        let on_disk = if !bytes.is_empty() && bytes == self.last.0 {
+            // What the last save wrote: its epoch is known.
+            self.last.1
+        } else {
+            serde_json::from_slice::<EpochOnly>(&bytes)
+                .map_err(|e| Error::Corrupt {
+                    path: path(),
+                    reason: format!("before saving over it: {e}"),
+                })?
+                .epoch
+        };
         if on_disk > self.epoch {
             return Err(Error::Fenced {
                 path: path(),

@@ -35,6 +35,7 @@
 //! | `--bless` | rewrites the snapshot (refused when `CI` is set to a true value) |
 //! | `--scenario-timeout SECONDS` | fails a scenario still running after this long as hung (default 60, 0: none) |
 //! | `--max-scenarios N` | refuses at once a sweep estimated above `N` scenarios (default 1,000,000) |
+//! | `--no-share` | replays every scenario from a fresh world instead of sharing lives (same report) |
 //!
 //! Subjects of different world types fit in one list: each is kept as a
 //! [`DynSubject`].
@@ -223,6 +224,11 @@ fn try_execute(
         trace: false,
         scenario_timeout: flags.timeout(),
         max_scenarios: flags.max_scenarios,
+        share: !flags.no_share,
+        // Only rows and failures are printed: keep tallies of the passing
+        // scenarios (a shard's partial report keeps them all, for merging).
+        tally: flags.partition.is_none(),
+        required: plan.required.clone(),
         ..Config::default()
     };
     let bar = bar::Bar::new(env.progress);

@@ -6,6 +6,7 @@ use crate::error::Error;
 use crate::report::{Report, ScenarioResult};
 use crate::runner::{run_one, run_with, Config, Progress};
 use crate::scenario::Scenario;
+use crate::share::{run_counted, Stats};
 use crate::subject::Subject;
 
 /// An object-safe view of any [`Subject`], so a program can keep subjects of
@@ -27,6 +28,12 @@ pub trait DynSubject: Sync {
     fn default_crash_states(&self) -> Vec<CrashState> {
         self.crash_states().into_iter().take(1).collect()
     }
+    /// [`run_counted`] on this subject.
+    fn sweep_counted(
+        &self,
+        config: &Config,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<(Report, Stats), Error>;
 }
 
 impl<S: Subject> DynSubject for S {
@@ -48,5 +55,12 @@ impl<S: Subject> DynSubject for S {
     }
     fn default_crash_states(&self) -> Vec<CrashState> {
         Subject::default_crash_states(self)
+    }
+    fn sweep_counted(
+        &self,
+        config: &Config,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<(Report, Stats), Error> {
+        run_counted(self, config, progress)
     }
 }

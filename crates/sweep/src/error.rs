@@ -140,6 +140,25 @@ pub enum Error {
         /// The counters it does report.
         known: Vec<String>,
     },
+    /// A subject that opted in to shared lives gave two clean runs with
+    /// different hits: sharing lives between scenarios would be wrong.
+    #[error("{subject:?} is not deterministic, so its lives cannot be shared: {detail}; make the program deterministic, or sweep without sharing (Config::share = false, --no-share)")]
+    NotShareable {
+        /// The subject's name.
+        subject: String,
+        /// Where the two clean runs differ.
+        detail: String,
+    },
+    /// [`Report::require`](crate::Report::require) on a report that kept
+    /// only tallies of its passing scenarios, when some of them would now
+    /// fail: they cannot be named.
+    #[error("cannot require {counter:?} of {subject:?} after the sweep: only tallies of its passing scenarios were kept, and some count it; require it in the sweep's Config::required instead")]
+    Tallied {
+        /// The subject's name.
+        subject: String,
+        /// The counter.
+        counter: String,
+    },
     /// Partial reports that do not belong to one sweep.
     #[error("cannot merge these reports: {0}")]
     Merge(String),

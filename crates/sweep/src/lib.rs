@@ -106,6 +106,7 @@ mod judge;
 mod report;
 mod runner;
 mod scenario;
+mod share;
 pub mod snapshot;
 mod subject;
 mod table;
@@ -116,12 +117,13 @@ pub use dyn_subject::DynSubject;
 pub use error::{Divergence, Error};
 pub use failure::{Failure, Life};
 pub use judge::{Baseline, Counter, Verdict};
-pub use report::{LifeTrace, Report, ScenarioResult, StateRow};
+pub use report::{CounterTally, LifeTrace, Report, ScenarioResult, StateRow, Tally};
 pub use runner::{
     estimate_scenarios, run, run_one, run_with, unwinding_missing, Config, Progress,
     DEFAULT_MAX_SCENARIOS, DEFAULT_SCENARIO_TIMEOUT,
 };
 pub use scenario::{ParseScenarioError, Scenario};
+pub use share::{run_counted, Fingerprint, Stats};
 pub use subject::{LifeContext, LifeError, Subject};
 pub use table::{depth_title, markdown, table, Row};
 

@@ -139,8 +139,90 @@ pub struct Report {
     /// The clean run.
     pub clean: ScenarioResult,
     /// Every crash scenario (of the shard), ordered by crash state, then by
-    /// depth, then by `order`.
+    /// depth, then by `order` — or, when [`Report::tallies`] is not empty,
+    /// only those that failed or are flaky.
     pub scenarios: Vec<ScenarioResult>,
+    /// Empty when every scenario is in [`Report::scenarios`]; otherwise (a
+    /// sweep with [`Config::tally`](crate::Config::tally)) one tally per
+    /// crash state, in the order of [`Report::states`], of every scenario,
+    /// passing ones included: what the rows are computed from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tallies: Vec<Tally>,
+}
+
+/// What a table row needs of the scenarios of one crash state, counted as
+/// their results arrive instead of keeping them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    /// The crash state.
+    pub state: CrashState,
+    /// Scenarios by depth: `[0]` crashed once, `[1]` twice, …
+    pub by_depth: Vec<u64>,
+    /// For each of the report's counters, in its order: how many scenarios
+    /// count it above its baseline, and the sum of those counts.
+    pub counters: Vec<CounterTally>,
+    /// Scenarios that failed (not flaky).
+    pub failed: u64,
+    /// Scenarios that are flaky.
+    pub flaky: u64,
+}
+
+/// One counter over the scenarios of a [`Tally`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterTally {
+    /// Scenarios whose count is above the baseline.
+    pub scenarios: u64,
+    /// The sum of the counts beyond the baseline.
+    pub sum: u64,
+}
+
+impl Tally {
+    /// An empty tally of `state` for a sweep of `depth` and `counters` counters.
+    pub(crate) fn new(state: CrashState, depth: u32, counters: usize) -> Tally {
+        Tally {
+            state,
+            by_depth: vec![0; depth as usize],
+            counters: vec![CounterTally::default(); counters],
+            failed: 0,
+            flaky: 0,
+        }
+    }
+
+    /// Each counter's value in `s` beyond its baseline.
+    pub(crate) fn values(s: &ScenarioResult, clean: &Verdict, counters: &[Counter]) -> Vec<u64> {
+        counters
+            .iter()
+            .map(|c| over(&s.verdict, Some(clean), c))
+            .collect()
+    }
+
+    /// Count `s`, whose counter values are `values` ([`Tally::values`]).
+    pub(crate) fn add(&mut self, s: &ScenarioResult, values: &[u64]) {
+        if let Some(d) = s.scenario.depth().checked_sub(1) {
+            if let Some(slot) = self.by_depth.get_mut(d) {
+                *slot += 1;
+            }
+        }
+        for (t, v) in self.counters.iter_mut().zip(values) {
+            t.scenarios += u64::from(*v > 0);
+            t.sum += v;
+        }
+        self.failed += u64::from(s.failed());
+        self.flaky += u64::from(s.flaky());
+    }
+
+    /// Add another tally of the same state and shape.
+    fn absorb(&mut self, other: &Tally) {
+        for (a, b) in self.by_depth.iter_mut().zip(&other.by_depth) {
+            *a += b;
+        }
+        for (a, b) in self.counters.iter_mut().zip(&other.counters) {
+            a.scenarios += b.scenarios;
+            a.sum += b.sum;
+        }
+        self.failed += other.failed;
+        self.flaky += other.flaky;
+    }
 }
 
 /// One crash state of a report, with the title of its row.
@@ -224,7 +306,42 @@ impl Report {
             [one] => one.title.clone(),
             _ => self.subject.clone(),
         };
-        self.row_of(title, self.scenarios.iter(), true)
+        let state = self
+            .states
+            .first()
+            .map_or(CrashState::PROCESS, |s| s.state.clone());
+        let mut all = Tally::new(state, self.depth, self.counters.len());
+        if self.tallies.is_empty() {
+            self.tally_into(&mut all, self.scenarios.iter());
+        } else {
+            for t in &self.tallies {
+                all.absorb(t);
+            }
+        }
+        self.row_of(title, &all, true)
+    }
+
+    fn tally_into<'a>(
+        &'a self,
+        t: &mut Tally,
+        scenarios: impl Iterator<Item = &'a ScenarioResult>,
+    ) {
+        for s in scenarios {
+            t.add(s, &Tally::values(s, &self.clean.verdict, &self.counters));
+        }
+    }
+
+    /// The tally of `state`: the stored one, or one counted from the
+    /// scenarios when every scenario is kept.
+    pub fn tally(&self, state: &CrashState) -> Tally {
+        if let Some(t) = self.tallies.iter().find(|t| t.state == *state) {
+            return t.clone();
+        }
+        let mut t = Tally::new(state.clone(), self.depth, self.counters.len());
+        if self.tallies.is_empty() {
+            self.tally_into(&mut t, self.in_state(state));
+        }
+        t
     }
 
     /// One row per crash state, in the report's order.
@@ -235,41 +352,38 @@ impl Report {
         self.states
             .iter()
             .enumerate()
-            .map(|(i, st)| self.row_of(st.title.clone(), self.in_state(&st.state), i == 0))
+            .map(|(i, st)| self.row_of(st.title.clone(), &self.tally(&st.state), i == 0))
             .collect()
     }
 
-    fn row_of<'a>(
-        &'a self,
-        title: String,
-        scenarios: impl Iterator<Item = &'a ScenarioResult> + Clone,
-        with_clean: bool,
-    ) -> Row {
-        let mut depth_counts = vec![0u64; self.depth as usize];
-        for s in scenarios.clone() {
-            if let Some(d) = s.scenario.depth().checked_sub(1) {
-                if let Some(slot) = depth_counts.get_mut(d) {
-                    *slot += 1;
-                }
-            }
-        }
+    fn row_of(&self, title: String, tally: &Tally, with_clean: bool) -> Row {
         let mut cells = Vec::new();
-        for c in self.counters.iter().filter(|c| !c.hidden) {
-            let values = scenarios
-                .clone()
-                .map(|s| over(&s.verdict, Some(&self.clean.verdict), c));
-            if let Some(t) = &c.scenarios_title {
-                cells.push((t.clone(), values.clone().filter(|v| *v > 0).count() as u64));
+        for (c, t) in self.counters.iter().zip(&tally.counters) {
+            if c.hidden {
+                continue;
             }
-            cells.push((c.title.clone(), values.sum()));
+            if let Some(title) = &c.scenarios_title {
+                cells.push((title.clone(), t.scenarios));
+            }
+            cells.push((c.title.clone(), t.sum));
         }
         let clean_failed = u64::from(with_clean && self.clean.failed());
         Row {
             variant: title,
-            depth_counts,
+            depth_counts: tally.by_depth.clone(),
             cells,
-            failed: scenarios.clone().filter(|s| s.failed()).count() as u64 + clean_failed,
-            flaky: scenarios.filter(|s| s.flaky()).count() as u64,
+            failed: tally.failed + clean_failed,
+            flaky: tally.flaky,
+        }
+    }
+
+    /// How many crash scenarios the report covers (passing ones included,
+    /// also when only tallies of them are kept).
+    pub fn scenario_count(&self) -> u64 {
+        if self.tallies.is_empty() {
+            self.scenarios.len() as u64
+        } else {
+            self.tallies.iter().flat_map(|t| &t.by_depth).sum()
         }
     }
 
@@ -278,14 +392,37 @@ impl Report {
     /// baseline) is not zero fails, as if the subject had marked the counter
     /// required. Scenarios that already failed keep their first reason.
     pub fn require(&mut self, name: &str) -> Result<(), Error> {
-        let Some(c) = self.counters.iter_mut().find(|c| c.name == name) else {
+        let Some(i) = self.counters.iter().position(|c| c.name == name) else {
             return Err(Error::UnknownCounter {
                 subject: self.subject.clone(),
                 counter: name.to_owned(),
                 known: self.counters.iter().map(|c| c.name.clone()).collect(),
             });
         };
-        c.required_zero = true;
+        let counter = &self.counters[i];
+        if !counter.required_zero && !self.tallies.is_empty() {
+            // Only failing scenarios are kept: refuse if a passing one would
+            // now fail, since it cannot be named.
+            let clean = &self.clean.verdict;
+            let kept = self
+                .scenarios
+                .iter()
+                .filter(|s| over(&s.verdict, Some(clean), counter) > 0)
+                .count() as u64;
+            let counted: u64 = self
+                .tallies
+                .iter()
+                .filter_map(|t| t.counters.get(i))
+                .map(|t| t.scenarios)
+                .sum();
+            if counted > kept {
+                return Err(Error::Tallied {
+                    subject: self.subject.clone(),
+                    counter: name.to_owned(),
+                });
+            }
+        }
+        self.counters[i].required_zero = true;
         let clean = self.clean.verdict.clone();
         for s in std::iter::once(&mut self.clean).chain(self.scenarios.iter_mut()) {
             if s.failure.is_none() {
@@ -309,7 +446,7 @@ impl Report {
             )));
         }
         let mut seen = vec![first.partition];
-        for p in parts {
+        for mut p in parts {
             if p.subject != first.subject || p.depth != first.depth || p.counters != first.counters
             {
                 return Err(Error::Merge(format!(
@@ -336,6 +473,15 @@ impl Report {
                 return Err(Error::Merge(format!("shard {shard} given twice")));
             }
             seen.push(p.partition);
+            if first.tallies.is_empty() != p.tallies.is_empty() {
+                first.tally_up();
+                p.tally_up();
+            }
+            for t in &p.tallies {
+                if let Some(f) = first.tallies.iter_mut().find(|f| f.state == t.state) {
+                    f.absorb(t);
+                }
+            }
             first.scenarios.extend(p.scenarios);
             for u in p.unscoped {
                 if !first.unscoped.contains(&u) {
@@ -365,6 +511,23 @@ impl Report {
         sort_scenarios(&mut first.scenarios, &states);
         first.partition = None;
         Ok(first)
+    }
+}
+
+impl Report {
+    /// Keep only the failing and flaky scenarios, tallying the rest (no
+    /// change to a report that is tallied already).
+    pub fn tally_up(&mut self) {
+        if !self.tallies.is_empty() {
+            return;
+        }
+        let states: Vec<CrashState> = if self.states.is_empty() {
+            vec![CrashState::PROCESS]
+        } else {
+            self.states.iter().map(|s| s.state.clone()).collect()
+        };
+        self.tallies = states.iter().map(|s| self.tally(s)).collect();
+        self.scenarios.retain(|s| s.failure.is_some());
     }
 }
 

@@ -1,6 +1,8 @@
 //! The runner: the clean run (twice, compared), the safety nets, then every
 //! scenario of the sweep in each crash state, replayed from a fresh world on
-//! rayon, gathered into a [`Report`] in a fixed order.
+//! rayon (or with lives shared between scenarios, see `share.rs`), gathered
+//! into a [`Report`] in a fixed order — or, with [`Config::tally`], into
+//! tallies and the failing scenarios alone.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -13,8 +15,9 @@ use crate::crash_state::CrashState;
 use crate::error::{Divergence, Error};
 use crate::failure::{Failure, Life};
 use crate::judge::{broken_invariants, verdict_failure, Counter, Verdict};
-use crate::report::{sort_scenarios, LifeTrace, Report, ScenarioResult, StateRow};
+use crate::report::{sort_scenarios, LifeTrace, Report, ScenarioResult, StateRow, Tally};
 use crate::scenario::Scenario;
+use crate::share::{Shared, Stats};
 use crate::subject::{LifeContext, Subject};
 
 /// How to sweep.
@@ -58,6 +61,21 @@ pub struct Config {
     /// Run the clean run this many times (at least 1) and compare their hits
     /// and verdicts ([`Error::Nondeterministic`]).
     pub clean_runs: u32,
+    /// Share lives between scenarios when the subject opts in
+    /// ([`Subject::snapshot`] and [`Subject::fingerprint`]): the report is the
+    /// same byte for byte, with far fewer lives run. `false` replays every
+    /// scenario from a fresh world (brute force). Ignored with `trace`.
+    pub share: bool,
+    /// Keep only the failing and flaky scenarios and tally the rest as their
+    /// results arrive ([`Report::tallies`]): memory stays bounded by the
+    /// failures, not by the scenario count, and the report's rows, tables,
+    /// failures and JSON rows are the same. Ignored with `trace`.
+    pub tally: bool,
+    /// Counters to require zero on top of the subject's own, as
+    /// [`Report::require`] does after the fact, but applied to each result
+    /// as it arrives (so that a tallied sweep can require them). Names the
+    /// subject does not declare are left to [`Report::require`] to refuse.
+    pub required: Vec<String>,
 }
 
 /// [`Config::scenario_timeout`]'s default.
@@ -77,6 +95,9 @@ impl Default for Config {
             max_scenarios: DEFAULT_MAX_SCENARIOS,
             rerun_failures: true,
             clean_runs: 2,
+            share: true,
+            tally: false,
+            required: Vec::new(),
         }
     }
 }
@@ -108,12 +129,12 @@ pub fn run<S: Subject>(subject: &S, config: &Config) -> Result<Report, Error> {
     run_with(subject, config, &|_| {})
 }
 
-struct Ran {
-    result: ScenarioResult,
-    last_hits: Vec<Hit>,
+pub(crate) struct Ran {
+    pub(crate) result: ScenarioResult,
+    pub(crate) last_hits: Vec<Hit>,
     /// In an enumerating state: how many disks the cut after each crash
     /// could have left, for each boot after a crash that got that far.
-    cut_disks: Vec<u32>,
+    pub(crate) cut_disks: Vec<u32>,
 }
 
 /// Whether this program was built to abort on panic, in which case no
@@ -171,6 +192,15 @@ pub fn run_with<S: Subject>(
     config: &Config,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Report, Error> {
+    run_inner(subject, config, progress).map(|(r, _)| r)
+}
+
+/// [`run_with`], also saying how much work the sweep did.
+pub(crate) fn run_inner<S: Subject>(
+    subject: &S,
+    config: &Config,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<(Report, Stats), Error> {
     if unwinding_missing() {
         return Err(Error::PanicAbort);
     }
@@ -212,9 +242,9 @@ fn sweep_states<S: Subject>(
     states: &[CrashState],
     watchdog: &Watchdog,
     unscoped: &crashpoint::UnscopedWatch,
-) -> Result<Report, Error> {
+) -> Result<(Report, Stats), Error> {
     let replayer = Replayer::new(subject, config.trace, watchdog);
-    let clean = checked_clean_run(&replayer, config, unscoped)?;
+    let mut clean = checked_clean_run(&replayer, config, unscoped)?;
     let clean_verdict = clean.result.verdict.clone();
 
     let estimate = estimate_scenarios(clean.last_hits.len(), config.depth, states.len());
@@ -228,10 +258,34 @@ fn sweep_states<S: Subject>(
         });
     }
 
+    // Enumerated crash states choose a disk per crash by the scenario's
+    // name; their lives are not shared (run brute force).
+    let enumerates = states.iter().any(|s| subject.enumerates(s));
+    let shared = if config.share && !config.trace && config.depth > 0 && !enumerates {
+        Shared::new(&replayer, &clean)?
+    } else {
+        None
+    };
+
+    // Counters the config requires, as `Report::require` marks them.
+    let mut counters = replayer.counters.clone();
+    let mut extra_required = false;
+    for name in &config.required {
+        if let Some(c) = counters.iter_mut().find(|c| c.name == *name) {
+            extra_required |= !c.required_zero;
+            c.required_zero = true;
+        }
+    }
+    if extra_required && clean.result.failure.is_none() {
+        clean.result.failure = broken_invariants(&clean_verdict, Some(&clean_verdict), &counters);
+    }
+
     // Each scenario's children (the hits its final life reaches) start as
     // soon as it finishes — no barrier between depths — and results are
     // sorted into the sweep's fixed order at the end.
     let mut scenarios: Vec<ScenarioResult> = Vec::new();
+    let mut tallies = Vec::new();
+    let mut count = 0;
     if config.depth > 0 {
         for state in states {
             let top = expand(
@@ -244,20 +298,46 @@ fn sweep_states<S: Subject>(
                 depth: 1,
                 count: top.len() as u64,
             });
-            let ran: Vec<ScenarioResult> = pool.install(|| {
-                top.into_par_iter()
-                    .flat_map_iter(|(sc, order)| {
-                        subtree(&replayer, sc, order, config, &clean_verdict, progress)
-                    })
-                    .collect()
+            let sink = Sink {
+                clean: &clean_verdict,
+                counters: &counters,
+                required: extra_required,
+                keep_all: config.trace || !config.tally,
+                inner: Mutex::new(Gathered {
+                    tally: Tally::new(state.clone(), config.depth, counters.len()),
+                    kept: Vec::new(),
+                    count: 0,
+                }),
+            };
+            let run = Run {
+                config,
+                clean: &clean_verdict,
+                progress,
+                sink: &sink,
+            };
+            pool.install(|| match &shared {
+                Some(shared) => shared.sweep(top, &run),
+                None => top
+                    .into_par_iter()
+                    .for_each(|(sc, order)| subtree(&replayer, sc, order, &run)),
             });
-            scenarios.extend(ran);
+            let gathered = sink.inner.into_inner().unwrap_or_else(|e| e.into_inner());
+            count += gathered.count;
+            scenarios.extend(gathered.kept);
+            if !config.trace && config.tally {
+                tallies.push(gathered.tally);
+            }
         }
     }
     sort_scenarios(&mut scenarios, states);
-    Ok(Report {
+    let stats = Stats {
+        scenarios: count + 1,
+        lives: replayer.lives.load(Ordering::Relaxed),
+        shared: shared.is_some(),
+    };
+    let report = Report {
         subject: subject.name(),
-        counters: replayer.counters,
+        counters,
         depth: config.depth,
         partition: config.partition,
         states: states
@@ -270,7 +350,52 @@ fn sweep_states<S: Subject>(
         unscoped: unscoped.hits(),
         clean: clean.result,
         scenarios,
-    })
+        tallies,
+    };
+    Ok((report, stats))
+}
+
+/// What every scenario of one crash state's sweep shares: the config, the
+/// clean run's verdict, the progress callback and where results go.
+pub(crate) struct Run<'r> {
+    pub(crate) config: &'r Config,
+    pub(crate) clean: &'r Verdict,
+    pub(crate) progress: &'r (dyn Fn(Progress) + Sync),
+    pub(crate) sink: &'r Sink<'r>,
+}
+
+/// Where a sweep's results go as they arrive: each is tallied, and kept
+/// only if it failed (or every one, when the sweep keeps all).
+pub(crate) struct Sink<'r> {
+    clean: &'r Verdict,
+    counters: &'r [Counter],
+    required: bool,
+    keep_all: bool,
+    inner: Mutex<Gathered>,
+}
+
+struct Gathered {
+    tally: Tally,
+    kept: Vec<ScenarioResult>,
+    count: u64,
+}
+
+impl Sink<'_> {
+    /// One scenario's result (of the shard), in any order.
+    pub(crate) fn push(&self, mut result: ScenarioResult) {
+        if self.required && result.failure.is_none() {
+            result.failure = broken_invariants(&result.verdict, Some(self.clean), self.counters);
+        }
+        let values = (!self.keep_all).then(|| Tally::values(&result, self.clean, self.counters));
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.count += 1;
+        if let Some(values) = values {
+            g.tally.add(&result, &values);
+        }
+        if self.keep_all || result.failure.is_some() {
+            g.kept.push(result);
+        }
+    }
 }
 
 /// The clean run, with every safety net that needs no crash: it must
@@ -382,30 +507,17 @@ fn compare_clean_runs(subject: &str, first: &Ran, second: &Ran) -> Result<(), Er
 }
 
 /// Run one scenario and, while depth remains, every scenario that adds one
-/// crash at a hit its final life reached; return those of the partition.
-fn subtree<S: Subject>(
+/// crash at a hit its final life reached; hand those of the partition to
+/// the run's sink.
+pub(crate) fn subtree<S: Subject>(
     replayer: &Replayer<'_, S>,
     sc: Scenario,
     order: Vec<u32>,
-    config: &Config,
-    clean: &Verdict,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Vec<ScenarioResult> {
-    let mut ran = replayer.replay(&sc, order, Some(clean));
-    if config.rerun_failures {
-        if let Some(first) = &ran.result.failure {
-            let again = replayer.replay(&sc, Vec::new(), Some(clean));
-            if again.result.failure != ran.result.failure
-                || again.result.verdict != ran.result.verdict
-            {
-                ran.result.failure = Some(Failure::Flaky {
-                    first: Box::new(first.clone()),
-                    again: again.result.failure.map(Box::new),
-                });
-            }
-        }
-    }
-    progress(Progress::Finished { depth: sc.depth() });
+    run: &Run<'_>,
+) {
+    let mut ran = replayer.replay(&sc, order, Some(run.clean));
+    replayer.settle(&sc, &mut ran.result, run.clean, run.config);
+    (run.progress)(Progress::Finished { depth: sc.depth() });
     let enumerates = replayer.subject.enumerates(&sc.state);
     // Disk 0 of a crash ran first; it tells how many disks the cut could
     // leave, and each other one is a scenario of its own.
@@ -424,41 +536,36 @@ fn subtree<S: Subject>(
             .collect(),
         _ => Vec::new(),
     };
-    let children = if sc.depth() < config.depth as usize {
+    let children = if sc.depth() < run.config.depth as usize {
         expand(&sc, &ran.result.order, &ran.last_hits, enumerates)
     } else {
         Vec::new()
     };
-    let mut out = Vec::new();
-    if in_partition(&sc, config.partition) {
-        out.push(ran.result);
+    if in_partition(&sc, run.config.partition) {
+        run.sink.push(ran.result);
     }
     if !siblings.is_empty() {
-        progress(Progress::Planned {
+        (run.progress)(Progress::Planned {
             depth: sc.depth(),
             count: siblings.len() as u64,
         });
     }
     if !children.is_empty() {
-        progress(Progress::Planned {
+        (run.progress)(Progress::Planned {
             depth: sc.depth() + 1,
             count: children.len() as u64,
         });
     }
     let next: Vec<(Scenario, Vec<u32>)> = siblings.into_iter().chain(children).collect();
     if !next.is_empty() {
-        let nested: Vec<Vec<ScenarioResult>> = next
-            .into_par_iter()
-            .map(|(c, o)| subtree(replayer, c, o, config, clean, progress))
-            .collect();
-        out.extend(nested.into_iter().flatten());
+        next.into_par_iter()
+            .for_each(|(c, o)| subtree(replayer, c, o, run));
     }
-    out
 }
 
 /// `parent` with one more crash at each of `hits`; in an enumerating
 /// state, its cut keeping disk 0 (the others follow once it has run).
-fn expand(
+pub(crate) fn expand(
     parent: &Scenario,
     order: &[u32],
     hits: &[Hit],
@@ -490,7 +597,7 @@ pub(crate) fn shard_of(sc: &Scenario, n: u32) -> u32 {
     (h % u64::from(n)) as u32 + 1
 }
 
-fn in_partition(sc: &Scenario, partition: Option<(u32, u32)>) -> bool {
+pub(crate) fn in_partition(sc: &Scenario, partition: Option<(u32, u32)>) -> bool {
     partition.map_or(true, |(k, n)| shard_of(sc, n) == k)
 }
 
@@ -620,11 +727,22 @@ impl Watchdog {
 /// Replays scenarios of one subject, with what stays the same for all of
 /// them computed once (the counters are asked for once per sweep, not once
 /// per scenario).
-struct Replayer<'a, S> {
-    subject: &'a S,
-    counters: Vec<Counter>,
+pub(crate) struct Replayer<'a, S> {
+    pub(crate) subject: &'a S,
+    pub(crate) counters: Vec<Counter>,
     trace: bool,
     watchdog: &'a Watchdog,
+    /// Lives run so far (for [`Stats`]).
+    lives: AtomicU64,
+}
+
+/// How a final life went: its failure (if any), how it ended in words, its
+/// hits, and whether it was stopped for running too long.
+pub(crate) struct FinalRun {
+    pub(crate) failure: Option<Failure>,
+    end: String,
+    pub(crate) hits: Vec<Hit>,
+    pub(crate) hung: bool,
 }
 
 impl<'a, S: Subject> Replayer<'a, S> {
@@ -634,12 +752,41 @@ impl<'a, S: Subject> Replayer<'a, S> {
             counters: subject.counters(),
             trace,
             watchdog,
+            lives: AtomicU64::new(0),
+        }
+    }
+
+    /// The deadline of a scenario (or a shared life) starting now.
+    pub(crate) fn deadline(&self) -> Instant {
+        Instant::now() + self.watchdog.limit.unwrap_or(Duration::ZERO)
+    }
+
+    /// Run every failing scenario once more, if the config says so: a result
+    /// that changes makes the scenario flaky.
+    pub(crate) fn settle(
+        &self,
+        sc: &Scenario,
+        result: &mut ScenarioResult,
+        clean: &Verdict,
+        config: &Config,
+    ) {
+        if !config.rerun_failures {
+            return;
+        }
+        if let Some(first) = &result.failure {
+            let again = self.replay(sc, Vec::new(), Some(clean));
+            if again.result.failure != result.failure || again.result.verdict != result.verdict {
+                result.failure = Some(Failure::Flaky {
+                    first: Box::new(first.clone()),
+                    again: again.result.failure.map(Box::new),
+                });
+            }
         }
     }
 
     /// One life in `handle`'s scope, booted and (unless it crashed) shut
     /// down; `Err` if the boot failed.
-    fn life(
+    pub(crate) fn life(
         &self,
         world: &mut S::World,
         ctx: &LifeContext,
@@ -656,6 +803,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 cut_disks.push(n.max(1));
             }
         }
+        self.lives.fetch_add(1, Ordering::Relaxed);
         let id = self.watchdog.register(handle, deadline, scenario);
         let life = handle.run(|| self.subject.life(world));
         self.watchdog.forget(id);
@@ -674,7 +822,12 @@ impl<'a, S: Subject> Replayer<'a, S> {
         })
     }
 
-    fn replay(&self, scenario: &Scenario, order: Vec<u32>, clean: Option<&Verdict>) -> Ran {
+    pub(crate) fn replay(
+        &self,
+        scenario: &Scenario,
+        order: Vec<u32>,
+        clean: Option<&Verdict>,
+    ) -> Ran {
         let deadline = Instant::now() + self.watchdog.limit.unwrap_or(Duration::ZERO);
         let mut world = self.subject.world();
         let mut failure = None;
@@ -743,78 +896,14 @@ impl<'a, S: Subject> Replayer<'a, S> {
         }
         let mut last_hits = Vec::new();
         if failure.is_none() {
-            let n = scenario.depth() + 1;
-            let which = Life::Final(n);
-            let ctx = LifeContext::new(scenario.state.clone(), n, after_crash)
-                .with_disk(scenario.disk_after(n - 1));
-            let handle = Handle::new(None);
-            match self.life(
-                &mut world,
-                &ctx,
-                &handle,
-                deadline,
-                scenario,
-                &mut cut_disks,
-            ) {
-                Err(error) => {
-                    failure = Some(Failure::Stopped {
-                        life: which,
-                        before: None,
-                        error,
-                    });
-                }
-                Ok(life) => {
-                    let (end, fail) = match &life.outcome {
-                        Outcome::Finished(Ok(())) => ("finished".to_owned(), None),
-                        Outcome::Finished(Err(e)) => (
-                            format!("stopped with an error: {e}"),
-                            Some(Failure::Stopped {
-                                life: which,
-                                before: None,
-                                error: e.to_string(),
-                            }),
-                        ),
-                        Outcome::Crashed(h) => match self.hung(&handle, which) {
-                            Some(f) => (f.to_string(), Some(f)),
-                            None => (
-                                format!("crashed at {h} with no crash injected"),
-                                Some(Failure::Uninjected {
-                                    life: which,
-                                    hit: h.clone(),
-                                }),
-                            ),
-                        },
-                        Outcome::Panicked(m) => (
-                            format!("panicked: {m}"),
-                            Some(Failure::Panicked {
-                                life: which,
-                                message: m.clone(),
-                            }),
-                        ),
-                    };
-                    failure = fail;
-                    if self.trace {
-                        lives.push(LifeTrace::new(None, &life.hits, end));
-                    }
-                    last_hits = life.hits;
-                }
+            let fin = self.final_life(&mut world, scenario, after_crash, deadline, &mut cut_disks);
+            failure = fin.failure;
+            if self.trace && !(fin.hits.is_empty() && fin.end.is_empty()) {
+                lives.push(LifeTrace::new(None, &fin.hits, fin.end));
             }
+            last_hits = fin.hits;
         }
-        let judged = crashpoint::record(|| self.subject.judge(&world));
-        let verdict = match judged.outcome {
-            Outcome::Finished(v) => v,
-            Outcome::Panicked(m) => {
-                failure.get_or_insert(Failure::JudgePanicked { message: m });
-                Verdict::new()
-            }
-            Outcome::Crashed(h) => {
-                failure.get_or_insert(Failure::JudgeCrashed { hit: h });
-                Verdict::new()
-            }
-        };
-        if failure.is_none() {
-            failure = verdict_failure(&verdict, clean, &self.counters);
-        }
+        let verdict = self.judge(&world, &mut failure, clean);
         let world_text = self.trace.then(|| self.subject.describe(&world));
         Ran {
             result: ScenarioResult {
@@ -827,6 +916,108 @@ impl<'a, S: Subject> Replayer<'a, S> {
             },
             last_hits,
             cut_disks,
+        }
+    }
+
+    /// The final life of `scenario` on `world` (booted, run with no crash,
+    /// shut down if it returned).
+    pub(crate) fn final_life(
+        &self,
+        world: &mut S::World,
+        scenario: &Scenario,
+        after_crash: bool,
+        deadline: Instant,
+        cut_disks: &mut Vec<u32>,
+    ) -> FinalRun {
+        let n = scenario.depth() + 1;
+        let which = Life::Final(n);
+        let ctx = LifeContext::new(scenario.state.clone(), n, after_crash)
+            .with_disk(scenario.disk_after(n - 1));
+        let handle = Handle::new(None);
+        match self.life(world, &ctx, &handle, deadline, scenario, cut_disks) {
+            Err(error) => FinalRun {
+                failure: Some(Failure::Stopped {
+                    life: which,
+                    before: None,
+                    error,
+                }),
+                end: String::new(),
+                hits: Vec::new(),
+                hung: false,
+            },
+            Ok(life) => {
+                let mut hung = false;
+                let (end, failure) = match &life.outcome {
+                    Outcome::Finished(Ok(())) => ("finished".to_owned(), None),
+                    Outcome::Finished(Err(e)) => (
+                        format!("stopped with an error: {e}"),
+                        Some(Failure::Stopped {
+                            life: which,
+                            before: None,
+                            error: e.to_string(),
+                        }),
+                    ),
+                    Outcome::Crashed(h) => match self.hung(&handle, which) {
+                        Some(f) => {
+                            hung = true;
+                            (f.to_string(), Some(f))
+                        }
+                        None => (
+                            format!("crashed at {h} with no crash injected"),
+                            Some(Failure::Uninjected {
+                                life: which,
+                                hit: h.clone(),
+                            }),
+                        ),
+                    },
+                    Outcome::Panicked(m) => (
+                        format!("panicked: {m}"),
+                        Some(Failure::Panicked {
+                            life: which,
+                            message: m.clone(),
+                        }),
+                    ),
+                };
+                FinalRun {
+                    failure,
+                    end,
+                    hits: life.hits,
+                    hung,
+                }
+            }
+        }
+    }
+
+    /// The judge's verdict on `world`; a judge that panics or crashes fails
+    /// the scenario (unless a life already did), and so does a verdict that
+    /// breaks a required counter or counts an undeclared one.
+    pub(crate) fn judge(
+        &self,
+        world: &S::World,
+        failure: &mut Option<Failure>,
+        clean: Option<&Verdict>,
+    ) -> Verdict {
+        let verdict = self.judge_only(world, failure);
+        if failure.is_none() {
+            *failure = verdict_failure(&verdict, clean, &self.counters);
+        }
+        verdict
+    }
+
+    /// The judge's verdict on `world`; a judge that panics or crashes fails
+    /// the scenario, unless a life already did.
+    pub(crate) fn judge_only(&self, world: &S::World, failure: &mut Option<Failure>) -> Verdict {
+        let judged = crashpoint::record(|| self.subject.judge(world));
+        match judged.outcome {
+            Outcome::Finished(v) => v,
+            Outcome::Panicked(m) => {
+                failure.get_or_insert(Failure::JudgePanicked { message: m });
+                Verdict::new()
+            }
+            Outcome::Crashed(h) => {
+                failure.get_or_insert(Failure::JudgeCrashed { hit: h });
+                Verdict::new()
+            }
         }
     }
 }

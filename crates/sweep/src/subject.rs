@@ -4,6 +4,7 @@
 
 use crate::crash_state::CrashState;
 use crate::judge::{Counter, Verdict};
+use crate::share::Fingerprint;
 
 /// Why a life stopped on its own (not by a crash): any error converts into
 /// it with `?`, a `String` or `&str` included.
@@ -147,5 +148,27 @@ pub trait Subject: Sync {
         } else {
             format!("{} | {state}", self.name())
         }
+    }
+
+    /// Opt in to shared lives: a deep copy of `world` that shares nothing
+    /// with it (a later life on either leaves the other as it was). `None`
+    /// (the default) keeps every scenario on a fresh world of its own.
+    ///
+    /// Together with [`fingerprint`](Subject::fingerprint) it lets the
+    /// runner start the children of a scenario from a copy of the world its
+    /// crashed lives left instead of replaying them, and reuse a life's
+    /// outcome for every scenario that reaches the same world.
+    fn snapshot(&self, _world: &Self::World) -> Option<Self::World> {
+        None
+    }
+
+    /// Opt in to shared lives: a hash of everything in `world` a life can
+    /// observe ([`Fingerprint::observe`]) and, separately, of everything only
+    /// the judge counts ([`Fingerprint::judge`]). Two worlds with the same
+    /// fingerprint must give the same life (same hits, same world after) at
+    /// every crash target, and the same verdict: whatever a life or the
+    /// judge reads must be hashed. `None` (the default) shares nothing.
+    fn fingerprint(&self, _world: &Self::World) -> Option<Fingerprint> {
+        None
     }
 }

@@ -600,6 +600,58 @@ impl Tracker {
         }
     }
 
+    /// A deep copy of an in-memory tracker ([`Tracker::new`]): the same
+    /// records, keys, clock and configuration, sharing nothing with this one;
+    /// `None` for a tracker kept in files ([`Tracker::open_dir`],
+    /// [`Tracker::open_log`]), whose files a copy would share.
+    pub fn deep_clone(&self) -> Option<Tracker> {
+        let st = self.lock();
+        if st.store.is_some() || st.log.is_some() {
+            return None;
+        }
+        let copy = State {
+            key_ttl_ticks: st.key_ttl_ticks,
+            faults: st.faults.clone(),
+            uncertain_lookup: st.uncertain_lookup,
+            clock_ticks: st.clock_ticks,
+            issues: st.issues.clone(),
+            comments_total: st.comments_total,
+            keys: st.keys.clone(),
+            store: None,
+            log: None,
+            not_durable: st.not_durable,
+        };
+        Some(Tracker::from_state(self.mode, copy))
+    }
+
+    /// Feed everything the tracker would answer from to `h`: its mode,
+    /// configuration, clock, records and keys.
+    pub fn hash_contents(&self, h: &mut dyn std::hash::Hasher) {
+        use std::fmt::Write as _;
+        struct W<'a>(&'a mut dyn std::hash::Hasher);
+        impl std::fmt::Write for W<'_> {
+            fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                self.0.write(s.as_bytes());
+                Ok(())
+            }
+        }
+        let st = self.lock();
+        let _ = write!(
+            W(h),
+            "{:?}|{:?}|{:?}|{}|{}|{}|{:?}|{:?}|{}|{}",
+            self.mode,
+            st.key_ttl_ticks,
+            st.faults,
+            st.uncertain_lookup,
+            st.clock_ticks,
+            st.comments_total,
+            st.issues,
+            st.keys,
+            st.store.is_some(),
+            st.log.is_some()
+        );
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // The lock is never held across user code, and across a point only
         // in the log-backed mode, whose points stand for the tracker itself

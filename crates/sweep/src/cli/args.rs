@@ -49,6 +49,10 @@ pub struct SweepFlags {
     /// scenarios than this.
     #[arg(long, value_name = "N", default_value_t = crate::DEFAULT_MAX_SCENARIOS)]
     pub max_scenarios: u64,
+    /// Replay every scenario from a fresh world (brute force) instead of
+    /// sharing lives between scenarios; the report is the same.
+    #[arg(long)]
+    pub no_share: bool,
 }
 
 /// A number of seconds, `0` or more.

@@ -1,0 +1,261 @@
+//! Shared lives and tallied reports on small subjects: the same report as
+//! brute force with fewer lives, refusal of a subject that opts in but is
+//! not deterministic, no sharing for a subject that does not opt in, and
+//! tallies that give the same rows and failures as keeping every result.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sweep::{Config, Counter, Error, Fingerprint, Report, Subject, Verdict};
+
+/// Counts to `n`, saving after each step; a crash between the step and its
+/// save repeats the step. Opts in to shared lives when `share`; with
+/// `noise`, each life also records a value that differs between runs (the
+/// program does not read it, the judge does not count it, but it is part
+/// of the world).
+struct Steps {
+    n: u32,
+    share: bool,
+    snapshot: bool,
+    noise: Option<&'static AtomicU64>,
+    fingerprints: AtomicU64,
+}
+
+impl Steps {
+    fn new(n: u32) -> Self {
+        Steps {
+            n,
+            share: true,
+            snapshot: true,
+            noise: None,
+            fingerprints: AtomicU64::new(0),
+        }
+    }
+}
+
+#[derive(Clone, Default)]
+struct World {
+    saved: u32,
+    effects: u32,
+    starts: u32,
+    noise: u64,
+}
+
+impl Subject for Steps {
+    type World = World;
+    fn name(&self) -> String {
+        format!("steps to {}", self.n)
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![
+            Counter::new("extra")
+                .with_scenarios("with extra")
+                .required(),
+            Counter::new("starts").titled("starts+").over_clean(),
+        ]
+    }
+    fn world(&self) -> World {
+        World::default()
+    }
+    fn life(&self, w: &mut World) -> Result<(), sweep::LifeError> {
+        w.starts += 1;
+        if let Some(noise) = self.noise {
+            w.noise = noise.fetch_add(1, Ordering::Relaxed);
+        }
+        while w.saved < self.n {
+            w.effects += 1;
+            crashpoint::point!("acted");
+            w.saved += 1;
+            crashpoint::point!("saved");
+        }
+        Ok(())
+    }
+    fn judge(&self, w: &World) -> Verdict {
+        Verdict::new()
+            .count("extra", u64::from(w.effects.saturating_sub(self.n)))
+            .count("starts", u64::from(w.starts))
+    }
+    fn snapshot(&self, w: &World) -> Option<World> {
+        (self.share && self.snapshot).then(|| w.clone())
+    }
+    fn fingerprint(&self, w: &World) -> Option<Fingerprint> {
+        self.fingerprints.fetch_add(1, Ordering::Relaxed);
+        self.share.then(|| {
+            Fingerprint::new()
+                .observe(&w.saved)
+                .observe(&w.noise)
+                .judge(&w.effects)
+                .judge(&w.starts)
+        })
+    }
+}
+
+fn config(depth: u32) -> Config {
+    Config {
+        depth,
+        threads: Some(2),
+        ..Config::default()
+    }
+}
+
+fn json(r: &Report) -> String {
+    serde_json::to_string_pretty(r).unwrap()
+}
+
+#[test]
+fn shared_lives_give_the_brute_force_report_with_fewer_lives() {
+    let s = Steps::new(4);
+    for depth in [1, 2, 3] {
+        let (shared, stats) = sweep::run_counted(&s, &config(depth), &|_| {}).unwrap();
+        let (brute, brute_stats) = sweep::run_counted(
+            &s,
+            &Config {
+                share: false,
+                ..config(depth)
+            },
+            &|_| {},
+        )
+        .unwrap();
+        assert!(stats.shared && !brute_stats.shared);
+        assert_eq!(json(&shared), json(&brute), "depth {depth}");
+        assert_eq!(stats.scenarios, brute_stats.scenarios);
+        // At depth 1 every life runs on a world of its own (and sharing
+        // checks its clean run twice more); deeper, the first lives of
+        // `[h1, *]` are shared.
+        assert!(
+            depth == 1 || stats.lives < brute_stats.lives,
+            "depth {depth}: {} shared lives, {} brute",
+            stats.lives,
+            brute_stats.lives
+        );
+        assert!(
+            shared.failures().count() > 0,
+            "the subject has a bug to find"
+        );
+    }
+}
+
+#[test]
+fn a_subject_that_opts_in_but_is_not_deterministic_is_refused() {
+    static NOISE: AtomicU64 = AtomicU64::new(0);
+    let s = Steps {
+        noise: Some(&NOISE),
+        ..Steps::new(3)
+    };
+    // Its hits are the same every time, so the clean runs agree; the world
+    // it leaves is not, so sharing would be wrong.
+    match sweep::run(&s, &config(2)) {
+        Err(e @ Error::NotShareable { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("steps to 3"), "{text}");
+            assert!(text.contains("--no-share"), "{text}");
+        }
+        other => panic!("expected NotShareable, got {other:?}"),
+    }
+    // Brute force sweeps it (its verdicts do not depend on the noise).
+    let brute = sweep::run(
+        &s,
+        &Config {
+            share: false,
+            ..config(2)
+        },
+    )
+    .unwrap();
+    assert!(brute.scenario_count() > 0);
+}
+
+#[test]
+fn a_subject_without_a_snapshot_is_never_shared() {
+    let opted_out = Steps {
+        share: false,
+        ..Steps::new(3)
+    };
+    let no_copy = Steps {
+        snapshot: false,
+        ..Steps::new(3)
+    };
+    let (_, brute) = sweep::run_counted(
+        &Steps::new(3),
+        &Config {
+            share: false,
+            ..config(2)
+        },
+        &|_| {},
+    )
+    .unwrap();
+    for s in [&opted_out, &no_copy] {
+        let (_, stats) = sweep::run_counted(s, &config(2), &|_| {}).unwrap();
+        assert!(!stats.shared);
+        assert_eq!(stats.lives, brute.lives, "every life replayed");
+    }
+    // Without a snapshot the world is never even fingerprinted.
+    assert_eq!(no_copy.fingerprints.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn a_tallied_report_renders_the_same_rows_and_failures() {
+    let s = Steps::new(3);
+    for share in [false, true] {
+        let full = sweep::run(&s, &Config { share, ..config(2) }).unwrap();
+        let tallied = sweep::run(
+            &s,
+            &Config {
+                share,
+                tally: true,
+                ..config(2)
+            },
+        )
+        .unwrap();
+        assert!(full.tallies.is_empty());
+        assert!(!tallied.tallies.is_empty());
+        assert!(tallied.scenarios.len() < full.scenarios.len());
+        assert!(tallied.scenarios.iter().all(|r| r.failure.is_some()));
+        assert_eq!(sweep::table(&tallied.rows()), sweep::table(&full.rows()));
+        let names = |r: &Report| -> Vec<String> {
+            r.failures()
+                .map(|f| format!("{} {:?}", f.scenario, f.failure))
+                .collect()
+        };
+        assert_eq!(names(&tallied), names(&full));
+        assert_eq!(tallied.scenario_count(), full.scenario_count());
+        // Tallying after the fact gives the same tallies.
+        let mut later = full.clone();
+        later.tally_up();
+        assert_eq!(json(&later), json(&tallied));
+    }
+}
+
+#[test]
+fn a_counter_required_in_the_config_fails_the_same_scenarios_as_after_the_fact() {
+    let s = Steps::new(3);
+    let mut after = sweep::run(&s, &config(2)).unwrap();
+    after.require("starts").unwrap();
+    let during = sweep::run(
+        &s,
+        &Config {
+            tally: true,
+            required: vec!["starts".into()],
+            ..config(2)
+        },
+    )
+    .unwrap();
+    assert_eq!(sweep::table(&during.rows()), sweep::table(&after.rows()));
+    let failed = |r: &Report| {
+        r.failures()
+            .map(|f| f.scenario.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(failed(&during), failed(&after));
+    // A tallied report cannot require a counter some passing scenario counts.
+    let mut tallied = sweep::run(
+        &s,
+        &Config {
+            tally: true,
+            ..config(2)
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        tallied.require("starts"),
+        Err(Error::Tallied { .. })
+    ));
+}
