@@ -133,7 +133,10 @@ pub struct Report {
     #[serde(default)]
     pub states: Vec<StateRow>,
     /// Points passed on threads that ran in no scope during the sweep (see
-    /// [`crashpoint::UnscopedWatch`]): hits no crash could land on.
+    /// [`crashpoint::UnscopedWatch`]): hits no crash could land on. The
+    /// tally is process-wide: a point another test of the same binary passes
+    /// outside any scope while this sweep runs is counted here too, so it is
+    /// a warning to look into, never a failure.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unscoped: Vec<(String, u64)>,
     /// The clean run.
