@@ -66,15 +66,16 @@ fn steps(trace: &str, dir: &Path) -> Vec<Step> {
     let target = format!("{dir}/run.json");
     let mut out: Vec<Step> = Vec::new();
     for line in trace.lines() {
-        // "<pid> <call>(<args>) = <result>"
-        let call_start = line.find(' ').map_or(0, |i| i + 1);
-        let Some(open) = line[call_start..].find('(') else {
+        // "<pid> <call>(<args>) = <result>"; strace pads the pid to five
+        // columns ("4729  write(…"), so skip all the blanks after it.
+        let rest = line
+            .split_once(char::is_whitespace)
+            .map_or(line, |(_, r)| r)
+            .trim_start();
+        let Some(open) = rest.find('(') else {
             continue;
         };
-        let (call, args) = (
-            &line[call_start..call_start + open],
-            &line[call_start + open..],
-        );
+        let (call, args) = (&rest[..open], &rest[open..]);
         if line.contains("= -1") {
             continue;
         }
@@ -141,6 +142,21 @@ fn write_atomic_on_a_real_directory_writes_fsyncs_renames_then_fsyncs_the_direct
         [Step::WriteTemp, Step::SyncTemp, Step::Rename, Step::SyncDir],
         "write_atomic's system calls on {}:\n{trace}",
         dir.display()
+    );
+}
+
+#[test]
+fn the_trace_reader_reads_pids_padded_to_five_columns() {
+    let dir = Path::new("/d");
+    let padded = "\
+4730  write(3</d/.run.json-abc.tmp>, \"\"..., 11) = 11
+4730  fsync(3</d/.run.json-abc.tmp>) = 0
+4730  rename(\"/d/.run.json-abc.tmp\", \"/d/run.json\") = 0
+4730  fsync(3</d>)   = 0
+";
+    assert_eq!(
+        steps(padded, dir),
+        [Step::WriteTemp, Step::SyncTemp, Step::Rename, Step::SyncDir]
     );
 }
 
