@@ -40,6 +40,7 @@
 
 mod design;
 mod durable_loop;
+pub mod faults;
 mod grid;
 mod harder_worlds;
 mod judge;

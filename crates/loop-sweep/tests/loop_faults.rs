@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use designs::faults::{fault_run, FaultOutcome};
 use durable::testing::{CrashState, Fault};
 use loop_sweep::{LoopSubject, LoopVariant, Power, Situation, Writer};
 use sweep::Subject;
@@ -30,52 +31,19 @@ fn subject(faults: Vec<Fault>) -> LoopSubject {
         .with_faults(faults)
 }
 
-/// How one fault scenario ended.
-#[derive(Debug, Default)]
-struct Outcome {
-    /// Lives that stopped with an error.
-    errors: Vec<String>,
-    /// The faults that fired.
-    fired: usize,
-    /// Required counters that are not zero, with the judge's notes.
-    broken: Vec<String>,
-}
-
 /// `fault` fails; at depth 2 the next call of its kind after the first
 /// error fails too; then the disk heals (and, if `cut`, the power is cut
-/// before the healthy life).
-fn run(fault: Fault, depth: u32, cut: bool) -> Outcome {
-    let s = subject(vec![fault]);
-    let mut w = s.world();
-    let fd = w.faults().expect("armed").clone();
-    let mut out = Outcome::default();
-    let mut armed_again = depth < 2;
-    for _ in 0..4 {
-        match s.life(&mut w) {
-            Ok(()) => break,
-            Err(e) => out.errors.push(e.to_string()),
-        }
-        if !armed_again {
-            fd.fail(fault.call, fd.hits(fault.call) + 1);
-            armed_again = true;
-        } else {
-            fd.heal();
-            if cut {
-                w.power_cut();
-            }
-        }
-    }
-    out.fired = fd.fired().len();
-    let v = s.judge(&w);
-    for c in s.counters().into_iter().filter(|c| c.required_zero) {
-        if v.get(&c.name) != 0 {
-            out.broken.push(format!("{} = {}", c.name, v.get(&c.name)));
-        }
-    }
-    if !out.broken.is_empty() {
-        out.broken.extend(v.notes.clone());
-    }
-    out
+/// before the healthy life): the fault sweep's one driver.
+fn run(fault: Fault, depth: u32, cut: bool) -> FaultOutcome {
+    let s = subject(Vec::new());
+    fault_run(
+        &s,
+        |w| w.faults().cloned(),
+        |w| w.power_cut(),
+        fault,
+        depth,
+        cut,
+    )
 }
 
 fn sites() -> Vec<Fault> {

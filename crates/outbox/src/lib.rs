@@ -181,15 +181,8 @@ pub fn app() -> sweep::cli::App {
     sweep::cli::App::new("cargo run -p outbox --")
         .subject(Relay::SendFirst)
         .subject(Relay::RecordFirst)
-        .snapshot(snapshot())
+        .snapshot(SNAPSHOT)
 }
 
 /// The reviewed table of the whole sweep.
-pub fn snapshot() -> std::path::PathBuf {
-    let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    crate_dir
-        .ancestors()
-        .nth(2)
-        .unwrap_or(crate_dir)
-        .join("snapshots/outbox.txt")
-}
+pub const SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../snapshots/outbox.txt");

@@ -18,7 +18,7 @@ fn the_sweep_catches_record_first_under_every_crash_state_and_matches_its_snapsh
     let (code, table, err) = cli(&[]);
     assert_eq!(code, sweep::cli::EXIT_FAILED, "{err}");
     assert!(!err.contains("snapshot"), "the table moved:\n{err}");
-    assert_eq!(table, std::fs::read_to_string(outbox::snapshot()).unwrap());
+    assert_eq!(table, std::fs::read_to_string(outbox::SNAPSHOT).unwrap());
     assert!(!err.contains("FAILED send first"), "{err}");
     for state in CrashState::ALL {
         // Scenario names carry their state (none for a process crash).

@@ -106,6 +106,7 @@ impl ProviderError {
 }
 
 /// `text` with every occurrence of `secret` replaced by `[redacted]`.
+#[cfg_attr(not(any(feature = "openai", feature = "anthropic")), allow(dead_code))]
 pub(crate) fn redact(text: &str, secret: &str) -> String {
     if secret.is_empty() {
         text.to_owned()

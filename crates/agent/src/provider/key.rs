@@ -37,6 +37,7 @@ impl ApiKey {
     }
 
     /// The key itself, for the request header.
+    #[cfg_attr(not(any(feature = "openai", feature = "anthropic")), allow(dead_code))]
     pub(crate) fn expose(&self) -> &str {
         &self.0
     }

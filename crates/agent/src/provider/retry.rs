@@ -78,8 +78,10 @@ pub fn thread_sleep() -> Sleep {
 /// library's per-process random hasher keys): jitter needs spread, not
 /// secrecy.
 #[derive(Debug)]
+#[cfg_attr(not(any(feature = "openai", feature = "anthropic")), allow(dead_code))]
 pub(crate) struct Jitter(u64);
 
+#[cfg_attr(not(any(feature = "openai", feature = "anthropic")), allow(dead_code))]
 impl Jitter {
     pub(crate) fn new() -> Jitter {
         let seed = RandomState::new().hash_one(SystemTime::now());
