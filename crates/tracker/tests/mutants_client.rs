@@ -286,3 +286,76 @@ fn lookup_key_escapes_only_reserved_bytes() {
         vec!["GET /keys/run-1.a_b~C9%2F%20x HTTP/1.1".to_owned()]
     );
 }
+
+/// A real service on 127.0.0.1:0 in a fresh directory.
+fn service() -> (tempfile::TempDir, http::Running) {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = Service::open(dir.path(), Options::keyed()).unwrap();
+    let running = http::spawn(svc, "127.0.0.1:0".parse().unwrap()).unwrap();
+    (dir, running)
+}
+
+/// Send raw bytes, read to the end; the status of the answer, if any.
+fn raw_status(addr: SocketAddr, bytes: &[u8]) -> (Option<u16>, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let _ = s.write_all(bytes);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text.split(' ').nth(1).and_then(|c| c.parse().ok());
+    (status, text)
+}
+
+#[test]
+fn a_body_of_exactly_the_limit_is_accepted() {
+    let (_dir, running) = service();
+    let limit = tracker::wire::MAX_BODY_BYTES;
+    let shell = r#"{"title":"","body":"b"}"#;
+    let body = format!(
+        r#"{{"title":"{}","body":"b"}}"#,
+        "a".repeat(limit - shell.len())
+    );
+    assert_eq!(body.len(), limit);
+    let head = |len: usize| {
+        format!(
+            "POST /issues HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: application/json\r\nIdempotency-Key: \"big\"\r\nContent-Length: {len}\r\n\r\n"
+        )
+    };
+    let (status, text) = raw_status(running.addr(), format!("{}{body}", head(limit)).as_bytes());
+    assert_eq!(status, Some(201), "{text}");
+    running.stop();
+}
+
+#[test]
+fn a_body_that_breaks_off_is_malformed_not_too_large() {
+    let (_dir, running) = service();
+    // A chunked body whose chunk size is not hex: the body cannot be read.
+    let req = "POST /issues HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: application/json\r\nIdempotency-Key: \"chunk\"\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"ti\r\nzz\r\n";
+    let (status, text) = raw_status(running.addr(), req.as_bytes());
+    if let Some(status) = status {
+        assert_eq!(status, 400, "{text}");
+        assert!(text.contains("malformed_body"), "{text}");
+    }
+    running.stop();
+}
+
+#[test]
+fn a_comment_lands_on_the_issue_named_in_the_path() {
+    let (_dir, running) = service();
+    let t = HttpTracker::connect(&running.url()).unwrap();
+    assert_eq!(t.file_issue("one", "b", Some("i1")).unwrap(), 1);
+    assert_eq!(t.file_issue("two", "b", Some("i2")).unwrap(), 2);
+    t.comment(2, "on two", Some("c1")).unwrap();
+    let issues = t.issues().unwrap();
+    assert!(issues[0].comments.is_empty(), "{issues:?}");
+    assert_eq!(issues[1].comments.len(), 1, "{issues:?}");
+    // Issue 0 does not exist: numbers start at 1.
+    let e = t.comment(0, "on zero", Some("c0")).unwrap_err();
+    assert!(
+        matches!(&e, ClientError::Refused { status: 404, code, message }
+            if code == "no_such_issue" && message.contains("is not an issue number")),
+        "{e:?}"
+    );
+    running.stop();
+}
