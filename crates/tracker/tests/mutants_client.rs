@@ -359,3 +359,18 @@ fn a_comment_lands_on_the_issue_named_in_the_path() {
     );
     running.stop();
 }
+
+#[test]
+fn options_debug_names_its_fields() {
+    let text = format!("{:?}", Options::keyed());
+    assert!(text.starts_with("Options {"), "{text}");
+    for field in [
+        "mode",
+        "key_ttl",
+        "uncertain_lookup",
+        "hold: false",
+        "after: false",
+    ] {
+        assert!(text.contains(field), "{field} in {text}");
+    }
+}
