@@ -274,3 +274,64 @@ impl ServerHandler for McpServer {
             .map(CallToolResponse::from)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The MCP layer's pieces, one by one (what `tests/binary.rs` drives
+    //! end to end through the `tracker mcp` binary).
+    use super::*;
+
+    #[test]
+    fn a_schema_is_the_object_it_describes() {
+        let s = schema(json!({ "title": { "type": "string" } }), &["title"]);
+        assert_eq!(s.get("type"), Some(&json!("object")));
+        assert_eq!(s.get("required"), Some(&json!(["title"])));
+        assert_eq!(s.get("additionalProperties"), Some(&json!(false)));
+        assert_eq!(s["properties"]["title"]["type"], "string");
+    }
+
+    #[test]
+    fn a_tool_error_is_an_error_result_carrying_its_message() {
+        let r = tool_error("no issue #9");
+        assert_eq!(r.is_error, Some(true));
+        let text = serde_json::to_string(&r.content).unwrap();
+        assert!(text.contains("no issue #9"), "{text}");
+    }
+
+    #[test]
+    fn a_storage_refusal_is_an_internal_error_and_the_rest_bad_params() {
+        let storage = refusal(&Refusal::Storage("disk full".into()));
+        let reused = refusal(&Refusal::KeyReused { key: "k".into() });
+        assert_ne!(storage.code, reused.code);
+        assert_eq!(storage.code, ErrorData::internal_error("", None).code);
+        assert_eq!(reused.code, ErrorData::invalid_params("", None).code);
+        assert_eq!(storage.data, Some(json!({ "code": "storage" })));
+    }
+
+    #[test]
+    fn a_comment_names_its_issue_as_a_number_or_as_text() {
+        for (given, want) in [(json!(2), 2), (json!("#3"), 3), (json!("4"), 4)] {
+            let args = json!({ "issue": given, "body": "b" });
+            let args = args.as_object().unwrap();
+            assert_eq!(
+                request("issue_comment", args),
+                Ok(Request::Comment {
+                    issue: want,
+                    body: "b".into()
+                })
+            );
+        }
+        let bad = json!({ "issue": true, "body": "b" });
+        assert!(request("issue_comment", bad.as_object().unwrap()).is_err());
+    }
+
+    #[test]
+    fn the_server_offers_tools_and_says_where_the_key_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let svc = Arc::new(Service::open(dir.path(), crate::service::Options::keyed()).unwrap());
+        let info = McpServer::new(svc).get_info();
+        assert!(info.capabilities.tools.is_some());
+        let instructions = info.instructions.unwrap_or_default();
+        assert!(instructions.contains(wire::MCP_META_KEY), "{instructions}");
+    }
+}

@@ -374,3 +374,32 @@ fn options_debug_names_its_fields() {
         assert!(text.contains(field), "{field} in {text}");
     }
 }
+
+#[test]
+fn keyed_options_keep_keys_24_hours() {
+    assert_eq!(Options::keyed().key_ttl, Some(Duration::from_secs(86_400)));
+}
+
+/// Stopping (or dropping) a running service closes its port and lets go
+/// of its directory: a second service opens the same directory at once.
+#[test]
+fn a_stopped_or_dropped_service_releases_its_directory() {
+    for stop in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let svc = Service::open(dir.path(), Options::keyed()).unwrap();
+        let running = http::spawn(svc, "127.0.0.1:0".parse().unwrap()).unwrap();
+        assert!(
+            Service::open(dir.path(), Options::keyed()).is_err(),
+            "a running service holds its directory"
+        );
+        if stop {
+            running.stop();
+        } else {
+            drop(running);
+        }
+        assert!(
+            Service::open(dir.path(), Options::keyed()).is_ok(),
+            "stop = {stop}: the directory is free again"
+        );
+    }
+}
