@@ -79,3 +79,44 @@ pub fn fault_run<S: Subject>(
     }
     out
 }
+
+/// Every fault of `sites` at depth 1 and 2, with and without a power cut
+/// before the healthy life, through `run` (a [`fault_run`] of one
+/// subject): each fault fires, nothing breaks, the healthy life finishes
+/// within two failed lives, and every error names its file (`power:/…`).
+/// Returns how many scenarios stopped a life, or the first scenario that
+/// did not hold, by name.
+pub fn check_every_site(
+    sites: &[Fault],
+    run: impl Fn(Fault, u32, bool) -> FaultOutcome,
+) -> Result<usize, String> {
+    let mut stopped = 0;
+    for depth in [1, 2] {
+        for cut in [false, true] {
+            for &f in sites {
+                let o = run(f, depth, cut);
+                let name = format!(
+                    "{f} (depth {depth}{})",
+                    if cut { ", power cut" } else { "" }
+                );
+                if o.fired == 0 {
+                    return Err(format!("{name}: the fault did not fire"));
+                }
+                if !o.broken.is_empty() {
+                    return Err(format!("{name}: {:#?}", o.broken));
+                }
+                if o.errors.len() > 2 {
+                    return Err(format!(
+                        "{name}: the healthy life did not finish: {:#?}",
+                        o.errors
+                    ));
+                }
+                if let Some(e) = o.errors.iter().find(|e| !e.contains("power:/")) {
+                    return Err(format!("{name}: the error names no file: {e}"));
+                }
+                stopped += usize::from(!o.errors.is_empty());
+            }
+        }
+    }
+    Ok(stopped)
+}

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use designs::faults::{fault_run, FaultOutcome};
+use designs::faults::{check_every_site, fault_run, FaultOutcome};
 use durable::testing::{CrashState, Fault};
 use loop_sweep::{LoopSubject, LoopVariant, Power, Situation, Writer};
 use sweep::Subject;
@@ -57,31 +57,6 @@ fn sites() -> Vec<Fault> {
 fn every_failed_call_is_a_typed_error_naming_the_file_and_nothing_is_lost_or_doubled() {
     let sites = sites();
     assert!(sites.len() > 20, "{sites:?}");
-    let mut stopped = 0;
-    for depth in [1, 2] {
-        for cut in [false, true] {
-            for &f in &sites {
-                let o = run(f, depth, cut);
-                let name = format!(
-                    "{f} (depth {depth}{})",
-                    if cut { ", power cut" } else { "" }
-                );
-                assert!(o.fired >= 1, "{name}: the fault fired");
-                assert!(o.broken.is_empty(), "{name}: {:#?}", o.broken);
-                assert!(
-                    o.errors.len() <= 2,
-                    "{name}: the healthy life finishes: {:#?}",
-                    o.errors
-                );
-                for e in &o.errors {
-                    assert!(
-                        e.contains("power:/"),
-                        "{name}: the error names the file: {e}"
-                    );
-                }
-                stopped += usize::from(!o.errors.is_empty());
-            }
-        }
-    }
+    let stopped = check_every_site(&sites, run).unwrap_or_else(|e| panic!("{e}"));
     assert!(stopped > 0, "some fault stops a life");
 }
