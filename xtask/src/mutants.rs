@@ -163,7 +163,15 @@ pub fn run(root: &Path, args: &MutantsArgs) -> Result<ExitCode, String> {
         if !args.report {
             let mut cmd = cargo();
             cmd.current_dir(root)
-                .args(["mutants", "--package", name, "--no-shuffle"])
+                // --all-features: a crate's tests behind its own features
+                // (sweep's `cli`, agent's `mcp-tools`) count as its tests.
+                .args([
+                    "mutants",
+                    "--package",
+                    name,
+                    "--no-shuffle",
+                    "--all-features",
+                ])
                 .arg(format!("--jobs={}", args.jobs));
             for f in &args.files {
                 cmd.args(["--file", f]);

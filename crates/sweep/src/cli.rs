@@ -217,20 +217,7 @@ fn try_execute(
             )));
         }
     }
-    let config = Config {
-        depth: flags.depth.unwrap_or(plan.default_depth),
-        threads: flags.threads,
-        partition: flags.partition,
-        trace: false,
-        scenario_timeout: flags.timeout(),
-        max_scenarios: flags.max_scenarios,
-        share: !flags.no_share,
-        // Only rows and failures are printed: keep tallies of the passing
-        // scenarios (a shard's partial report keeps them all, for merging).
-        tally: flags.partition.is_none(),
-        required: plan.required.clone(),
-        ..Config::default()
-    };
+    let config = sweep_config(plan, flags);
     let bar = bar::Bar::new(env.progress);
     let mut reports = Vec::new();
     for s in &plan.subjects {
@@ -370,6 +357,24 @@ impl Entry {
                 .map(ToString::to_string)
                 .collect(),
         }
+    }
+}
+
+/// The sweep's [`Config`] as `flags` and `plan` ask for it (before each
+/// subject's crash states are chosen).
+fn sweep_config(plan: &Plan<'_>, flags: &SweepFlags) -> Config {
+    Config {
+        depth: flags.depth.unwrap_or(plan.default_depth),
+        threads: flags.threads,
+        partition: flags.partition,
+        scenario_timeout: flags.timeout(),
+        max_scenarios: flags.max_scenarios,
+        share: !flags.no_share,
+        // Only rows and failures are printed: keep tallies of the passing
+        // scenarios (a shard's partial report keeps them all, for merging).
+        tally: flags.partition.is_none(),
+        required: plan.required.clone(),
+        ..Config::default()
     }
 }
 
@@ -523,7 +528,8 @@ impl App {
                 .zip(&entry_states)
                 .map(|(e, st)| {
                     let defaults = e.subject.default_crash_states();
-                    if e.label.is_none() && st.len() > 1 && defaults.len() < st.len() {
+                    // (A labelled entry has one state, its label.)
+                    if defaults.len() < st.len() {
                         let d: Vec<String> = defaults.iter().map(ToString::to_string).collect();
                         format!("{} (default {})", st.join(","), d.join(","))
                     } else {
@@ -608,4 +614,90 @@ pub fn main(command: &str, subjects: Vec<Box<dyn DynSubject>>) -> ExitCode {
         });
     }
     app.main()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        flags: SweepFlags,
+    }
+
+    fn flags(args: &[&str]) -> SweepFlags {
+        Flags::try_parse_from(std::iter::once("t").chain(args.iter().copied()))
+            .unwrap()
+            .flags
+    }
+
+    fn plan(required: &[&str]) -> Plan<'static> {
+        Plan {
+            subjects: Vec::new(),
+            snapshot: None,
+            required: required.iter().map(|s| (*s).to_owned()).collect(),
+            crash_states: Vec::new(),
+            default_depth: 3,
+            rerun: &|_, _| String::new(),
+        }
+    }
+
+    /// Every flag reaches the sweep's configuration.
+    #[test]
+    fn the_flags_become_the_sweeps_config() {
+        let c = sweep_config(
+            &plan(&["dup"]),
+            &flags(&[
+                "--depth",
+                "1",
+                "--threads",
+                "3",
+                "--scenario-timeout",
+                "2.5",
+                "--max-scenarios",
+                "7",
+                "--no-share",
+                "--partition",
+                "2/4",
+            ]),
+        );
+        assert_eq!(c.depth, 1);
+        assert_eq!(c.threads, Some(3));
+        assert_eq!(c.partition, Some((2, 4)));
+        assert!(!c.trace);
+        assert_eq!(
+            c.scenario_timeout,
+            Some(std::time::Duration::from_millis(2500))
+        );
+        assert_eq!(c.max_scenarios, 7);
+        assert!(!c.share);
+        assert!(!c.tally, "a shard keeps every tally for merging");
+        assert_eq!(c.required, vec!["dup".to_owned()]);
+    }
+
+    /// Without flags: the plan's depth, sharing on, tallies kept, the
+    /// default limits.
+    #[test]
+    fn no_flags_give_the_plans_depth_and_the_defaults() {
+        let c = sweep_config(&plan(&[]), &flags(&[]));
+        assert_eq!(c.depth, 3);
+        assert_eq!(c.threads, None);
+        assert_eq!(c.partition, None);
+        assert_eq!(c.scenario_timeout, Some(crate::DEFAULT_SCENARIO_TIMEOUT));
+        assert_eq!(c.max_scenarios, crate::DEFAULT_MAX_SCENARIOS);
+        assert!(c.share);
+        assert!(c.tally);
+        assert!(c.required.is_empty());
+        let none = sweep_config(&plan(&[]), &flags(&["--scenario-timeout", "0"]));
+        assert_eq!(none.scenario_timeout, None);
+    }
+
+    #[test]
+    fn slugs_join_words_with_one_dash_and_no_dash_at_either_end() {
+        assert_eq!(slug("Hasty  transfer!"), "hasty-transfer");
+        assert_eq!(slug("(keys) + markers"), "keys-markers");
+        assert_eq!(slug("lose: posting#2"), "lose-posting-2");
+        assert_eq!(slug("--"), "");
+    }
 }

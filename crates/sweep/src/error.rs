@@ -196,3 +196,19 @@ pub struct Divergence {
     /// The second run's hits around it.
     pub second_around: Vec<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_estimate;
+
+    #[test]
+    fn estimates_are_whole_numbers_with_separators_below_1e15() {
+        assert_eq!(fmt_estimate(7.0), "7");
+        assert_eq!(fmt_estimate(999.4), "999");
+        assert_eq!(fmt_estimate(123_456.0), "123,456");
+        assert_eq!(fmt_estimate(1_234_567.0), "1,234,567");
+        assert_eq!(fmt_estimate(999_999_999_999_999.0), "999,999,999,999,999");
+        assert_eq!(fmt_estimate(1e15), "1.00e15");
+        assert_eq!(fmt_estimate(2.5e20), "2.50e20");
+    }
+}

@@ -244,3 +244,80 @@ mod opt_hit_text {
             .transpose()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_life_reads_as_its_number() {
+        assert_eq!(Life::Crashing(2).to_string(), "life 2");
+        assert_eq!(Life::Final(3).to_string(), "final life 3");
+    }
+
+    #[test]
+    fn the_cause_is_the_short_form_of_each_failure() {
+        let stopped = Failure::Stopped {
+            life: Life::Final(2),
+            before: None,
+            error: "disk full".into(),
+        };
+        assert_eq!(stopped.cause(), "disk full");
+        assert_eq!(
+            stopped.to_string(),
+            "final life 2: stopped with an error: disk full"
+        );
+        let broken = Failure::Broken {
+            counters: vec![("dups".into(), 1), ("lost".into(), 2)],
+            notes: vec!["issue filed twice".into()],
+        };
+        assert_eq!(broken.cause(), "dups = 1, lost = 2");
+        assert_eq!(broken.to_string(), "dups = 1, lost = 2; issue filed twice");
+        let flaky = Failure::Flaky {
+            first: Box::new(broken),
+            again: None,
+        };
+        assert_eq!(flaky.cause(), "flaky: dups = 1, lost = 2");
+        let judge = Failure::JudgePanicked {
+            message: "boom".into(),
+        };
+        assert_eq!(judge.cause(), "the judge panicked: boom");
+        assert!(flaky.is_flaky() && !judge.is_flaky());
+    }
+
+    #[test]
+    fn limits_are_whole_milliseconds() {
+        assert_eq!(Failure::millis(Duration::from_micros(2_500_900)), 2500);
+        assert_eq!(Failure::millis(Duration::MAX), u64::MAX);
+    }
+
+    /// Hits travel as their text and come back as the same hits.
+    #[test]
+    fn failures_round_trip_through_json() {
+        let hit = |s: &str| s.parse::<Hit>().unwrap();
+        for f in [
+            Failure::Stopped {
+                life: Life::Crashing(1),
+                before: Some(hit("mid-save#2")),
+                error: "no".into(),
+            },
+            Failure::Stopped {
+                life: Life::Final(2),
+                before: None,
+                error: "no".into(),
+            },
+            Failure::Hung {
+                life: Life::Final(1),
+                last_hit: hit("sent#3"),
+                limit_ms: 60_000,
+            },
+        ] {
+            let text = serde_json::to_string(&f).unwrap();
+            let back: Failure = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, f, "{text}");
+        }
+        let text = r#"{"kind":"stopped","life":{"final":1},"before":"a#1","error":"x"}"#;
+        let back: Failure = serde_json::from_str(text).unwrap();
+        assert!(matches!(back, Failure::Stopped { before: Some(h), .. } if h.to_string() == "a#1"));
+    }
+}

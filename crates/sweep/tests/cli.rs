@@ -502,3 +502,47 @@ fn the_progress_bar_starts_afresh_for_each_crash_state() {
     // Each state's level 1 is the clean run's 2 hits, never 4.
     assert_eq!(*max_total.lock().unwrap(), 2);
 }
+
+/// Merged shards of a passing subject exit 0 (a failing one exits 1, above).
+#[test]
+fn merged_shards_of_a_passing_sweep_exit_0() {
+    let dir = temp("passing-shards");
+    let mut files = Vec::new();
+    for k in 1..=2 {
+        let (code, out, err) = run(&[
+            "careful-transfer",
+            "--partition",
+            &format!("{k}/2"),
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, EXIT_PASSED, "{err}");
+        let f = dir.join(format!("shard-{k}.json"));
+        std::fs::write(&f, out).unwrap();
+        files.push(f.to_string_lossy().into_owned());
+    }
+    let (code, merged, err) = run(&["merge", &files[0], &files[1]]);
+    assert_eq!(code, EXIT_PASSED, "{err}");
+    assert_eq!(merged, run(&["careful-transfer"]).1);
+    assert!(err.is_empty(), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--list` names a subject's default states only when it has more states
+/// than defaults.
+#[test]
+fn list_shows_defaults_only_where_some_states_are_not_default() {
+    let line = |out: &str, slug: &str| -> String {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(slug))
+            .unwrap_or_else(|| panic!("{slug} in {out}"))
+            .to_owned()
+    };
+    let (_, out, _) = run_env(&states_app(), &["--list"], &Env::default());
+    assert!(line(&out, "marker").contains("process,forget (default process)"));
+    assert!(!line(&out, "tally").contains("(default"), "{out}");
+    let (_, out, _) = run(&["--list"]);
+    for slug in ["careful-transfer", "hasty-transfer", "tally"] {
+        assert!(!line(&out, slug).contains("(default"), "{out}");
+    }
+}

@@ -120,3 +120,64 @@ fn a_name_with_a_disk_on_some_hits_only_is_refused() {
     assert!("all: a#1 (disk 1) → b#1".parse::<Scenario>().is_err());
     assert!("all: a#1 (disk x)".parse::<Scenario>().is_err());
 }
+
+/// A crash at the k-th of five hits leaves k disks: the median of 1..=5
+/// disks is 3, the most 5.
+struct Graded;
+
+#[derive(Default)]
+struct Steps {
+    running: bool,
+    at: u32,
+    last: Option<u32>,
+}
+
+impl Subject for Graded {
+    type World = Steps;
+    fn name(&self) -> String {
+        "graded".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("bad")]
+    }
+    fn world(&self) -> Steps {
+        Steps::default()
+    }
+    fn life(&self, w: &mut Steps) -> Result<(), sweep::LifeError> {
+        for k in 1..=5 {
+            w.at = k;
+            crashpoint::point!("step");
+        }
+        Ok(())
+    }
+    fn judge(&self, _: &Steps) -> Verdict {
+        Verdict::new().count("bad", 0)
+    }
+    fn crash_states(&self) -> Vec<CrashState> {
+        vec![ALL]
+    }
+    fn enumerates(&self, state: &CrashState) -> bool {
+        *state == ALL
+    }
+    fn boot(&self, w: &mut Steps, _: &LifeContext) -> Result<(), sweep::LifeError> {
+        w.last = std::mem::replace(&mut w.running, true).then_some(w.at);
+        Ok(())
+    }
+    fn shutdown(&self, w: &mut Steps, _: &LifeContext) {
+        w.running = false;
+    }
+    fn crash_disks(&self, w: &Steps) -> Option<u32> {
+        w.last
+    }
+}
+
+#[test]
+fn crash_disks_counts_the_median_and_the_most_disks_per_crash() {
+    let r = sweep::run(&Graded, &cfg(1, vec![ALL])).unwrap();
+    let c = sweep::CrashDisks::of(&r, &ALL);
+    assert_eq!((c.scenarios, c.crashes, c.max, c.median), (15, 5, 5, 3));
+    assert_eq!(
+        sweep::CrashDisks::of(&r, &CrashState::PROCESS),
+        sweep::CrashDisks::default()
+    );
+}

@@ -403,3 +403,67 @@ fn a_stopped_or_dropped_service_releases_its_directory() {
         );
     }
 }
+
+/// `unix_secs` is the wall clock in whole seconds since the epoch (a key's
+/// age is measured with it), not a constant.
+#[test]
+fn unix_secs_reads_the_wall_clock() {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let before = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let now = tracker::service::unix_secs();
+    let after = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(
+        before <= now && now <= after,
+        "{before} <= {now} <= {after}"
+    );
+}
+
+#[test]
+fn service_debug_names_its_tracker_and_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = Service::open(dir.path(), Options::keyless()).unwrap();
+    let text = format!("{svc:?}");
+    assert!(text.starts_with("Service {"), "{text}");
+    assert!(text.contains("tracker:"), "{text}");
+    assert!(text.contains("opts: Options {"), "{text}");
+    assert!(text.contains("Keyless"), "{text}");
+}
+
+/// A second service on a directory is refused as `Locked`, naming the
+/// lock file, not as an I/O error.
+#[test]
+fn a_second_service_on_one_directory_is_locked_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let _first = Service::open(dir.path(), Options::keyed()).unwrap();
+    match Service::open(dir.path(), Options::keyed()) {
+        Err(tracker::service::OpenError::Locked { path }) => {
+            assert_eq!(path, dir.path().join("tracker.lock"))
+        }
+        other => panic!("expected Locked, got {other:?}"),
+    }
+}
+
+/// `Service::over` takes mode, key lifetime and lookups from the tracker
+/// it serves, whatever the options say.
+#[test]
+fn a_service_over_a_tracker_takes_the_trackers_settings() {
+    let tracker = tracker::Tracker::new(tracker::Mode::Keyless)
+        .with_key_ttl(5)
+        .with_uncertain_lookup();
+    let svc = Service::over(tracker, Options::keyed());
+    let config = svc.config();
+    assert_eq!(config.mode, "keyless");
+    assert!(!config.requires_key);
+    assert!(config.uncertain_lookup);
+    assert_eq!(svc.key_ttl_secs(), Some(5));
+    let text = format!("{svc:?}");
+    assert!(text.contains("mode: Keyless"), "{text}");
+    assert!(text.contains("key_ttl: Some(5s)"), "{text}");
+    assert!(text.contains("uncertain_lookup: true"), "{text}");
+}

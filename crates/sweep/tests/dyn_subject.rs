@@ -1,0 +1,126 @@
+//! `DynSubject`'s crash states: the blanket view of a `Subject` forwards
+//! them, and a hand-written `DynSubject` gets `process` and "the first
+//! state" by default. Also `CrashState::name`.
+
+use sweep::{
+    Config, Counter, CrashState, DynSubject, Error, LifeError, Progress, Report, Scenario,
+    ScenarioResult, Stats, Subject, Verdict,
+};
+
+const LOSE: CrashState = CrashState::named("lose");
+
+/// A subject whose default state is not its first.
+struct LoseFirst;
+
+impl Subject for LoseFirst {
+    type World = ();
+    fn name(&self) -> String {
+        "lose first".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("n")]
+    }
+    fn world(&self) {}
+    fn life(&self, _: &mut ()) -> Result<(), LifeError> {
+        crashpoint::point!("p");
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> Verdict {
+        Verdict::new().count("n", 0)
+    }
+    fn crash_states(&self) -> Vec<CrashState> {
+        vec![CrashState::PROCESS, LOSE]
+    }
+    fn default_crash_states(&self) -> Vec<CrashState> {
+        vec![LOSE]
+    }
+}
+
+#[test]
+fn the_view_of_a_subject_forwards_its_states() {
+    let s: &dyn DynSubject = &LoseFirst;
+    assert_eq!(s.crash_states(), vec![CrashState::PROCESS, LOSE]);
+    assert_eq!(s.default_crash_states(), vec![LOSE]);
+}
+
+/// A `DynSubject` written by hand, forwarding to a subject, with the
+/// crash states it says (or the trait's defaults when `None`).
+struct ByHand {
+    states: Option<Vec<CrashState>>,
+}
+
+impl DynSubject for ByHand {
+    fn name(&self) -> String {
+        "by hand".into()
+    }
+    fn sweep(
+        &self,
+        config: &Config,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<Report, Error> {
+        sweep::run_with(&LoseFirst, config, progress)
+    }
+    fn scenario(&self, scenario: &Scenario) -> ScenarioResult {
+        sweep::run_one(&LoseFirst, scenario)
+    }
+    fn crash_states(&self) -> Vec<CrashState> {
+        match &self.states {
+            Some(s) => s.clone(),
+            None => vec![CrashState::PROCESS],
+        }
+    }
+    fn sweep_counted(
+        &self,
+        config: &Config,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<(Report, Stats), Error> {
+        sweep::run_counted(&LoseFirst, config, progress)
+    }
+}
+
+/// Implements only the required methods: the trait's defaults.
+struct Bare;
+
+impl DynSubject for Bare {
+    fn name(&self) -> String {
+        "bare".into()
+    }
+    fn sweep(
+        &self,
+        config: &Config,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<Report, Error> {
+        sweep::run_with(&LoseFirst, config, progress)
+    }
+    fn scenario(&self, scenario: &Scenario) -> ScenarioResult {
+        sweep::run_one(&LoseFirst, scenario)
+    }
+    fn sweep_counted(
+        &self,
+        config: &Config,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<(Report, Stats), Error> {
+        sweep::run_counted(&LoseFirst, config, progress)
+    }
+}
+
+#[test]
+fn a_hand_written_dyn_subject_defaults_to_process_and_its_first_state() {
+    assert_eq!(Bare.crash_states(), vec![CrashState::PROCESS]);
+    assert_eq!(Bare.default_crash_states(), vec![CrashState::PROCESS]);
+    let two = ByHand {
+        states: Some(vec![LOSE, CrashState::PROCESS]),
+    };
+    assert_eq!(two.default_crash_states(), vec![LOSE]);
+    assert_eq!(
+        ByHand { states: None }.default_crash_states(),
+        vec![CrashState::PROCESS]
+    );
+}
+
+#[test]
+fn a_state_is_its_name() {
+    assert_eq!(LOSE.name(), "lose");
+    assert_eq!(CrashState::PROCESS.name(), "process");
+    assert_eq!(CrashState::new("power-cut").unwrap().name(), "power-cut");
+}
