@@ -261,5 +261,16 @@ mod tests {
             })
         );
         assert_eq!(resolve("x\ny\nz\nr\n"), Resolution::Later);
+        // "later" is an answer, not an unreadable line asked again.
+        assert_eq!(approve("later\ny\n").0, Decision::Later);
+        assert_eq!(approve("l\ny\n").0, Decision::Later);
+        assert_eq!(resolve("later\nr\n"), Resolution::Later);
+        assert_eq!(resolve("l\nr\n"), Resolution::Later);
+    }
+
+    #[test]
+    fn a_terminal_approver_debugs_without_its_streams() {
+        let t = TerminalApprover::new(Cursor::new(String::new()), Vec::new());
+        assert_eq!(format!("{t:?}"), "TerminalApprover { .. }");
     }
 }

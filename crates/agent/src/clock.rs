@@ -21,3 +21,21 @@ impl Clock for SystemClock {
             .map_or(0, |d| d.as_secs())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_system_clock_reads_unix_seconds() {
+        let secs = || {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+        };
+        let before = secs();
+        let now = SystemClock.now();
+        assert!(before <= now && now <= secs(), "{now}");
+    }
+}

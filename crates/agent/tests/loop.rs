@@ -1183,3 +1183,158 @@ fn an_agent_can_move_to_another_thread() {
     is_send::<Agent>();
     is_send::<agent::TerminalApprover<std::io::BufReader<std::io::Stdin>, std::io::Stderr>>();
 }
+
+/// A person's "done" that reports a failure is saved as a failure.
+#[test]
+fn a_persons_failed_answer_is_saved_as_an_error_result() {
+    let t = transcript(JOB);
+    let mut w = World::new(Tracker::new(Mode::Keyless).with_uncertain_lookup());
+    w.crash(&w.agent(&t), "tracker accepted#1");
+    w.events();
+    w.person = ScriptedApprover::new().on_question(|_| {
+        Resolution::Done(ToolResult {
+            output: "it failed on their side".into(),
+            is_error: true,
+        })
+    });
+    w.agent(&t).run().unwrap();
+    let saved: Vec<(String, bool)> = w
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            Event::ResultSaved {
+                call,
+                output,
+                is_error,
+                ..
+            } if call == "c1" => Some((output.clone(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(saved, [("it failed on their side".to_owned(), true)]);
+}
+
+/// A read-only tool whose outcome is unknown twice, then known.
+struct Flaky {
+    calls: Arc<AtomicU64>,
+}
+
+impl Tool for Flaky {
+    fn name(&self) -> &str {
+        "peek"
+    }
+    fn effect(&self) -> Effect {
+        Effect::ReadsOnly
+    }
+    fn call(&self, _: &CallContext<'_>, _: &Value) -> Result<ToolOutput, ToolError> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) < 2 {
+            Err(ToolError::Unknown("no answer".into()))
+        } else {
+            Ok(ToolOutput::ok("seen"))
+        }
+    }
+}
+
+/// An unknown outcome of a read is retried at once; each retry is a rerun.
+#[test]
+fn a_read_with_an_unknown_outcome_is_retried_as_a_rerun() {
+    let t = transcript(
+        r#"{"replies": [{"calls": [{"id": "c1", "tool": "peek", "args": {}}]}, {"text": "ok"}]}"#,
+    );
+    let w = World::keyed();
+    let calls = Arc::new(AtomicU64::new(0));
+    let tools = Tools::new().with(Flaky {
+        calls: Arc::clone(&calls),
+    });
+    w.agent_with(&t, tools).run().unwrap();
+    let reruns: Vec<bool> = w
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCall { rerun, .. } => Some(*rerun),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reruns, [false, true, true]);
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(tool_message(&w.state(), "c1"), "seen");
+}
+
+/// The flag `cancel_flag` hands out is the one the run watches; `tools`
+/// are the tools it was given; its Debug names its parts.
+#[test]
+fn an_agent_hands_out_its_own_cancel_flag_and_tools() {
+    let w = World::keyed();
+    let t = transcript(JOB);
+    let agent = w.agent(&t);
+    let mut names: Vec<&str> = agent.tools().names().collect();
+    names.sort_unstable();
+    let mut want: Vec<String> = w.triage_tools().names().map(str::to_owned).collect();
+    want.sort_unstable();
+    assert_eq!(names, want);
+    assert!(names.contains(&"issue_file"));
+    let text = format!("{agent:?}");
+    for field in [
+        "Agent {",
+        "run:",
+        "checkpoints:",
+        "options:",
+        "tools:",
+        "limits:",
+    ] {
+        assert!(text.contains(field), "{field} in {text}");
+    }
+    agent.cancel_flag().store(true, Ordering::SeqCst);
+    let e = agent.run().unwrap_err();
+    assert!(matches!(e, Error::Cancelled { .. }), "{e}");
+    assert_eq!(w.calls(), 0, "cancelled before the first model call");
+}
+
+/// Answers with one reply that costs `dollars`.
+struct Costing {
+    dollars: f64,
+}
+
+impl Model for Costing {
+    fn reply(&self, _: &[Message]) -> Result<Reply, ModelError> {
+        Ok(Reply {
+            text: "done".into(),
+            calls: Vec::new(),
+            usage: Usage {
+                dollars: self.dollars,
+                ..Usage::default()
+            },
+        })
+    }
+}
+
+/// A reply whose cost is negative, infinite or not a number is refused
+/// (it would break the budget's sums); a finite cost is counted.
+#[test]
+fn a_reply_with_an_impossible_cost_is_refused() {
+    for dollars in [-1.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.5] {
+        let dir = MemDir::new();
+        let agent = Agent::new(
+            run_id(),
+            Arc::new(dir.clone()),
+            "task",
+            Costing { dollars },
+            Tools::new(),
+        )
+        .with_options(Options {
+            sync: false,
+            ..Options::default()
+        });
+        let r = agent.run();
+        if dollars == 0.5 {
+            assert!(r.is_ok(), "{r:?}");
+        } else {
+            let e = r.unwrap_err();
+            assert!(
+                matches!(&e, Error::Model { turn: 1, .. })
+                    && e.to_string().contains("the reply reports a cost of"),
+                "{dollars}: {e}"
+            );
+        }
+    }
+}

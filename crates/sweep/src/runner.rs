@@ -225,12 +225,23 @@ pub(crate) fn run_inner<S: Subject>(
         if config.scenario_timeout.is_some() {
             scope.spawn(|| watchdog.watch());
         }
-        let result = sweep_states(
+        // Stopped on the way out, a panic's too (a progress callback's, a
+        // judge's outside a scenario): the scope would wait for ever for a
+        // watchdog nobody stopped.
+        let _stop = StopOnDrop(&watchdog);
+        sweep_states(
             subject, config, progress, &pool, &states, &watchdog, &unscoped,
-        );
-        watchdog.stop();
-        result
+        )
     })
+}
+
+/// Stops a [`Watchdog`] when dropped, unwinding included.
+struct StopOnDrop<'w>(&'w Watchdog);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -234,6 +234,11 @@ fn a_failure_that_does_not_repeat_is_flaky() {
     let row = r.row();
     assert_eq!((row.failed, row.flaky), (0, 1));
     assert!(sweep::table(&[row]).contains("flaky"));
+    let timeline = flaky[0].timeline();
+    assert!(
+        timeline.ends_with("FLAKY: flaky: failed with bad = 1, then passed when run again\n"),
+        "{timeline}"
+    );
     let strict = Config {
         rerun_failures: false,
         ..cfg(1)
@@ -383,4 +388,27 @@ fn a_build_with_unwinding_is_not_refused() {
     // The test profile always unwinds; `panic = "abort"` builds get
     // Error::PanicAbort from the same check.
     assert!(!sweep::unwinding_missing());
+}
+
+/// A panic outside any scenario (here the progress callback's) comes out of
+/// the sweep as that panic; it does not leave the sweep waiting for ever
+/// on its own watchdog.
+#[test]
+fn a_panicking_progress_callback_ends_the_sweep_with_its_panic() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let job = Job {
+            judge: |_| Verdict::new().count("n", 0),
+            counters: vec![Counter::new("n")],
+        };
+        let result = std::panic::catch_unwind(|| {
+            sweep::run_with(&job, &cfg(1), &|_| panic!("progress callback broke"))
+        });
+        let _ = tx.send(result.is_err());
+    });
+    // A generous bound, only so that a hang fails instead of stalling.
+    let panicked = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the sweep hung after a panic outside its scenarios");
+    assert!(panicked, "the callback's panic came out of the sweep");
 }

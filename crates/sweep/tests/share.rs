@@ -259,3 +259,38 @@ fn a_counter_required_in_the_config_fails_the_same_scenarios_as_after_the_fact()
         Err(Error::Tallied { .. })
     ));
 }
+
+/// A tally counts every scenario: by depth, and per counter the scenarios
+/// above the baseline and the sum beyond it, as the full report does.
+#[test]
+fn tallies_count_every_scenario_by_depth_and_counter() {
+    let s = Steps::new(3);
+    let full = sweep::run(&s, &config(2)).unwrap();
+    let tallied = sweep::run(
+        &s,
+        &Config {
+            tally: true,
+            ..config(2)
+        },
+    )
+    .unwrap();
+    assert_eq!(tallied.tallies.len(), 1);
+    let t = &tallied.tallies[0];
+    let at = |d: usize| {
+        full.scenarios
+            .iter()
+            .filter(|r| r.scenario.depth() == d)
+            .count() as u64
+    };
+    assert_eq!(t.by_depth, vec![at(1), at(2)]);
+    for (i, name) in ["extra", "starts"].into_iter().enumerate() {
+        let values: Vec<u64> = full.scenarios.iter().map(|r| full.value(r, name)).collect();
+        let above = values.iter().filter(|v| **v > 0).count() as u64;
+        assert!(above > 0, "{name} is counted somewhere");
+        assert_eq!(t.counters[i].scenarios, above, "{name}");
+        assert_eq!(t.counters[i].sum, values.iter().sum::<u64>(), "{name}");
+    }
+    assert_eq!(t.failed, full.failures().count() as u64);
+    assert!(t.failed > 0);
+    assert_eq!(t.flaky, 0);
+}
