@@ -403,9 +403,10 @@ impl Report {
             });
         };
         let counter = &self.counters[i];
-        if !counter.required_zero && !self.tallies.is_empty() {
+        if !self.tallies.is_empty() {
             // Only failing scenarios are kept: refuse if a passing one would
-            // now fail, since it cannot be named.
+            // now fail, since it cannot be named. (For a counter already
+            // required, every scenario counting it failed and is kept.)
             let clean = &self.clean.verdict;
             let kept = self
                 .scenarios
