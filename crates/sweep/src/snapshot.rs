@@ -6,9 +6,15 @@ use std::path::Path;
 /// Whether this run may rewrite snapshots: `CRASHSWEEP_BLESS=1` is set and
 /// `CI` is not (under CI snapshots are never written).
 pub fn blessing() -> bool {
-    let ci = under_ci(std::env::var("CI").ok().as_deref());
-    let bless = std::env::var("CRASHSWEEP_BLESS").is_ok_and(|v| v == "1" || v == "true");
-    bless && !ci
+    blessing_in(
+        std::env::var("CI").ok().as_deref(),
+        std::env::var("CRASHSWEEP_BLESS").ok().as_deref(),
+    )
+}
+
+/// [`blessing`] for these values of `CI` and `CRASHSWEEP_BLESS`.
+fn blessing_in(ci: Option<&str>, bless: Option<&str>) -> bool {
+    bless.is_some_and(|v| v == "1" || v == "true") && !under_ci(ci)
 }
 
 /// Whether a value of the `CI` variable means "this is CI": set and not
@@ -94,6 +100,45 @@ mod tests {
     fn diff_marks_changed_lines() {
         let d = diff("a\nb\nc\n", "a\nx\nc\n");
         assert_eq!(d, "  a\n+ x\n- b\n  c\n");
+        // Where the longest common run decides between + and -.
+        assert_eq!(diff("a\nb\n", "b\nb\n"), "+ b\n- a\n  b\n");
+        assert_eq!(diff("a\nb\na\n", "b\na\n"), "- a\n  b\n  a\n");
+    }
+
+    #[test]
+    fn blessing_needs_crashsweep_bless_and_no_ci() {
+        for bless in ["1", "true"] {
+            assert!(blessing_in(None, Some(bless)));
+            assert!(blessing_in(Some("false"), Some(bless)));
+            assert!(!blessing_in(Some("true"), Some(bless)));
+            assert!(!blessing_in(Some("1"), Some(bless)));
+        }
+        for bless in [None, Some("0"), Some("yes"), Some("")] {
+            assert!(!blessing_in(None, bless), "{bless:?}");
+        }
+    }
+
+    #[test]
+    fn ci_is_any_value_but_empty_0_false_or_no() {
+        for v in ["true", "1", "yes", "github"] {
+            assert!(under_ci(Some(v)), "{v}");
+        }
+        for v in ["", " ", "0", "false", "FALSE", "No"] {
+            assert!(!under_ci(Some(v)), "{v:?}");
+        }
+        assert!(!under_ci(None));
+    }
+
+    /// A snapshot that cannot be read (here a directory) is an error, not
+    /// a missing file to write or report as new.
+    #[test]
+    fn an_unreadable_snapshot_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("sweep-snap-dir-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = check(&dir, "x\n").unwrap_err();
+        assert!(e.starts_with("cannot read snapshot"), "{e}");
+        assert!(dir.is_dir());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

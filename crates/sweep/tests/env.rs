@@ -1,15 +1,22 @@
-//! `sweep::cli::Env::from_process` reads `CI` from the process's
-//! environment. In a test binary of its own: it sets `CI`, which no other
-//! test may see.
+//! What is read from the process's environment: `CI`
+//! (`sweep::cli::Env::from_process`, `sweep::snapshot::blessing`),
+//! `CRASHSWEEP_BLESS`, and the arguments (`sweep::cli::main`). In a test
+//! binary of its own: it sets variables no other test may see.
 
 use sweep::cli::Env;
 
+/// One test, so that nothing else reads the variables while it sets them.
 #[test]
-fn from_process_reads_ci_from_the_environment() {
+fn ci_and_crashsweep_bless_are_read_from_the_environment() {
     std::env::set_var("CI", "from-the-process");
     assert_eq!(Env::from_process().ci.as_deref(), Some("from-the-process"));
+    std::env::set_var("CRASHSWEEP_BLESS", "1");
+    assert!(!sweep::snapshot::blessing(), "never under CI");
     std::env::remove_var("CI");
     assert_eq!(Env::from_process().ci, None);
+    assert!(sweep::snapshot::blessing());
+    std::env::remove_var("CRASHSWEEP_BLESS");
+    assert!(!sweep::snapshot::blessing());
 }
 
 /// `sweep::cli::main` runs the command line on the process's own

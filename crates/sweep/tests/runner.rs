@@ -473,3 +473,101 @@ fn a_counter_required_after_the_fact_fails_the_same_scenarios() {
     let e = lenient.require("nope").unwrap_err().to_string();
     assert!(e.contains("nope") && e.contains("extra, starts"), "{e}");
 }
+
+/// Depth 16 is the deepest a merged report may claim; 17 is refused.
+#[test]
+fn merge_accepts_depth_16_and_refuses_17() {
+    let s = Counting {
+        n: 1,
+        save_first: false,
+    };
+    let mut r = run(&s, 1);
+    r.depth = 16;
+    assert!(Report::merge(vec![r.clone()]).is_ok());
+    r.depth = 17;
+    let e = Report::merge(vec![r]).unwrap_err().to_string();
+    assert!(e.contains("claims depth 17"), "{e}");
+}
+
+/// Shards that differ in any one of subject, depth, counters, crash states
+/// or clean run are not one sweep.
+#[test]
+fn merge_refuses_shards_of_different_sweeps() {
+    let s = Counting {
+        n: 2,
+        save_first: false,
+    };
+    let part = |k| {
+        sweep::run(
+            &s,
+            &Config {
+                partition: Some((k, 2)),
+                ..Config::default()
+            },
+        )
+        .unwrap()
+    };
+    assert!(Report::merge(vec![part(1), part(2)]).is_ok());
+    let changes: [(&str, fn(&mut Report)); 5] = [
+        ("different sweeps", |r| r.subject.push('!')),
+        ("different sweeps", |r| r.depth = 1),
+        ("different sweeps", |r| {
+            r.counters.pop().map(drop).unwrap_or(())
+        }),
+        ("different crash states", |r| r.states[0].title.push('!')),
+        ("clean runs", |r| r.clean.verdict.notes.push("other".into())),
+    ];
+    for (why, change) in changes {
+        let mut other = part(2);
+        change(&mut other);
+        let e = Report::merge(vec![part(1), other]).unwrap_err().to_string();
+        assert!(e.contains(why), "{why}: {e}");
+    }
+}
+
+/// Unscoped points reported by several shards are listed once.
+#[test]
+fn merge_lists_each_unscoped_point_once() {
+    let s = Counting {
+        n: 2,
+        save_first: false,
+    };
+    let part = |k, unscoped: &[(&str, u64)]| {
+        let mut r = sweep::run(
+            &s,
+            &Config {
+                partition: Some((k, 2)),
+                ..Config::default()
+            },
+        )
+        .unwrap();
+        r.unscoped = unscoped
+            .iter()
+            .map(|(n, c)| ((*n).to_owned(), *c))
+            .collect();
+        r
+    };
+    let merged = Report::merge(vec![
+        part(1, &[("stray", 1)]),
+        part(2, &[("stray", 1), ("other", 2)]),
+    ])
+    .unwrap();
+    assert_eq!(
+        merged.unscoped,
+        [("stray".to_owned(), 1), ("other".to_owned(), 2)]
+    );
+}
+
+/// A `:` after a hit belongs to a hit's name: only a prefix before every
+/// hit names a crash state.
+#[test]
+fn a_colon_after_the_first_hit_is_part_of_a_hits_name() {
+    for name in ["a#1 → b:c#2", "a#1 -> b:c#2"] {
+        let sc: Scenario = name.parse().unwrap();
+        assert!(sc.state.is_process(), "{name}");
+        assert_eq!(sc.to_string(), "a#1 → b:c#2");
+    }
+    let sc: Scenario = "lose: a#1 → b:c#2".parse().unwrap();
+    assert_eq!(sc.state.name(), "lose");
+    assert_eq!(sc.to_string(), "lose: a#1 → b:c#2");
+}
