@@ -103,6 +103,12 @@ mod tests {
         // Where the longest common run decides between + and -.
         assert_eq!(diff("a\nb\n", "b\nb\n"), "+ b\n- a\n  b\n");
         assert_eq!(diff("a\nb\na\n", "b\na\n"), "- a\n  b\n  a\n");
+        assert_eq!(diff("a\nb\n", "b\nc\na\n"), "+ b\n+ c\n  a\n- b\n");
+        // Lines left at either end.
+        assert_eq!(diff("a\nb\n", "a\n"), "  a\n- b\n");
+        assert_eq!(diff("a\n", "a\nb\n"), "  a\n+ b\n");
+        assert_eq!(diff("", "a\n"), "+ a\n");
+        assert_eq!(diff("a\n", ""), "- a\n");
     }
 
     #[test]

@@ -571,3 +571,55 @@ fn a_colon_after_the_first_hit_is_part_of_a_hits_name() {
     assert_eq!(sc.state.name(), "lose");
     assert_eq!(sc.to_string(), "lose: a#1 → b:c#2");
 }
+
+/// Records what each boot is told.
+struct Booted;
+
+impl Subject for Booted {
+    type World = Vec<(usize, bool)>;
+    fn name(&self) -> String {
+        "booted".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("boots"), Counter::new("wrong").required()]
+    }
+    fn world(&self) -> Vec<(usize, bool)> {
+        Vec::new()
+    }
+    fn boot(
+        &self,
+        w: &mut Vec<(usize, bool)>,
+        ctx: &sweep::LifeContext,
+    ) -> Result<(), sweep::LifeError> {
+        w.push((ctx.life(), ctx.after_crash()));
+        Ok(())
+    }
+    fn life(&self, _: &mut Vec<(usize, bool)>) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("p");
+        Ok(())
+    }
+    fn judge(&self, w: &Vec<(usize, bool)>) -> Verdict {
+        let want: Vec<(usize, bool)> = (1..=w.len()).map(|n| (n, n > 1)).collect();
+        Verdict::new()
+            .count("boots", w.len() as u64)
+            .count("wrong", u64::from(*w != want))
+    }
+}
+
+/// Each life is told its number and whether the one before it crashed.
+#[test]
+fn each_life_knows_its_number_and_whether_a_crash_came_before() {
+    let r = sweep::run_one(&Booted, &"p#1 → p#1".parse().unwrap());
+    assert!(!r.failed(), "{}", r.timeline());
+    assert_eq!(r.verdict.counts[0], ("boots".to_owned(), 3));
+    // Without a `describe`, the world says nothing.
+    let t = sweep::run_one(&Booted, &"p#1".parse().unwrap()).timeline();
+    assert_eq!(
+        t,
+        "scenario: p#1\nlife 1: crashed at p#1\n    p#1  ← crash\nlife 2: finished\n    p#1\n\
+         judge: boots=2 wrong=0\nworld:\nok\n"
+    );
+    let report = sweep::run(&Booted, &Config::default()).unwrap();
+    assert_eq!(report.failures().count(), 0);
+    assert_eq!(report.clean.verdict.counts[0], ("boots".to_owned(), 1));
+}

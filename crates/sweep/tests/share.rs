@@ -294,3 +294,45 @@ fn tallies_count_every_scenario_by_depth_and_counter() {
     assert!(t.failed > 0);
     assert_eq!(t.flaky, 0);
 }
+
+/// Copies its world but gives no fingerprint (the default): nothing is
+/// shared, every life is replayed, and the report is brute force's.
+struct NoFingerprint(Steps);
+
+impl Subject for NoFingerprint {
+    type World = World;
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        self.0.counters()
+    }
+    fn world(&self) -> World {
+        self.0.world()
+    }
+    fn life(&self, w: &mut World) -> Result<(), sweep::LifeError> {
+        self.0.life(w)
+    }
+    fn judge(&self, w: &World) -> Verdict {
+        self.0.judge(w)
+    }
+    fn snapshot(&self, w: &World) -> Option<World> {
+        Some(w.clone())
+    }
+}
+
+#[test]
+fn a_subject_without_a_fingerprint_is_never_shared() {
+    let s = NoFingerprint(Steps::new(3));
+    let (report, stats) = sweep::run_counted(&s, &config(2), &|_| {}).unwrap();
+    let brute = sweep::run(
+        &Steps::new(3),
+        &Config {
+            share: false,
+            ..config(2)
+        },
+    )
+    .unwrap();
+    assert!(!stats.shared);
+    assert_eq!(json(&report), json(&brute));
+}
