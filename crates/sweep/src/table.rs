@@ -116,3 +116,81 @@ pub fn markdown(rows: &[Row]) -> String {
     s.push('\n');
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(variant: &str, flaky: u64) -> Row {
+        Row {
+            variant: variant.into(),
+            depth_counts: vec![3, 12],
+            cells: vec![("with dups".into(), 1), ("dups+".into(), 2)],
+            failed: 1,
+            flaky,
+        }
+    }
+
+    #[test]
+    fn a_cell_is_found_by_its_title() {
+        let r = row("keys", 0);
+        assert_eq!(r.cell("dups+"), Some(2));
+        assert_eq!(r.cell("with dups"), Some(1));
+        assert_eq!(r.cell("dups"), None);
+    }
+
+    #[test]
+    fn depth_titles_read_as_words_then_numbers() {
+        let titles: Vec<String> = (1..=4).map(depth_title).collect();
+        assert_eq!(titles, ["once", "twice", "thrice", "4 times"]);
+    }
+
+    #[test]
+    fn tables_have_a_header_and_a_row_each_right_aligned() {
+        let rows = [row("keys", 0), row("no keys at all", 0)];
+        assert_eq!(
+            table(&rows),
+            "+---------------------------------------------------+\n\
+             | variant          once   twice   with dups   dups+ |\n\
+             +===================================================+\n\
+             | keys                3      12           1       2 |\n\
+             | no keys at all      3      12           1       2 |\n\
+             +---------------------------------------------------+\n"
+        );
+        assert_eq!(
+            markdown(&rows),
+            "| variant        | once | twice | with dups | dups+ |\n\
+             |----------------|------|-------|-----------|-------|\n\
+             | keys           |    3 |    12 |         1 |     2 |\n\
+             | no keys at all |    3 |    12 |         1 |     2 |\n"
+        );
+    }
+
+    #[test]
+    fn a_flaky_column_appears_when_a_row_has_flaky_scenarios() {
+        let rows = [row("keys", 0), row("markers", 2)];
+        assert_eq!(
+            table(&rows),
+            "+----------------------------------------------------+\n\
+             | variant   once   twice   with dups   dups+   flaky |\n\
+             +====================================================+\n\
+             | keys         3      12           1       2       0 |\n\
+             | markers      3      12           1       2       2 |\n\
+             +----------------------------------------------------+\n"
+        );
+    }
+
+    #[test]
+    fn a_row_in_json_has_word_keys() {
+        let j = serde_json::to_string(&row("keys", 0)).unwrap();
+        assert_eq!(
+            j,
+            r#"{"variant":"keys","once":3,"twice":12,"with_dups":1,"dups_plus":2}"#
+        );
+        let j = serde_json::to_string(&row("keys", 2)).unwrap();
+        assert_eq!(
+            j,
+            r#"{"variant":"keys","once":3,"twice":12,"with_dups":1,"dups_plus":2,"flaky":2}"#
+        );
+    }
+}
