@@ -467,3 +467,50 @@ fn a_service_over_a_tracker_takes_the_trackers_settings() {
     assert!(text.contains("key_ttl: Some(5s)"), "{text}");
     assert!(text.contains("uncertain_lookup: true"), "{text}");
 }
+
+/// While a keyed request is in flight (held before the tracker records
+/// it), the same request with its key is refused as in flight, and another
+/// request with that key as a reused key; once it is done, the same
+/// request is answered as a replay.
+#[test]
+fn a_key_in_flight_refuses_its_repeat_and_another_request() {
+    use std::sync::mpsc;
+    use tracker::service::Refusal;
+    let (entered_tx, entered_rx) = mpsc::channel::<()>();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = Mutex::new(release_rx);
+    let entered_tx = Mutex::new(entered_tx);
+    let dir = tempfile::tempdir().unwrap();
+    let hold: tracker::service::Hold = Arc::new(move |_| {
+        let _ = entered_tx.lock().unwrap().send(());
+        let _ = release_rx.lock().unwrap().recv();
+    });
+    let svc = Service::open(
+        dir.path(),
+        Options {
+            hold: Some(hold),
+            ..Options::keyed()
+        },
+    )
+    .unwrap();
+    let file = |title: &str| tracker::Request::FileIssue {
+        title: title.into(),
+        body: "b".into(),
+    };
+    thread::scope(|s| {
+        let first = s.spawn(|| svc.create(&file("A"), Some("key-1")));
+        entered_rx.recv().unwrap();
+        assert!(matches!(
+            svc.create(&file("A"), Some("key-1")),
+            Err(Refusal::InFlight { key }) if key == "key-1"
+        ));
+        assert!(matches!(
+            svc.create(&file("B"), Some("key-1")),
+            Err(Refusal::KeyReused { key }) if key == "key-1"
+        ));
+        release_tx.send(()).unwrap();
+        let accepted = first.join().unwrap().unwrap();
+        assert!(!accepted.replayed);
+    });
+    assert!(svc.create(&file("A"), Some("key-1")).unwrap().replayed);
+}
