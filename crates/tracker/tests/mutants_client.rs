@@ -512,5 +512,9 @@ fn a_key_in_flight_refuses_its_repeat_and_another_request() {
         let accepted = first.join().unwrap().unwrap();
         assert!(!accepted.replayed);
     });
-    assert!(svc.create(&file("A"), Some("key-1")).unwrap().replayed);
+    // (A hold now would not wait: its channel is closed.)
+    drop(release_tx);
+    let again = svc.create(&file("A"), Some("key-1")).unwrap();
+    assert!(again.replayed, "the same request with its key is a replay");
+    assert_eq!(svc.issues().len(), 1);
 }
