@@ -518,3 +518,35 @@ fn a_key_in_flight_refuses_its_repeat_and_another_request() {
     assert!(again.replayed, "the same request with its key is a replay");
     assert_eq!(svc.issues().len(), 1);
 }
+
+/// `Options::after` sees each new request once, after it is recorded, and
+/// never a replay; `Options::hold` likewise, before it is recorded.
+#[test]
+fn hooks_see_new_requests_only() {
+    use std::sync::atomic::AtomicU64;
+    let dir = tempfile::tempdir().unwrap();
+    let (held, after) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (h, a) = (Arc::clone(&held), Arc::clone(&after));
+    let svc = Service::open(
+        dir.path(),
+        Options {
+            hold: Some(Arc::new(move |_| {
+                h.fetch_add(1, Ordering::SeqCst);
+            })),
+            after: Some(Arc::new(move |_| {
+                a.fetch_add(1, Ordering::SeqCst);
+            })),
+            ..Options::keyed()
+        },
+    )
+    .unwrap();
+    let req = tracker::Request::FileIssue {
+        title: "A".into(),
+        body: "b".into(),
+    };
+    let seen = || (held.load(Ordering::SeqCst), after.load(Ordering::SeqCst));
+    assert!(!svc.create(&req, Some("k1")).unwrap().replayed);
+    assert_eq!(seen(), (1, 1), "the new request");
+    assert!(svc.create(&req, Some("k1")).unwrap().replayed);
+    assert_eq!(seen(), (1, 1), "not the replay");
+}
