@@ -295,6 +295,10 @@ fn a_life_past_the_time_limit_fails_as_hung_and_the_sweep_goes_on() {
 
 #[test]
 fn a_sweep_too_big_is_refused_at_once_with_its_estimate() {
+    // hits + hits² + … + hits^depth, for each crash state.
+    assert_eq!(sweep::estimate_scenarios(2, 12, 1), 8190.0);
+    assert_eq!(sweep::estimate_scenarios(3, 2, 2), 24.0);
+    assert_eq!(sweep::estimate_scenarios(5, 0, 1), 0.0);
     let s = Job {
         judge: |_| Verdict::new(),
         counters: vec![],
