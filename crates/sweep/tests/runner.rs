@@ -508,7 +508,8 @@ fn merge_refuses_shards_of_different_sweeps() {
         .unwrap()
     };
     assert!(Report::merge(vec![part(1), part(2)]).is_ok());
-    let changes: [(&str, fn(&mut Report)); 5] = [
+    type Change = (&'static str, fn(&mut Report));
+    let changes: [Change; 5] = [
         ("different sweeps", |r| r.subject.push('!')),
         ("different sweeps", |r| r.depth = 1),
         ("different sweeps", |r| {
