@@ -233,6 +233,12 @@ fn a_failure_that_does_not_repeat_is_flaky() {
     ));
     let row = r.row();
     assert_eq!((row.failed, row.flaky), (0, 1));
+    let tallied = Config {
+        tally: true,
+        ..cfg(1)
+    };
+    let t = sweep::run(&Coin(AtomicU64::new(0)), &tallied).unwrap();
+    assert_eq!(t.row(), row, "a tallied row counts flaky scenarios too");
     assert!(sweep::table(&[row]).contains("flaky"));
     let timeline = flaky[0].timeline();
     assert!(

@@ -160,6 +160,16 @@ fn a_tallied_report_requires_a_counter_only_kept_scenarios_count() {
         ..config(true, None)
     };
     let mut r = sweep::run(&Relay, &cfg).unwrap();
+    let kept_all = sweep::run(
+        &Relay,
+        &Config {
+            tally: false,
+            ..cfg.clone()
+        },
+    )
+    .unwrap();
+    assert!(r.row().failed > 0);
+    assert_eq!(r.row(), kept_all.row(), "a tallied row counts failures too");
     let failing: Vec<String> = r.failures().map(|s| s.scenario.to_string()).collect();
     assert!(!failing.is_empty());
     r.require("again").unwrap();
