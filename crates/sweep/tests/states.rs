@@ -17,6 +17,10 @@ struct Mailbox {
     starts: u64,
     marked: bool,
     running: bool,
+    /// Where the life is: 1 sending, 2 marking, 3 done.
+    stage: u8,
+    /// The stage of the first crash.
+    first_crash: Option<u8>,
 }
 
 impl Subject for Relay {
@@ -32,6 +36,8 @@ impl Subject for Relay {
             Counter::new("lives"),
             // The same as dups, without a column.
             Counter::new("again").hidden(),
+            // The first crash came once the message was marked.
+            Counter::new("late").hidden(),
         ]
     }
     fn world(&self) -> Mailbox {
@@ -41,6 +47,9 @@ impl Subject for Relay {
         vec![CrashState::PROCESS, LOSE]
     }
     fn boot(&self, w: &mut Mailbox, ctx: &LifeContext) -> Result<(), sweep::LifeError> {
+        if w.running && w.first_crash.is_none() {
+            w.first_crash = Some(w.stage);
+        }
         if w.running && *ctx.state() == LOSE {
             w.marked = false;
         }
@@ -53,11 +62,14 @@ impl Subject for Relay {
     fn life(&self, w: &mut Mailbox) -> Result<(), sweep::LifeError> {
         w.starts += 1;
         if !w.marked {
+            w.stage = 1;
             crashpoint::point!("sending");
             w.sent += 1;
             w.marked = true;
+            w.stage = 2;
             crashpoint::point!("marked");
         }
+        w.stage = 3;
         crashpoint::point!("done");
         Ok(())
     }
@@ -67,6 +79,7 @@ impl Subject for Relay {
             .count("starts", w.starts)
             .count("lives", w.starts)
             .count("again", w.sent.saturating_sub(1))
+            .count("late", u64::from(w.first_crash == Some(3)))
     }
 }
 
@@ -177,6 +190,25 @@ fn a_tallied_report_requires_a_counter_only_kept_scenarios_count() {
     assert_eq!(after, failing);
     assert!(matches!(
         r.require("starts"),
+        Err(sweep::Error::Tallied { .. })
+    ));
+    // `late` is counted by a few passing scenarios and not by many failing
+    // ones: only the passing ones make the refusal.
+    {
+        let passing = kept_all
+            .scenarios
+            .iter()
+            .filter(|s| !s.failed() && kept_all.value(s, "late") > 0)
+            .count();
+        let kept_zero = kept_all
+            .scenarios
+            .iter()
+            .filter(|s| s.failed() && kept_all.value(s, "late") == 0)
+            .count();
+        assert!(passing > 0 && kept_zero >= passing, "{passing} {kept_zero}");
+    }
+    assert!(matches!(
+        r.require("late"),
         Err(sweep::Error::Tallied { .. })
     ));
     // Counting scenarios: every one, tallied or kept.
