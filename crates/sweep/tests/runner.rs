@@ -200,20 +200,7 @@ fn merging_every_partition_gives_the_unpartitioned_report() {
 
 #[test]
 fn merge_refuses_missing_or_repeated_shards() {
-    let s = Counting {
-        n: 2,
-        save_first: false,
-    };
-    let part = |k| {
-        sweep::run(
-            &s,
-            &Config {
-                partition: Some((k, 3)),
-                ..Config::default()
-            },
-        )
-        .unwrap()
-    };
+    let part = |k| shard_of_two_steps(k, 3);
     assert!(Report::merge(vec![part(1), part(2)]).is_err());
     assert!(Report::merge(vec![part(1), part(1), part(2)]).is_err());
     assert!(Report::merge(vec![]).is_err());
@@ -225,6 +212,10 @@ fn merge_refuses_missing_or_repeated_shards() {
         Report::merge(vec![part(1), part(2), forged]),
         Err(sweep::Error::BadPartition { k: 4, n: 3 })
     ));
+    let s = Counting {
+        n: 2,
+        save_first: false,
+    };
     assert!(sweep::run(
         &s,
         &Config {
@@ -493,20 +484,7 @@ fn merge_accepts_depth_16_and_refuses_17() {
 /// or clean run are not one sweep.
 #[test]
 fn merge_refuses_shards_of_different_sweeps() {
-    let s = Counting {
-        n: 2,
-        save_first: false,
-    };
-    let part = |k| {
-        sweep::run(
-            &s,
-            &Config {
-                partition: Some((k, 2)),
-                ..Config::default()
-            },
-        )
-        .unwrap()
-    };
+    let part = |k| shard_of_two_steps(k, 2);
     assert!(Report::merge(vec![part(1), part(2)]).is_ok());
     type Change = (&'static str, fn(&mut Report));
     let changes: [Change; 5] = [
@@ -529,19 +507,8 @@ fn merge_refuses_shards_of_different_sweeps() {
 /// Unscoped points reported by several shards are listed once.
 #[test]
 fn merge_lists_each_unscoped_point_once() {
-    let s = Counting {
-        n: 2,
-        save_first: false,
-    };
     let part = |k, unscoped: &[(&str, u64)]| {
-        let mut r = sweep::run(
-            &s,
-            &Config {
-                partition: Some((k, 2)),
-                ..Config::default()
-            },
-        )
-        .unwrap();
+        let mut r = shard_of_two_steps(k, 2);
         r.unscoped = unscoped
             .iter()
             .map(|(n, c)| ((*n).to_owned(), *c))
@@ -623,4 +590,20 @@ fn each_life_knows_its_number_and_whether_a_crash_came_before() {
     let report = sweep::run(&Booted, &Config::default()).unwrap();
     assert_eq!(report.failures().count(), 0);
     assert_eq!(report.clean.verdict.counts[0], ("boots".to_owned(), 1));
+}
+
+/// Shard `k` of `n` of a sweep of `Counting` to 2.
+fn shard_of_two_steps(k: u32, n: u32) -> Report {
+    let s = Counting {
+        n: 2,
+        save_first: false,
+    };
+    sweep::run(
+        &s,
+        &Config {
+            partition: Some((k, n)),
+            ..Config::default()
+        },
+    )
+    .unwrap()
 }
