@@ -1338,3 +1338,20 @@ fn a_reply_with_an_impossible_cost_is_refused() {
         }
     }
 }
+
+/// A paused run that resumes is back in phase tools, waiting on nobody,
+/// from its first save on (a crash there must not find it still paused).
+#[test]
+fn a_resumed_pause_saves_phase_tools_and_no_one_waiting() {
+    let mut w = World::keyed();
+    let t = transcript(JOB);
+    w.person = ScriptedApprover::new().on_approval(|_| Decision::Later);
+    let _ = w.agent_with(&t, gated_file(&w)).run().unwrap_err();
+    assert_eq!(w.state().phase, Phase::Paused);
+    w.person = ScriptedApprover::new();
+    w.crash(&w.agent_with(&t, gated_file(&w)), "result saved#1");
+    let st = w.state();
+    assert_eq!(st.phase, Phase::Tools);
+    assert!(st.waiting.is_empty(), "{:?}", st.waiting);
+    assert!(st.results.contains_key("c1"));
+}
