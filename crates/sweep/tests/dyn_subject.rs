@@ -124,3 +124,34 @@ fn a_state_is_its_name() {
     assert_eq!(CrashState::PROCESS.name(), "process");
     assert_eq!(CrashState::new("power-cut").unwrap().name(), "power-cut");
 }
+
+/// Two states and no default of its own: the first is the default.
+struct FirstIsDefault;
+
+impl Subject for FirstIsDefault {
+    type World = ();
+    fn name(&self) -> String {
+        "first is default".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("n")]
+    }
+    fn world(&self) {}
+    fn life(&self, _: &mut ()) -> Result<(), LifeError> {
+        crashpoint::point!("p");
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> Verdict {
+        Verdict::new().count("n", 0)
+    }
+    fn crash_states(&self) -> Vec<CrashState> {
+        vec![LOSE, CrashState::PROCESS]
+    }
+}
+
+#[test]
+fn a_subjects_default_state_is_its_first() {
+    assert_eq!(Subject::default_crash_states(&FirstIsDefault), vec![LOSE]);
+    let r = sweep::run(&FirstIsDefault, &Config::default()).unwrap();
+    assert!(r.scenarios.iter().all(|s| s.scenario.state == LOSE));
+}
