@@ -337,12 +337,14 @@ fn fill(
         match stream.read(&mut chunk) {
             Ok(0) => return Ok(false),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            // The read timeout (a look at the stop flag), or a signal.
             Err(e)
                 if matches!(
                     e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
                 ) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }

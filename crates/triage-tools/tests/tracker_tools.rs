@@ -39,7 +39,6 @@ fn calls(id: &str, tool: &str, args: Value) -> Message {
             id: id.into(),
             tool: tool.into(),
             args: args.to_string(),
-            ..ToolCall::default()
         }],
         ..Message::default()
     }
@@ -68,7 +67,7 @@ fn titles(t: &Tracker) -> Vec<(u64, String, String)> {
 
 #[test]
 fn triage_has_the_four_tools_under_their_names_and_effects() {
-    let tools = triage_tools::triage(&Tracker::new(Mode::Keyed), Arc::new(MemDir::new()));
+    let tools = triage_tools::triage(Tracker::new(Mode::Keyed), Arc::new(MemDir::new()));
     assert_eq!(
         tools.names().collect::<Vec<_>>(),
         ["code_patch", "issue_comment", "issue_file", "search"]
