@@ -337,12 +337,14 @@ fn fill(
         match stream.read(&mut chunk) {
             Ok(0) => return Ok(false),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            // The read timeout (a look at the stop flag), or a signal.
             Err(e)
                 if matches!(
                     e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
                 ) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
@@ -510,22 +512,104 @@ pub fn transcript_replies(json: &str) -> Result<Vec<TranscriptReply>, String> {
 mod tests {
     use super::*;
 
+    /// A provider stopped (its threads joined) at the end of a test that
+    /// passes, and left running when the test fails: a server that stopped
+    /// answering fails the test instead of hanging it in the join.
+    struct Served(Option<TestProvider>);
+
+    impl Served {
+        fn start(script: Script) -> Served {
+            Served(Some(TestProvider::start(script).unwrap()))
+        }
+    }
+
+    impl std::ops::Deref for Served {
+        type Target = TestProvider;
+        fn deref(&self) -> &TestProvider {
+            self.0
+                .as_ref()
+                .expect("the provider runs until the test ends")
+        }
+    }
+
+    impl Drop for Served {
+        fn drop(&mut self) {
+            if let Some(p) = self.0.take() {
+                if std::thread::panicking() {
+                    std::mem::forget(p);
+                }
+            }
+        }
+    }
+
+    /// A connection that gives up waiting for an answer after 10 s.
+    fn connect(addr: SocketAddr) -> TcpStream {
+        let conn = TcpStream::connect(addr).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        conn
+    }
+
+    /// Send `body` with `Connection: close` and read the whole answer.
     fn post(addr: SocketAddr, body: &str) -> String {
-        let mut conn = TcpStream::connect(addr).unwrap();
+        let mut conn = connect(addr);
         write!(
             conn,
             "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         )
         .unwrap();
+        read_to_close(&mut conn)
+    }
+
+    /// Read until the server closes the connection, at most 1 MiB: a
+    /// server that answers without end fails the test instead of filling
+    /// memory.
+    fn read_to_close(conn: &mut TcpStream) -> String {
         let mut answer = String::new();
-        conn.read_to_string(&mut answer).unwrap();
+        conn.take(1 << 20).read_to_string(&mut answer).unwrap();
+        assert!(answer.len() < 1 << 20, "the server does not stop answering");
         answer
     }
 
+    /// Read one answer off a kept-alive connection: its head and its body
+    /// (by `Content-Length`).
+    fn read_answer(conn: &mut TcpStream) -> (String, String) {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            conn.read_exact(&mut byte).unwrap();
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8(head).unwrap();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no Content-Length in {head:?}"));
+        let mut body = vec![0u8; len];
+        conn.read_exact(&mut body).unwrap();
+        (head, String::from_utf8(body).unwrap())
+    }
+
+    /// Wait until the server has received `n` requests.
+    fn wait_for(server: &TestProvider, n: usize) {
+        for _ in 0..10_000 {
+            if server.count() >= n {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        panic!("the server got {} requests, not {n}", server.count());
+    }
+
+    const TURN0: &str = r#"{"messages": [{"role": "user", "content": "x"}]}"#;
+    const TURN1: &str =
+        r#"{"messages": [{"role": "user"}, {"role": "assistant"}, {"role": "tool"}]}"#;
+
     #[test]
     fn first_then_by_turn_and_counts() {
-        let server = TestProvider::start(
+        let server = Served::start(
             Script::first(vec![
                 openai::error(429, "slow down").with_header("Retry-After", "1")
             ])
@@ -533,10 +617,8 @@ mod tests {
                 openai::completion("a", &[("c1", "search", "{}")], 1, 1),
                 openai::completion("b", &[], 1, 1),
             ]),
-        )
-        .unwrap();
-        let turn0 = r#"{"messages": [{"role": "user", "content": "x"}]}"#;
-        let turn1 = r#"{"messages": [{"role": "user"}, {"role": "assistant"}, {"role": "tool"}]}"#;
+        );
+        let (turn0, turn1) = (TURN0, TURN1);
         let first = post(server.addr(), turn0);
         assert!(
             first.starts_with("HTTP/1.1 429 Too Many Requests\r\n"),
@@ -571,5 +653,215 @@ mod tests {
         assert_eq!((r[0].2, r[0].3), (5, 0));
         assert_eq!(r[1].0, "done");
         assert!(transcript_replies("{}").is_err());
+    }
+
+    #[test]
+    fn reason_phrases_follow_the_status() {
+        for (status, phrase) in [
+            (200, "OK"),
+            (400, "Bad Request"),
+            (401, "Unauthorized"),
+            (403, "Forbidden"),
+            (404, "Not Found"),
+            (429, "Too Many Requests"),
+            (500, "Internal Server Error"),
+            (502, "Bad Gateway"),
+            (503, "Service Unavailable"),
+            (529, "Overloaded"),
+            (418, "Status"),
+        ] {
+            assert_eq!(reason(status), phrase, "{status}");
+        }
+        let server = Served::start(Script::first(vec![openai::error(503, "later")]));
+        let answer = post(server.addr(), TURN0);
+        assert!(
+            answer.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+            "{answer}"
+        );
+    }
+
+    #[test]
+    fn a_request_has_its_headers_body_and_turn() {
+        let request = |body: &str| Request {
+            method: "POST".into(),
+            path: "/v1/messages".into(),
+            headers: vec![
+                ("x-api-key".into(), "k1".into()),
+                ("retry".into(), "a".into()),
+                ("retry".into(), "b".into()),
+            ],
+            body: body.into(),
+        };
+        let r = request(
+            r#"{"messages": [{"role": "assistant"}, {"role": "user"}, {"role": "assistant"}, {"role": "tool"}, {}]}"#,
+        );
+        assert_eq!(r.header("X-Api-Key"), Some("k1"));
+        assert_eq!(r.header("retry"), Some("a"));
+        assert_eq!(r.header("authorization"), None);
+        assert_eq!(
+            r.json()
+                .and_then(|v| v["messages"].as_array().map(Vec::len)),
+            Some(5)
+        );
+        assert_eq!(r.turn(), Some(2));
+        assert_eq!(request(r#"{"messages": []}"#).turn(), Some(0));
+        assert_eq!(
+            request(r#"{"messages": [{"role": "user"}]}"#).turn(),
+            Some(0)
+        );
+        assert_eq!(
+            request(r#"{"messages": [{"role": "assistant"}]}"#).turn(),
+            Some(1)
+        );
+        assert_eq!(request(r#"{"messages": "no"}"#).turn(), None);
+        assert_eq!(request(r#"{"input": []}"#).turn(), None);
+        assert_eq!(request("not json").json(), None);
+        assert_eq!(request("not json").turn(), None);
+    }
+
+    #[test]
+    fn a_request_without_messages_gets_a_400_naming_it() {
+        let server = Served::start(Script::by_turn(vec![openai::completion("a", &[], 1, 1)]));
+        let answer = post(server.addr(), "not json");
+        assert!(
+            answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+            "{answer}"
+        );
+        assert!(
+            answer.contains(r#"request 1 has no \"messages\" array"#),
+            "{answer}"
+        );
+        assert!(post(server.addr(), TURN0).contains(r#""content":"a""#));
+        assert_eq!(server.count(), 2);
+    }
+
+    #[test]
+    fn close_and_hang_read_the_request_and_answer_nothing() {
+        assert_eq!(Response::close().fault, Some(Fault::Close));
+        assert_eq!(Response::hang().fault, Some(Fault::Hang));
+        let server = Served::start(
+            Script::first(vec![Response::close(), Response::hang()])
+                .then_by_turn(vec![openai::completion("after", &[], 1, 1)]),
+        );
+        // Closed without a word.
+        assert_eq!(post(server.addr(), TURN0), "");
+        assert_eq!(server.count(), 1);
+        // Hung: the request is read, and nothing comes back while the
+        // server serves others.
+        let mut hung = connect(server.addr());
+        write!(
+            hung,
+            "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{TURN0}",
+            TURN0.len()
+        )
+        .unwrap();
+        wait_for(&server, 2);
+        assert!(post(server.addr(), TURN0).contains(r#""content":"after""#));
+        assert_eq!(server.count(), 3);
+        assert_eq!(server.requests()[1].body, TURN0);
+        // Stopping the server ends the hung connection, still unanswered.
+        drop(server);
+        assert_eq!(read_to_close(&mut hung), "");
+    }
+
+    #[test]
+    fn a_kept_alive_connection_is_served_request_by_request() {
+        let server = Served::start(Script::by_turn(vec![
+            openai::completion("a", &[], 1, 1),
+            openai::completion("b", &[], 1, 1),
+        ]));
+        let mut conn = connect(server.addr());
+        let send = |conn: &mut TcpStream, extra: &str, body: &str| {
+            write!(
+                conn,
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+        };
+        send(&mut conn, "X-Test: one\r\n", TURN0);
+        let (head, body) = read_answer(&mut conn);
+        assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+        assert!(body.contains(r#""content":"a""#), "{body}");
+        // Idle for longer than the server's poll: the connection stays.
+        std::thread::sleep(POLL * 5);
+        send(&mut conn, "", TURN1);
+        assert!(read_answer(&mut conn).1.contains(r#""content":"b""#));
+        // Two requests in one write, the first with a body larger than
+        // one read.
+        let big = format!(
+            r#"{{"messages": [{{"role": "user", "content": "{}"}}]}}"#,
+            "x".repeat(20_000)
+        );
+        let mut both = Vec::new();
+        for body in [big.as_str(), TURN1] {
+            write!(
+                both,
+                "POST /v1/messages HTTP/1.1\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+        }
+        conn.write_all(&both).unwrap();
+        assert!(read_answer(&mut conn).1.contains(r#""content":"a""#));
+        assert!(read_answer(&mut conn).1.contains(r#""content":"b""#));
+        // `Connection: close`: answered, then closed.
+        send(&mut conn, "Connection: Close\r\n", TURN0);
+        let rest = read_to_close(&mut conn);
+        assert!(rest.starts_with("HTTP/1.1 200 OK\r\n"), "{rest}");
+        assert!(
+            rest.ends_with(&format!(
+                "\r\n\r\n{}",
+                openai::completion("a", &[], 1, 1).body
+            )),
+            "{rest}"
+        );
+
+        let got = server.requests();
+        let bodies: Vec<&str> = got.iter().map(|r| r.body.as_str()).collect();
+        assert_eq!(bodies, [TURN0, TURN1, big.as_str(), TURN1, TURN0]);
+        assert_eq!(got[0].method, "POST");
+        assert_eq!(got[0].path, "/v1/chat/completions");
+        assert_eq!(got[2].path, "/v1/messages");
+        assert_eq!(got[0].header("x-test"), Some("one"));
+        assert_eq!(got[1].header("x-test"), None);
+        assert_eq!(
+            got[2].header("content-length"),
+            Some(big.len().to_string().as_str())
+        );
+    }
+
+    #[test]
+    fn url_debug_count_and_a_new_script() {
+        let server = Served::start(Script::by_turn(vec![openai::completion("a", &[], 1, 1)]));
+        let addr = server.addr();
+        assert_eq!(addr.ip(), std::net::Ipv4Addr::LOCALHOST);
+        assert_ne!(addr.port(), 0);
+        assert_eq!(server.url(), format!("http://127.0.0.1:{}/v1", addr.port()));
+        assert_eq!(server.count(), 0);
+        assert_eq!(
+            format!("{:?}", *server),
+            format!("TestProvider {{ addr: {addr}, requests: 0 }}")
+        );
+        assert!(post(addr, TURN0).contains(r#""content":"a""#));
+        server.set_script(Script::first(vec![openai::error(500, "down")]));
+        let answer = post(addr, TURN0);
+        assert!(
+            answer.starts_with("HTTP/1.1 500 Internal Server Error\r\n"),
+            "{answer}"
+        );
+        // The count is kept across scripts.
+        assert_eq!(server.count(), 2);
+        assert_eq!(server.requests().len(), 2);
+        assert!(format!("{:?}", *server).ends_with("requests: 2 }"));
+    }
+
+    #[test]
+    fn dropping_the_provider_closes_its_port() {
+        let server = TestProvider::start(Script::default()).unwrap();
+        let addr = server.addr();
+        drop(server);
+        let e = TcpStream::connect(addr).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
     }
 }

@@ -190,7 +190,7 @@ impl Tool for CodePatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use durable::testing::MemDir;
+    use durable::testing::{Call, FaultDir, MemDir};
     use durable::RunId;
 
     fn patch(
@@ -212,7 +212,7 @@ mod tests {
         (tool.call(&ctx, &args), before)
     }
 
-    fn read(ws: &MemDir, path: &str) -> String {
+    fn read(ws: &dyn Dir, path: &str) -> String {
         String::from_utf8(ws.read(path).unwrap().unwrap()).unwrap()
     }
 
@@ -276,5 +276,63 @@ mod tests {
         patch(&ws, "d.rs", "", "aa").0.unwrap();
         let (r, _) = patch(&ws, "d.rs", "a", "b");
         assert!(matches!(r, Err(ToolError::Failed(m)) if m.contains("occurs 2 times")));
+    }
+
+    #[test]
+    fn a_failed_read_is_reported_as_such_not_as_a_bad_path() {
+        let ws = FaultDir::new(MemDir::new());
+        ws.write("a.rs", b"fn a() {}").unwrap();
+        ws.fail_every(Call::Read, io::ErrorKind::PermissionDenied);
+        let tool = CodePatch::new(Arc::new(ws.clone())).sync(false);
+        let run = RunId::parse("r").unwrap();
+        let ctx = CallContext {
+            run: &run,
+            call_id: "c1",
+            key: None,
+            messages: &[],
+        };
+        let args = json!({ "path": "a.rs", "old": "a()", "new": "b()" });
+        let r = tool.call(&ctx, &args);
+        assert!(
+            matches!(&r, Err(ToolError::Failed(m)) if m.starts_with("code_patch: cannot read a.rs: ")),
+            "{r:?}"
+        );
+        // The lookup cannot read the file either, so it cannot tell.
+        let l = tool.lookup(&ctx, &args);
+        assert!(
+            matches!(&l, Lookup::CantTell(m) if m.contains("cannot read a.rs")),
+            "{l:?}"
+        );
+        ws.heal();
+        assert_eq!(read(&ws, "a.rs"), "fn a() {}");
+    }
+
+    #[test]
+    fn a_creation_is_found_only_if_the_file_holds_its_text() {
+        let ws = MemDir::new();
+        patch(&ws, "e.rs", "", "someone else's").0.unwrap();
+        // The file exists, but not with what this creation writes: not the
+        // creation's doing, and not certainly undone either.
+        let (r, before) = patch(&ws, "e.rs", "", "mine");
+        assert!(
+            matches!(&before, Lookup::CantTell(m) if m.contains("does not hold the text")),
+            "{before:?}"
+        );
+        assert!(matches!(r, Err(ToolError::Failed(m)) if m.contains("already exists")));
+        assert_eq!(read(&ws, "e.rs"), "someone else's");
+    }
+
+    #[test]
+    fn names_itself_and_declares_the_file_it_touches() {
+        let tool = CodePatch::new(Arc::new(MemDir::new()));
+        assert_eq!(tool.name(), "code_patch");
+        assert_eq!(tool.effect(), Effect::Changes);
+        let args = json!({ "path": "src.rs", "old": "a", "new": "b" });
+        assert_eq!(tool.touches(&args), ["src.rs"]);
+        // Arguments that are no patch touch nothing.
+        assert!(tool.touches(&json!({ "path": "src.rs" })).is_empty());
+        assert!(tool
+            .touches(&json!({ "path": 1, "old": "", "new": "" }))
+            .is_empty());
     }
 }
