@@ -497,21 +497,26 @@ fn a_key_in_flight_refuses_its_repeat_and_another_request() {
         title: title.into(),
         body: "b".into(),
     };
-    thread::scope(|s| {
+    // Both answers are taken while the first request is held, and it is
+    // released before anything is asserted (a failed assertion must not
+    // leave it held for ever).
+    let (same, other, first) = thread::scope(|s| {
         let first = s.spawn(|| svc.create(&file("A"), Some("key-1")));
         entered_rx.recv().unwrap();
-        assert!(matches!(
-            svc.create(&file("A"), Some("key-1")),
-            Err(Refusal::InFlight { key }) if key == "key-1"
-        ));
-        assert!(matches!(
-            svc.create(&file("B"), Some("key-1")),
-            Err(Refusal::KeyReused { key }) if key == "key-1"
-        ));
+        let same = svc.create(&file("A"), Some("key-1"));
+        let other = svc.create(&file("B"), Some("key-1"));
         release_tx.send(()).unwrap();
-        let accepted = first.join().unwrap().unwrap();
-        assert!(!accepted.replayed);
+        (same, other, first.join().unwrap())
     });
+    assert!(
+        matches!(&same, Err(Refusal::InFlight { key }) if key == "key-1"),
+        "{same:?}"
+    );
+    assert!(
+        matches!(&other, Err(Refusal::KeyReused { key }) if key == "key-1"),
+        "{other:?}"
+    );
+    assert!(!first.unwrap().replayed);
     // (A hold now would not wait: its channel is closed.)
     drop(release_tx);
     let again = svc.create(&file("A"), Some("key-1")).unwrap();
