@@ -500,14 +500,16 @@ fn a_key_in_flight_refuses_its_repeat_and_another_request() {
     // Both answers are taken while the first request is held, and it is
     // released before anything is asserted (a failed assertion must not
     // leave it held for ever).
-    let (same, other, first) = thread::scope(|s| {
+    let (held, same, other, first) = thread::scope(|s| {
         let first = s.spawn(|| svc.create(&file("A"), Some("key-1")));
-        entered_rx.recv().unwrap();
+        // (Bounded only so that a request never held fails, not hangs.)
+        let held = entered_rx.recv_timeout(Duration::from_secs(30)).is_ok();
         let same = svc.create(&file("A"), Some("key-1"));
         let other = svc.create(&file("B"), Some("key-1"));
         release_tx.send(()).unwrap();
-        (same, other, first.join().unwrap())
+        (held, same, other, first.join().unwrap())
     });
+    assert!(held, "a new keyed request is held before it is recorded");
     assert!(
         matches!(&same, Err(Refusal::InFlight { key }) if key == "key-1"),
         "{same:?}"
