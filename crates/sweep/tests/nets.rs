@@ -320,6 +320,9 @@ fn a_sweep_too_big_is_refused_at_once_with_its_estimate() {
     };
     // 2 + 4 + … + 2^12 = 8190 scenarios: under a limit raised to 10,000.
     assert_eq!(sweep::run(&s, &raised).unwrap().scenarios.len(), 8190);
+    // A limit of exactly the estimate is not exceeded.
+    let exact = cfg(12).clone_with_limit(8190);
+    assert_eq!(sweep::run(&s, &exact).unwrap().scenarios.len(), 8190);
     let e = sweep::run(&s, &cfg(13).clone_with_limit(10_000)).unwrap_err();
     assert!(e.to_string().contains("16,382"), "{e}");
 }
