@@ -41,38 +41,40 @@ fn the_view_of_a_subject_forwards_its_states() {
     assert_eq!(s.default_crash_states(), vec![LOSE]);
 }
 
-/// A `DynSubject` written by hand, forwarding to a subject, with the
-/// crash states it says (or the trait's defaults when `None`).
-struct ByHand {
-    states: Option<Vec<CrashState>>,
+/// The methods every `DynSubject` must write, forwarding to `LoseFirst`.
+macro_rules! required_by_hand {
+    ($name:literal) => {
+        fn name(&self) -> String {
+            $name.into()
+        }
+        fn sweep(
+            &self,
+            config: &Config,
+            progress: &(dyn Fn(Progress) + Sync),
+        ) -> Result<Report, Error> {
+            sweep::run_with(&LoseFirst, config, progress)
+        }
+        fn scenario(&self, scenario: &Scenario) -> ScenarioResult {
+            sweep::run_one(&LoseFirst, scenario)
+        }
+        fn sweep_counted(
+            &self,
+            config: &Config,
+            progress: &(dyn Fn(Progress) + Sync),
+        ) -> Result<(Report, Stats), Error> {
+            sweep::run_counted(&LoseFirst, config, progress)
+        }
+    };
 }
 
+/// A `DynSubject` written by hand with the crash states it says, and the
+/// trait's default for its default states.
+struct ByHand(Vec<CrashState>);
+
 impl DynSubject for ByHand {
-    fn name(&self) -> String {
-        "by hand".into()
-    }
-    fn sweep(
-        &self,
-        config: &Config,
-        progress: &(dyn Fn(Progress) + Sync),
-    ) -> Result<Report, Error> {
-        sweep::run_with(&LoseFirst, config, progress)
-    }
-    fn scenario(&self, scenario: &Scenario) -> ScenarioResult {
-        sweep::run_one(&LoseFirst, scenario)
-    }
+    required_by_hand!("by hand");
     fn crash_states(&self) -> Vec<CrashState> {
-        match &self.states {
-            Some(s) => s.clone(),
-            None => vec![CrashState::PROCESS],
-        }
-    }
-    fn sweep_counted(
-        &self,
-        config: &Config,
-        progress: &(dyn Fn(Progress) + Sync),
-    ) -> Result<(Report, Stats), Error> {
-        sweep::run_counted(&LoseFirst, config, progress)
+        self.0.clone()
     }
 }
 
@@ -80,40 +82,15 @@ impl DynSubject for ByHand {
 struct Bare;
 
 impl DynSubject for Bare {
-    fn name(&self) -> String {
-        "bare".into()
-    }
-    fn sweep(
-        &self,
-        config: &Config,
-        progress: &(dyn Fn(Progress) + Sync),
-    ) -> Result<Report, Error> {
-        sweep::run_with(&LoseFirst, config, progress)
-    }
-    fn scenario(&self, scenario: &Scenario) -> ScenarioResult {
-        sweep::run_one(&LoseFirst, scenario)
-    }
-    fn sweep_counted(
-        &self,
-        config: &Config,
-        progress: &(dyn Fn(Progress) + Sync),
-    ) -> Result<(Report, Stats), Error> {
-        sweep::run_counted(&LoseFirst, config, progress)
-    }
+    required_by_hand!("bare");
 }
 
 #[test]
 fn a_hand_written_dyn_subject_defaults_to_process_and_its_first_state() {
     assert_eq!(Bare.crash_states(), vec![CrashState::PROCESS]);
     assert_eq!(Bare.default_crash_states(), vec![CrashState::PROCESS]);
-    let two = ByHand {
-        states: Some(vec![LOSE, CrashState::PROCESS]),
-    };
+    let two = ByHand(vec![LOSE, CrashState::PROCESS]);
     assert_eq!(two.default_crash_states(), vec![LOSE]);
-    assert_eq!(
-        ByHand { states: None }.default_crash_states(),
-        vec![CrashState::PROCESS]
-    );
 }
 
 #[test]
