@@ -607,3 +607,116 @@ fn shard_of_two_steps(k: u32, n: u32) -> Report {
     )
     .unwrap()
 }
+
+/// Starts a second life once a crash came, and cannot read what the first
+/// one left: every recovery stops with an error. It counts nothing it
+/// requires; "lost" is there to be required by a config.
+struct Stumbles;
+
+impl Subject for Stumbles {
+    type World = u32;
+    fn name(&self) -> String {
+        "stumbles".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("lost")]
+    }
+    fn world(&self) -> u32 {
+        0
+    }
+    fn life(&self, lives: &mut u32) -> Result<(), sweep::LifeError> {
+        *lives += 1;
+        if *lives > 1 {
+            return Err("cannot read what the last life saved".into());
+        }
+        crashpoint::point!("a");
+        crashpoint::point!("b");
+        Ok(())
+    }
+    fn judge(&self, _: &u32) -> Verdict {
+        Verdict::new().count("lost", 0)
+    }
+}
+
+/// A counter the config requires is judged only where nothing else failed:
+/// a scenario that stopped with an error stays failed, by that error, when
+/// the required counter is zero (in kept and in tallied reports).
+#[test]
+fn a_required_counter_at_zero_keeps_a_scenarios_own_failure() {
+    for tally in [false, true] {
+        let config = Config {
+            depth: 1,
+            tally,
+            required: vec!["lost".into()],
+            ..Config::default()
+        };
+        let (r, stats) = sweep::run_counted(&Stumbles, &config, &|_| {}).unwrap();
+        assert!(!r.clean.failed());
+        let failed: Vec<String> = r.failures().map(|s| s.scenario.to_string()).collect();
+        assert_eq!(failed, ["a#1", "b#1"], "tally {tally}");
+        for s in r.failures() {
+            let msg = s
+                .failure
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            assert!(
+                msg.contains("cannot read what the last life saved"),
+                "{msg}"
+            );
+        }
+        assert_eq!(r.row().failed, 2, "tally {tally}");
+        // Every scenario is counted, the clean run too.
+        assert_eq!(stats.scenarios, 3, "tally {tally}");
+    }
+}
+
+/// `Counting` with its over-clean "starts" counter required as well.
+struct StartsRequired;
+
+impl Subject for StartsRequired {
+    type World = CWorld;
+    fn name(&self) -> String {
+        "starts required".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![
+            Counter::new("extra").required(),
+            Counter::new("starts").over_clean().required(),
+        ]
+    }
+    fn world(&self) -> CWorld {
+        CWorld::default()
+    }
+    fn life(&self, w: &mut CWorld) -> Result<(), sweep::LifeError> {
+        COUNT_TO_2.life(w)
+    }
+    fn judge(&self, w: &CWorld) -> Verdict {
+        COUNT_TO_2.judge(w)
+    }
+}
+
+const COUNT_TO_2: Counting = Counting {
+    n: 2,
+    save_first: false,
+};
+
+/// A counter measured over the clean run is zero in the clean run itself,
+/// so requiring it never fails the clean run (it used to: its one start,
+/// measured over nothing, was reported as "starts = 1"), whether the
+/// subject or the config requires it; every crash scenario starts again,
+/// and fails.
+#[test]
+fn a_required_counter_over_the_clean_run_passes_the_clean_run() {
+    for required in [vec![], vec!["extra".to_owned()]] {
+        let config = Config {
+            depth: 1,
+            required,
+            ..Config::default()
+        };
+        let r = sweep::run(&StartsRequired, &config).unwrap();
+        assert_eq!(r.clean.failure, None, "{:?}", config.required);
+        assert_eq!(r.row().depth_counts, vec![4]);
+        assert_eq!(r.row().failed, 4, "{:?}", config.required);
+    }
+}

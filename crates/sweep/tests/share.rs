@@ -336,3 +336,15 @@ fn a_subject_without_a_fingerprint_is_never_shared() {
     assert!(!stats.shared);
     assert_eq!(json(&report), json(&brute));
 }
+
+/// Depth 0 is the clean run alone: nothing to share, one scenario, and the
+/// lives of the clean runs only.
+#[test]
+fn depth_zero_shares_nothing_and_counts_the_clean_run() {
+    let s = Steps::new(3);
+    let (report, stats) = sweep::run_counted(&s, &config(0), &|_| {}).unwrap();
+    assert!(report.scenarios.is_empty());
+    assert!(!stats.shared);
+    assert_eq!(stats.scenarios, 1);
+    assert_eq!(stats.lives, u64::from(Config::default().clean_runs.max(1)));
+}
