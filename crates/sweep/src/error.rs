@@ -39,14 +39,17 @@ pub enum Error {
         /// Where the runs part.
         at: Box<Divergence>,
     },
-    /// Two clean runs ended in different worlds (the judge's verdicts differ).
+    /// Two clean runs passed the same hits but ended differently: the
+    /// judge's verdicts differ, or one run failed (a life panicked, say) and
+    /// the other did not.
     #[error("{subject:?} is not deterministic: two clean runs give different verdicts ({first} / {second})")]
     NondeterministicVerdict {
         /// The subject's name.
         subject: String,
-        /// The first verdict's counts.
+        /// The first run's counts (`name=value`, space-separated), then
+        /// `, then ` and its failure if it failed.
         first: String,
-        /// The second's.
+        /// The second's, the same way.
         second: String,
     },
     /// The clean run passed no point: there is nothing to crash.

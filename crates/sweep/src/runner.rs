@@ -510,14 +510,19 @@ fn compare_clean_runs(subject: &str, first: &Ran, second: &Ran) -> Result<(), Er
     }
     let (va, vb) = (&first.result.verdict, &second.result.verdict);
     if va != vb || first.result.failure != second.result.failure {
-        let show = |v: &Verdict| {
-            let c: Vec<String> = v.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
-            c.join(" ")
+        let show = |ran: &Ran| {
+            let c: Vec<String> = (ran.result.verdict.counts.iter())
+                .map(|(k, n)| format!("{k}={n}"))
+                .collect();
+            match &ran.result.failure {
+                Some(f) => format!("{}, then {f}", c.join(" ")),
+                None => c.join(" "),
+            }
         };
         return Err(Error::NondeterministicVerdict {
             subject: subject.to_owned(),
-            first: show(va),
-            second: show(vb),
+            first: show(first),
+            second: show(second),
         });
     }
     Ok(())
@@ -537,12 +542,13 @@ pub(crate) fn subtree<S: Subject>(
     (run.progress)(Progress::Finished { depth: sc.depth() });
     let enumerates = replayer.subject.enumerates(&sc.state);
     // Disk 0 of a crash ran first; it tells how many disks the cut could
-    // leave, and each other one is a scenario of its own.
+    // leave, and each other one is a scenario of its own. (Only scenarios
+    // of an enumerating state name disks and count cuts.)
     let siblings: Vec<(Scenario, Vec<u32>)> = match (
         sc.disks.last(),
         ran.cut_disks.get(sc.depth().wrapping_sub(1)),
     ) {
-        (Some(0), Some(&n)) if enumerates => (1..n)
+        (Some(0), Some(&n)) => (1..n)
             .map(|k| {
                 let mut s = sc.clone();
                 if let Some(last) = s.disks.last_mut() {

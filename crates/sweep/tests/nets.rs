@@ -175,6 +175,9 @@ impl Subject for Drifting {
         } else {
             crashpoint::point!("odd");
         }
+        for _ in 0..3 {
+            crashpoint::point!("after");
+        }
         Ok(())
     }
     fn judge(&self, _: &()) -> Verdict {
@@ -191,12 +194,77 @@ fn the_clean_run_runs_twice_and_must_agree() {
     assert_eq!(at.index, 1);
     assert_eq!(at.first.as_deref(), Some("even#1"));
     assert_eq!(at.second.as_deref(), Some("odd#1"));
-    assert_eq!(at.first_around, ["start#1", "even#1"]);
+    // Two hits before the first that differs, two after.
+    assert_eq!(at.first_around, ["start#1", "even#1", "after#1", "after#2"]);
+    assert_eq!(at.second_around, ["start#1", "odd#1", "after#1", "after#2"]);
     let once = Config {
         clean_runs: 1,
         ..cfg(1)
     };
     assert!(sweep::run(&Drifting(AtomicU64::new(0)), &once).is_ok());
+}
+
+/// The same hits every time; what differs between its clean runs is the
+/// verdict (a count of the judgements so far), or, with `panics`, only how
+/// the second run ends: its life panics after its last point.
+struct Drifts {
+    judged: AtomicU64,
+    lives: AtomicU64,
+    panics: bool,
+}
+
+impl Drifts {
+    fn new(panics: bool) -> Self {
+        Drifts {
+            judged: AtomicU64::new(0),
+            lives: AtomicU64::new(0),
+            panics,
+        }
+    }
+}
+
+impl Subject for Drifts {
+    type World = ();
+    fn name(&self) -> String {
+        "drifts".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("judged")]
+    }
+    fn world(&self) {}
+    fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("p");
+        if self.panics && self.lives.fetch_add(1, Ordering::SeqCst) == 1 {
+            panic!("only the second time");
+        }
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> Verdict {
+        let n = self.judged.fetch_add(1, Ordering::SeqCst);
+        Verdict::new().count("judged", if self.panics { 0 } else { n })
+    }
+}
+
+/// Two clean runs through the same hits must also end the same way: the
+/// same verdict, and the same failure or none. Either difference is an
+/// error that shows both.
+#[test]
+fn two_clean_runs_must_end_alike() {
+    let e = sweep::run(&Drifts::new(false), &cfg(1)).unwrap_err();
+    let Error::NondeterministicVerdict { first, second, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!((first.as_str(), second.as_str()), ("judged=0", "judged=1"));
+    let e = sweep::run(&Drifts::new(true), &cfg(1)).unwrap_err();
+    let Error::NondeterministicVerdict { first, second, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(first, "judged=0");
+    assert!(
+        second.starts_with("judged=0, then ") && second.contains("only the second time"),
+        "{second}"
+    );
+    assert!(e.to_string().contains("only the second time"), "{e}");
 }
 
 /// Fails every other time it is judged.
