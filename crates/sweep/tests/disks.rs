@@ -181,3 +181,29 @@ fn crash_disks_counts_the_median_and_the_most_disks_per_crash() {
         sweep::CrashDisks::default()
     );
 }
+
+/// Progress plans every scenario it finishes, the other disks of a crash
+/// included, and never plans an empty batch: per depth, planned ==
+/// finished == the report's count.
+#[test]
+fn progress_plans_each_disk_scenario_it_runs() {
+    let events = std::sync::Mutex::new(Vec::new());
+    let r = sweep::run_with(&Disks, &cfg(2, vec![ALL]), &|p| {
+        events.lock().unwrap().push(p);
+    })
+    .unwrap();
+    let events = events.into_inner().unwrap();
+    let (mut planned, mut finished) = ([0u64; 3], [0u64; 3]);
+    for e in &events {
+        match *e {
+            sweep::Progress::Planned { depth, count } => {
+                assert!(count > 0, "an empty batch planned at depth {depth}");
+                planned[depth] += count;
+            }
+            sweep::Progress::Finished { depth } => finished[depth] += 1,
+        }
+    }
+    assert_eq!(planned, [0, 6, 24]);
+    assert_eq!(finished, planned);
+    assert_eq!(r.row().depth_counts, [6, 24]);
+}
