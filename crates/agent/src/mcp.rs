@@ -203,16 +203,6 @@ struct McpTool {
     has_lookup: bool,
 }
 
-impl fmt::Debug for McpTool {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("McpTool")
-            .field("name", &self.name)
-            .field("effect", &self.effect)
-            .field("keys", &self.keys)
-            .finish()
-    }
-}
-
 fn text_of(r: &CallToolResult) -> String {
     let text: String = r
         .content
