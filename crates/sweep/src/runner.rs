@@ -1044,3 +1044,77 @@ impl<'a, S: Subject> Replayer<'a, S> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The watchdog, one piece at a time (the sweeps in `tests/nets.rs`
+    //! see only its effect on a hanging scenario).
+    use std::sync::{mpsc, Arc};
+
+    use super::*;
+
+    fn scenario() -> Scenario {
+        Scenario::in_state(CrashState::PROCESS, vec![Hit::new("a", 1)])
+    }
+
+    #[test]
+    fn a_watchdog_without_a_limit_watches_nothing() {
+        let w = Watchdog::new(None);
+        assert_eq!(
+            w.register(&Handle::new(None), Instant::now(), &scenario()),
+            None
+        );
+        assert!(w.running().is_empty());
+        // With nothing to watch, watching returns at once.
+        w.watch();
+    }
+
+    #[test]
+    fn each_registration_has_its_own_id_and_forgetting_drops_only_it() {
+        let w = Watchdog::new(Some(Duration::from_secs(60)));
+        let h = Handle::new(None);
+        let a = w.register(&h, Instant::now(), &scenario());
+        let b = w.register(&h, Instant::now(), &scenario());
+        assert_eq!((a, b), (Some(0), Some(1)));
+        let ids = |w: &Watchdog| w.running().iter().map(|x| x.id).collect::<Vec<_>>();
+        w.forget(a);
+        assert_eq!(ids(&w), [1]);
+        w.forget(None);
+        assert_eq!(ids(&w), [1]);
+        w.forget(b);
+        assert!(ids(&w).is_empty());
+    }
+
+    /// A life past its deadline is cancelled at its next point, and the
+    /// watching thread ends once stopped.
+    #[test]
+    fn the_watchdog_cancels_a_life_past_its_deadline_and_ends_when_stopped() {
+        let w = Arc::new(Watchdog::new(Some(Duration::from_millis(10))));
+        let (ended, watch_ended) = mpsc::channel();
+        let watcher = Arc::clone(&w);
+        std::thread::spawn(move || {
+            watcher.watch();
+            let _ = ended.send(());
+        });
+        let h = Handle::new(None);
+        let id = w.register(&h, Instant::now(), &scenario());
+        // Ten seconds at most, if nothing cancels it.
+        let life = h.run(|| {
+            for _ in 0..10_000 {
+                crashpoint::point!("spin");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        w.forget(id);
+        assert!(!matches!(life.outcome, Outcome::Finished(())));
+        assert_eq!(
+            h.cancelled().map(|hit| hit.point.into_owned()),
+            Some("spin".to_owned())
+        );
+        w.stop();
+        assert!(
+            watch_ended.recv_timeout(Duration::from_secs(10)).is_ok(),
+            "the watchdog went on watching after stop"
+        );
+    }
+}
