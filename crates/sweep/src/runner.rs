@@ -731,14 +731,17 @@ impl Watchdog {
                         w.handle.cancel();
                         w.cancelled_at = Some(now);
                     }
-                    Some(at) if now.duration_since(at) > limit => {
-                        if !self.warned.swap(true, Ordering::Relaxed) {
-                            eprintln!(
-                                "sweep: scenario {} is past its time limit and passes no point, so it cannot be stopped; the sweep waits for it (last hit passed: {})",
-                                w.scenario,
-                                w.handle.last_hit().map_or_else(|| "none".to_owned(), |h| h.to_string())
-                            );
-                        }
+                    // Told once per sweep (only this thread sets the flag).
+                    Some(at)
+                        if now.duration_since(at) > limit
+                            && !self.warned.load(Ordering::Relaxed) =>
+                    {
+                        self.warned.store(true, Ordering::Relaxed);
+                        eprintln!(
+                            "sweep: scenario {} is past its time limit and passes no point, so it cannot be stopped; the sweep waits for it (last hit passed: {})",
+                            w.scenario,
+                            w.handle.last_hit().map_or_else(|| "none".to_owned(), |h| h.to_string())
+                        );
                     }
                     Some(_) => {}
                 }
@@ -851,7 +854,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
         order: Vec<u32>,
         clean: Option<&Verdict>,
     ) -> Ran {
-        let deadline = Instant::now() + self.watchdog.limit.unwrap_or(Duration::ZERO);
+        let deadline = self.deadline();
         let mut world = self.subject.world();
         let mut failure = None;
         let mut lives = Vec::new();
@@ -1083,6 +1086,28 @@ mod tests {
         assert_eq!(ids(&w), [1]);
         w.forget(b);
         assert!(ids(&w).is_empty());
+    }
+
+    /// A life that passes no point cannot be stopped: once it is still
+    /// running a whole limit after it was cancelled, the sweep says so, once.
+    #[test]
+    fn a_life_that_cannot_be_stopped_is_told_of_after_another_limit() {
+        let limit = Duration::from_secs(2);
+        let w = Arc::new(Watchdog::new(Some(limit)));
+        let watcher = Arc::clone(&w);
+        let watching = std::thread::spawn(move || watcher.watch());
+        let start = Instant::now();
+        // Never runs, so never passes a point: cancelling it changes nothing.
+        let _id = w.register(&Handle::new(None), start, &scenario());
+        std::thread::sleep(limit / 4);
+        assert!(!w.warned.load(Ordering::Relaxed), "told before its limit");
+        while !w.warned.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(w.warned.load(Ordering::Relaxed), "never told");
+        assert!(start.elapsed() >= limit);
+        w.stop();
+        watching.join().unwrap();
     }
 
     /// A life past its deadline is cancelled at its next point, and the

@@ -207,3 +207,49 @@ fn progress_plans_each_disk_scenario_it_runs() {
     assert_eq!(finished, planned);
     assert_eq!(r.row().depth_counts, [6, 24]);
 }
+
+/// Says a power cut left one more disk than it has booted before, whether
+/// or not a crash came: the runner must ask only after a crash.
+struct Eager;
+
+impl Subject for Eager {
+    type World = u32;
+    fn name(&self) -> String {
+        "eager".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![]
+    }
+    fn world(&self) -> u32 {
+        0
+    }
+    fn life(&self, _: &mut u32) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("a");
+        crashpoint::point!("b");
+        Ok(())
+    }
+    fn judge(&self, _: &u32) -> Verdict {
+        Verdict::new()
+    }
+    fn crash_states(&self) -> Vec<CrashState> {
+        vec![ALL]
+    }
+    fn enumerates(&self, _: &CrashState) -> bool {
+        true
+    }
+    fn boot(&self, boots: &mut u32, _: &LifeContext) -> Result<(), sweep::LifeError> {
+        *boots += 1;
+        Ok(())
+    }
+    fn crash_disks(&self, boots: &u32) -> Option<u32> {
+        Some(*boots + 1)
+    }
+}
+
+#[test]
+fn disks_are_asked_for_only_after_a_crash() {
+    let r = sweep::run(&Eager, &cfg(1, vec![ALL])).unwrap();
+    // The boot after the crash is the second: 3 disks for each of 2 hits.
+    assert_eq!(r.row().depth_counts, [6]);
+    assert_eq!(r.scenarios[2].scenario.to_string(), "all: a#1 (disk 2)");
+}

@@ -321,6 +321,45 @@ fn a_failure_that_does_not_repeat_is_flaky() {
     assert_eq!((r.failures().count(), r.flaky().count()), (1, 0));
 }
 
+/// Fails every scenario the same way (judged "bad" after the clean runs);
+/// a counter it does not require counts the judgements after the clean
+/// runs, so a failing scenario run again ends with another verdict.
+struct Wobbly(AtomicU64);
+impl Subject for Wobbly {
+    type World = ();
+    fn name(&self) -> String {
+        "wobbly".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("bad").required(), Counter::new("judged")]
+    }
+    fn world(&self) {}
+    fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("p");
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> Verdict {
+        let n = self.0.fetch_add(1, Ordering::SeqCst);
+        Verdict::new()
+            .count("bad", u64::from(n >= 2))
+            .count("judged", if n >= 2 { n } else { 0 })
+    }
+}
+
+/// The same failure with another verdict when run again is flaky too: the
+/// result changed.
+#[test]
+fn a_failure_whose_verdict_changes_when_run_again_is_flaky() {
+    let r = sweep::run(&Wobbly(AtomicU64::new(0)), &cfg(1)).unwrap();
+    assert_eq!(r.failures().count(), 0);
+    let flaky: Vec<_> = r.flaky().collect();
+    assert_eq!(flaky.len(), 1);
+    let Some(Failure::Flaky { first, again }) = &flaky[0].failure else {
+        panic!("{:?}", flaky[0].failure)
+    };
+    assert_eq!(Some(first), again.as_ref(), "the same failure both times");
+}
+
 /// Its restart loops for ever, passing a point each time round.
 struct Hangs;
 impl Subject for Hangs {

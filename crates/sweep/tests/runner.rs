@@ -92,6 +92,11 @@ fn scenario_counts_follow_the_hits_of_each_restart() {
     );
     // Depth 0 is the clean run alone.
     assert!(run(&s, 0).scenarios.is_empty());
+    // Untraced, a result keeps no lives and no world.
+    assert!(r3
+        .scenarios
+        .iter()
+        .all(|s| s.lives.is_empty() && s.world.is_none()));
 }
 
 #[test]
@@ -350,6 +355,17 @@ fn a_crash_that_does_not_fire_fails_the_scenario() {
     let r = sweep::run(&Once(AtomicBool::new(false)), &config).unwrap();
     let f: Vec<_> = r.failures().collect();
     assert_eq!(f.len(), 1);
+    assert!(
+        matches!(
+            f[0].failure,
+            Some(sweep::Failure::CrashDidNotFire {
+                life: sweep::Life::Crashing(1),
+                ..
+            })
+        ),
+        "{:?}",
+        f[0].failure
+    );
     assert!(
         f[0].failure
             .as_ref()

@@ -348,3 +348,59 @@ fn depth_zero_shares_nothing_and_counts_the_clean_run() {
     assert_eq!(stats.scenarios, 1);
     assert_eq!(stats.lives, u64::from(Config::default().clean_runs.max(1)));
 }
+
+/// Three points a tenth of a second apart: a life long enough for the
+/// watchdog to look at it while it runs.
+struct Slow;
+
+impl Subject for Slow {
+    type World = u32;
+    fn name(&self) -> String {
+        "slow".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![]
+    }
+    fn world(&self) -> u32 {
+        0
+    }
+    fn life(&self, done: &mut u32) -> Result<(), sweep::LifeError> {
+        while *done < 3 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            *done += 1;
+            crashpoint::point!("step");
+        }
+        Ok(())
+    }
+    fn judge(&self, _: &u32) -> Verdict {
+        Verdict::new()
+    }
+    fn snapshot(&self, w: &u32) -> Option<u32> {
+        Some(*w)
+    }
+    fn fingerprint(&self, w: &u32) -> Option<Fingerprint> {
+        Some(Fingerprint::new().observe(w))
+    }
+}
+
+/// A time limit far off stops no life, shared or replayed: every life's
+/// deadline is its start plus the limit.
+#[test]
+fn a_distant_time_limit_stops_no_life() {
+    for share in [true, false] {
+        let limited = Config {
+            scenario_timeout: Some(std::time::Duration::from_secs(600)),
+            share,
+            ..config(1)
+        };
+        let (r, stats) = sweep::run_counted(&Slow, &limited, &|_| {}).unwrap();
+        assert_eq!(stats.shared, share);
+        assert_eq!(r.scenarios.len(), 3);
+        assert_eq!(
+            r.failures().count(),
+            0,
+            "share {share}: {:?}",
+            r.failures().next()
+        );
+    }
+}
