@@ -528,3 +528,86 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         run.sink.push(result);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The world hash against an independent implementation of the same
+    //! algorithm (the values below were computed by a Python rendering of
+    //! [`TwoHashers`] and of murmur3's `fmix64`), and the distinctions a
+    //! fingerprint must make. A weaker hash would only make collisions
+    //! likelier — and a collision silently gives one world another's
+    //! results — so the exact values are pinned.
+    use std::collections::HashSet;
+    use std::hash::Hasher;
+
+    use super::*;
+
+    #[test]
+    fn avalanche_is_murmur3_fmix64() {
+        assert_eq!(avalanche(0), 0);
+        assert_eq!(avalanche(1), 0xb456_bcfc_34c2_cb2c);
+        assert_eq!(avalanche(0x0123_4567_89ab_cdef), 0x87cb_fbfe_8902_2cea);
+    }
+
+    #[test]
+    fn the_hash_of_known_inputs() {
+        let h = TwoHashers::new();
+        assert_eq!(h.value(), 0xb800_bd6c_0247_2607_2f69_1515_eed1_ac29);
+        let mut h = TwoHashers::new();
+        h.write_u64(0);
+        assert_eq!(h.value(), 0xdcc1_00ec_4bcc_671f_966e_9c2d_66bd_6392);
+        let mut h = TwoHashers::new();
+        h.write_u64(1);
+        h.write_u64(2);
+        assert_eq!(h.value(), 0xacce_5ad9_c59c_4c48_eef5_27ea_922d_4854);
+        // One whole word, then two bytes and their count.
+        let mut h = TwoHashers::new();
+        h.write(b"abcdefghij");
+        assert_eq!(h.value(), 0xedc5_9c5e_1bc2_0a90_ee3e_f1e9_9f38_aaf5);
+        // A 64-bit hash is the two halves folded.
+        assert_eq!(h.finish(), 0x03fb_6db7_84fa_a065);
+    }
+
+    #[test]
+    fn different_parts_give_different_fingerprints() {
+        let mut seen = HashSet::new();
+        for n in 0..2_000u64 {
+            assert!(
+                seen.insert(Fingerprint::new().observe(&n).observed()),
+                "u64 {n}"
+            );
+            let n = n as usize;
+            assert!(
+                seen.insert(Fingerprint::new().observe(&(n, 1u8)).observed()),
+                "usize {n}"
+            );
+            assert!(
+                seen.insert(
+                    Fingerprint::new()
+                        .observe_debug(&format!("s{n}"))
+                        .observed()
+                ),
+                "debug {n}"
+            );
+        }
+        // The same parts split differently are different worlds.
+        let split = |a: &str, b: &str| Fingerprint::new().observe(a).observe(b).observed();
+        assert_ne!(split("ab", "c"), split("a", "bc"));
+        // What the judge counts is hashed apart from what a life observes.
+        let fp = Fingerprint::new().judge(&7u64);
+        assert_eq!(fp.observed(), TwoHashers::new().value());
+        assert_ne!(fp.judged(), fp.observed());
+        assert_eq!(
+            Fingerprint::new().judge_debug(&7u64).judged(),
+            Fingerprint::new().observe_debug(&7u64).observed()
+        );
+    }
+
+    #[test]
+    fn the_observer_is_the_observed_hasher() {
+        let mut fp = Fingerprint::new();
+        fp.observer().write_u64(1);
+        fp.observer().write_u64(2);
+        assert_eq!(fp.observed(), 0xacce_5ad9_c59c_4c48_eef5_27ea_922d_4854);
+    }
+}
