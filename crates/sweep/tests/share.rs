@@ -404,3 +404,112 @@ fn a_distant_time_limit_stops_no_life() {
         );
     }
 }
+
+/// Changes its world only once its life is over: a crash at any of its
+/// three points leaves the fresh world, so every single-crash scenario's
+/// final life starts from the same world.
+struct Late;
+
+impl Subject for Late {
+    type World = bool;
+    fn name(&self) -> String {
+        "late".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![]
+    }
+    fn world(&self) -> bool {
+        false
+    }
+    fn life(&self, done: &mut bool) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("a");
+        crashpoint::point!("b");
+        crashpoint::point!("c");
+        *done = true;
+        Ok(())
+    }
+    fn judge(&self, _: &bool) -> Verdict {
+        Verdict::new()
+    }
+    fn snapshot(&self, w: &bool) -> Option<bool> {
+        Some(*w)
+    }
+    fn fingerprint(&self, w: &bool) -> Option<Fingerprint> {
+        Some(Fingerprint::new().observe(w))
+    }
+}
+
+/// A final life from a world already seen is not run again: brute force
+/// runs the two clean runs and two lives per scenario; shared, the clean
+/// runs, the two fresh lives that check the world's fingerprint is
+/// repeatable, three crashed lives and one final life for all three.
+#[test]
+fn a_final_life_from_a_world_seen_before_runs_once() {
+    for threads in [1, 2] {
+        let shared = Config {
+            threads: Some(threads),
+            ..config(1)
+        };
+        let (report, stats) = sweep::run_counted(&Late, &shared, &|_| {}).unwrap();
+        let brute = Config {
+            share: false,
+            ..shared
+        };
+        let (replayed, brute_stats) = sweep::run_counted(&Late, &brute, &|_| {}).unwrap();
+        assert_eq!(json(&report), json(&replayed));
+        assert_eq!(brute_stats.lives, 2 + 3 * 2);
+        if threads == 1 {
+            assert_eq!(stats.lives, 2 + 2 + 3 + 1);
+        }
+        // Two threads may both miss before either has remembered.
+        assert!(stats.lives <= 2 + 2 + 3 + 2, "{stats:?}");
+    }
+}
+
+/// `Steps` with no fingerprint for a world saved twice: scenarios reaching
+/// it are replayed from a fresh world, children included, and the report is
+/// still brute force's.
+struct Patchy(Steps);
+
+impl Subject for Patchy {
+    type World = World;
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        self.0.counters()
+    }
+    fn world(&self) -> World {
+        self.0.world()
+    }
+    fn life(&self, w: &mut World) -> Result<(), sweep::LifeError> {
+        self.0.life(w)
+    }
+    fn judge(&self, w: &World) -> Verdict {
+        self.0.judge(w)
+    }
+    fn snapshot(&self, w: &World) -> Option<World> {
+        self.0.snapshot(w)
+    }
+    fn fingerprint(&self, w: &World) -> Option<Fingerprint> {
+        if w.saved == 2 {
+            return None;
+        }
+        self.0.fingerprint(w)
+    }
+}
+
+#[test]
+fn a_world_without_a_fingerprint_is_replayed_with_its_children() {
+    for depth in [1, 2] {
+        let (shared, stats) =
+            sweep::run_counted(&Patchy(Steps::new(3)), &config(depth), &|_| {}).unwrap();
+        let brute = Config {
+            share: false,
+            ..config(depth)
+        };
+        let replayed = sweep::run(&Steps::new(3), &brute).unwrap();
+        assert!(stats.shared);
+        assert_eq!(json(&shared), json(&replayed), "depth {depth}");
+    }
+}
