@@ -513,3 +513,88 @@ fn a_world_without_a_fingerprint_is_replayed_with_its_children() {
         assert_eq!(json(&shared), json(&replayed), "depth {depth}");
     }
 }
+
+/// Records each boot's life number and whether a crash came before; its
+/// second life, if a crash came before it, first sleeps far past the
+/// sweep's time limit (with no point to stop it at).
+struct Lives {
+    slow_second: bool,
+}
+
+impl Subject for Lives {
+    type World = Vec<(usize, bool)>;
+    fn name(&self) -> String {
+        "lives".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("wrong").required()]
+    }
+    fn world(&self) -> Self::World {
+        Vec::new()
+    }
+    fn boot(&self, w: &mut Self::World, ctx: &sweep::LifeContext) -> Result<(), sweep::LifeError> {
+        w.push((ctx.life(), ctx.after_crash()));
+        Ok(())
+    }
+    fn life(&self, w: &mut Self::World) -> Result<(), sweep::LifeError> {
+        if self.slow_second && w.len() == 2 {
+            crashpoint::point!("recovering");
+            std::thread::sleep(std::time::Duration::from_millis(400));
+            crashpoint::point!("recovered");
+        }
+        crashpoint::point!("a");
+        crashpoint::point!("b");
+        Ok(())
+    }
+    fn judge(&self, w: &Self::World) -> Verdict {
+        let wrong = w
+            .iter()
+            .enumerate()
+            .filter(|(i, (life, after))| *life != i + 1 || *after != (*life > 1))
+            .count();
+        Verdict::new().count("wrong", wrong as u64)
+    }
+    fn snapshot(&self, w: &Self::World) -> Option<Self::World> {
+        Some(w.clone())
+    }
+    fn fingerprint(&self, w: &Self::World) -> Option<Fingerprint> {
+        Some(Fingerprint::new().observe(w))
+    }
+}
+
+/// Shared lives are told their number and that a crash came before them,
+/// as replayed ones are.
+#[test]
+fn a_shared_life_knows_its_number_and_whether_a_crash_came_before() {
+    let (r, stats) =
+        sweep::run_counted(&Lives { slow_second: false }, &config(3), &|_| {}).unwrap();
+    assert!(stats.shared);
+    assert_eq!(r.row().depth_counts, [2, 4, 8]);
+    let row = r.row();
+    assert_eq!((row.failed, row.flaky), (0, 0), "{:?}", r.scenarios.first());
+}
+
+/// A shared life stopped for running too long fails its scenario as hung,
+/// as without sharing (and a hung scenario has no children).
+#[test]
+fn a_shared_life_stopped_by_the_time_limit_fails_as_hung() {
+    let limited = Config {
+        scenario_timeout: Some(std::time::Duration::from_millis(100)),
+        ..config(2)
+    };
+    let s = Lives { slow_second: true };
+    let (shared, stats) = sweep::run_counted(&s, &limited, &|_| {}).unwrap();
+    let brute = sweep::run(
+        &s,
+        &Config {
+            share: false,
+            ..limited.clone()
+        },
+    )
+    .unwrap();
+    assert!(stats.shared);
+    let names =
+        |r: &Report| -> Vec<String> { r.failures().map(|f| f.scenario.to_string()).collect() };
+    eprintln!("{:?}", names(&brute));
+    assert_eq!(json(&shared), json(&brute));
+}
