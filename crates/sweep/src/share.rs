@@ -441,9 +441,10 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             _ => return self.brute(sc, order, run),
         };
         // A leaf's world is not needed after its final life; a parent's is
-        // kept for its children.
+        // kept for its children. (Leaves and parents remember apart, and a
+        // parent's final life always keeps its hits.)
         let (fin, world) = match finals.get(&(after, k + 1)) {
-            Some(f) if leaf || f.hits.is_some() => (f, (!leaf).then_some(world)),
+            Some(f) => (f, (!leaf).then_some(world)),
             _ => {
                 let (fin, world) = if leaf {
                     (self.final_life(world, &sc, false), None)

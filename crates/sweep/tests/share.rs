@@ -598,3 +598,68 @@ fn a_shared_life_stopped_by_the_time_limit_fails_as_hung() {
     eprintln!("{:?}", names(&brute));
     assert_eq!(json(&shared), json(&brute));
 }
+
+/// Like `Late`, but each boot notes its life's number if it is even (0 if
+/// odd): the world a third crash leaves is the world a first one leaves,
+/// and only the life number tells the final lives after them apart.
+struct Parity;
+
+impl Subject for Parity {
+    type World = (bool, u64);
+    fn name(&self) -> String {
+        "parity".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("last")]
+    }
+    fn world(&self) -> (bool, u64) {
+        (false, 0)
+    }
+    fn boot(&self, w: &mut (bool, u64), ctx: &sweep::LifeContext) -> Result<(), sweep::LifeError> {
+        let n = ctx.life() as u64;
+        w.1 = if n % 2 == 0 { n } else { 0 };
+        Ok(())
+    }
+    fn life(&self, w: &mut (bool, u64)) -> Result<(), sweep::LifeError> {
+        Late.life(&mut w.0)
+    }
+    fn judge(&self, w: &(bool, u64)) -> Verdict {
+        Verdict::new().count("last", w.1)
+    }
+    fn snapshot(&self, w: &(bool, u64)) -> Option<(bool, u64)> {
+        Some(*w)
+    }
+    fn fingerprint(&self, w: &(bool, u64)) -> Option<Fingerprint> {
+        Some(Fingerprint::new().observe(w))
+    }
+}
+
+/// A remembered final life is one of the same world *and* life number; and
+/// progress plans, depth by depth, what shared lives finish.
+#[test]
+fn remembered_final_lives_are_told_apart_by_their_life_number() {
+    let events = std::sync::Mutex::new(Vec::new());
+    let (shared, stats) = sweep::run_counted(&Parity, &config(3), &|p| {
+        events.lock().unwrap().push(p);
+    })
+    .unwrap();
+    let brute = sweep::run(
+        &Parity,
+        &Config {
+            share: false,
+            ..config(3)
+        },
+    )
+    .unwrap();
+    assert!(stats.shared);
+    assert_eq!(json(&shared), json(&brute));
+    let (mut planned, mut finished) = ([0u64; 4], [0u64; 4]);
+    for e in events.into_inner().unwrap() {
+        match e {
+            sweep::Progress::Planned { depth, count } => planned[depth] += count,
+            sweep::Progress::Finished { depth } => finished[depth] += 1,
+        }
+    }
+    assert_eq!(planned, [0, 3, 9, 27]);
+    assert_eq!(finished, planned);
+}
