@@ -125,3 +125,43 @@ pub(crate) enum Action {
         format: Format,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_a_finite_number_not_below_zero() {
+        assert_eq!(parse_seconds("60"), Ok(60.0));
+        assert_eq!(parse_seconds(" 0.5 "), Ok(0.5));
+        assert_eq!(parse_seconds("0"), Ok(0.0));
+        for bad in ["-1", "-0.001", "inf", "NaN", "", "ten"] {
+            let e = parse_seconds(bad).unwrap_err();
+            assert!(e.contains("is not a number of seconds"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_timeout_of_zero_is_no_limit() {
+        let flags = |s| SweepFlags {
+            scenario_timeout: s,
+            ..SweepFlags::default()
+        };
+        assert_eq!(flags(0.0).timeout(), None);
+        assert_eq!(
+            flags(1.5).timeout(),
+            Some(std::time::Duration::from_millis(1500))
+        );
+    }
+
+    #[test]
+    fn a_shard_is_k_of_n_with_k_from_1_to_n() {
+        assert_eq!(parse_partition("2/3"), Ok((2, 3)));
+        assert_eq!(parse_partition(" 1 / 1 "), Ok((1, 1)));
+        assert_eq!(parse_partition("3/3"), Ok((3, 3)));
+        for bad in ["0/3", "4/3", "2", "a/3", "2/b", "/", "-1/3"] {
+            let e = parse_partition(bad).unwrap_err();
+            assert!(e.contains("is not a shard"), "{bad}: {e}");
+        }
+    }
+}
