@@ -131,3 +131,50 @@ impl Bar {
         self.levels.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The levels of a sweep of two crash states: the second state's level 1
+    /// starts the counts afresh only once everything planned has finished.
+    #[test]
+    fn a_second_crash_state_starts_the_counts_afresh() {
+        let mut levels = Levels::default();
+        assert_eq!((levels.current(), levels.state()), (None, 1));
+        levels.note(Progress::Planned { depth: 1, count: 2 });
+        levels.note(Progress::Finished { depth: 1 });
+        // More of level 1 while some is running (another disk): same state.
+        levels.note(Progress::Planned { depth: 1, count: 1 });
+        assert_eq!((levels.current(), levels.state()), (Some((1, 1, 3)), 1));
+        levels.note(Progress::Finished { depth: 1 });
+        levels.note(Progress::Finished { depth: 1 });
+        assert_eq!(levels.current(), None);
+        levels.note(Progress::Planned { depth: 1, count: 4 });
+        assert_eq!((levels.current(), levels.state()), (Some((1, 0, 4)), 2));
+    }
+
+    /// The bar shows the first unfinished level of the subject it was
+    /// started for, naming the crash state when there are several.
+    #[test]
+    fn the_bar_shows_the_current_level_of_the_current_subject() {
+        let bar = Bar::new(false);
+        bar.start("transfer", 2, 2);
+        assert_eq!(bar.bar.message(), "transfer");
+        bar.note(Progress::Planned { depth: 1, count: 3 });
+        bar.note(Progress::Finished { depth: 1 });
+        assert_eq!((bar.bar.length(), bar.bar.position()), (Some(3), 1));
+        assert_eq!(
+            bar.bar.message(),
+            "transfer, crash state 1 of 2, level 1 of 2"
+        );
+        // Starting another subject forgets the last one's counts.
+        bar.start("outbox", 1, 1);
+        assert_eq!((bar.bar.length(), bar.bar.position()), (Some(0), 0));
+        bar.note(Progress::Planned { depth: 1, count: 5 });
+        assert_eq!(bar.bar.length(), Some(5));
+        assert_eq!(bar.bar.message(), "outbox, level 1 of 1");
+        bar.finish();
+        assert!(bar.bar.is_finished());
+    }
+}
