@@ -85,10 +85,15 @@ pub fn failure_lines(
         } else {
             vec![(r.subject.clone(), None)]
         };
-        // The clean run (no crash) goes with the first state.
+        // The clean run (no crash) goes with the first state only: its
+        // scenario is in the process state, which may come later.
         let of = |s: &ScenarioResult, state: Option<&crate::CrashState>, first: bool| {
             state.map_or(true, |st| {
-                s.scenario.state == *st || (first && s.scenario.hits.is_empty())
+                if s.scenario.hits.is_empty() {
+                    first
+                } else {
+                    s.scenario.state == *st
+                }
             })
         };
         for (g, (title, state)) in groups.iter().enumerate() {
@@ -298,4 +303,165 @@ fn read_shard(f: &Path) -> Result<Vec<Report>, MergeError> {
     let v: Value =
         serde_json::from_str(&text).map_err(|e| not_a_shard(format!("not JSON: {e}")))?;
     serde_json::from_value(v["reports"].clone()).map_err(|e| not_a_shard(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::StateRow;
+    use crate::{CrashState, Failure, Hit, Verdict};
+
+    const LOSE: CrashState = CrashState::named("lose");
+
+    fn result(state: &CrashState, hit: u32, failure: Option<Failure>) -> ScenarioResult {
+        let hits = if hit == 0 {
+            Vec::new()
+        } else {
+            vec![Hit::new("p", hit)]
+        };
+        ScenarioResult {
+            scenario: Scenario::in_state(state.clone(), hits),
+            order: Vec::new(),
+            verdict: Verdict::new(),
+            failure,
+            lives: Vec::new(),
+            world: None,
+        }
+    }
+
+    fn broken() -> Option<Failure> {
+        Some(Failure::Broken {
+            counters: vec![("dups".into(), 1)],
+            notes: Vec::new(),
+        })
+    }
+
+    fn flaky() -> Option<Failure> {
+        Some(Failure::Flaky {
+            first: Box::new(Failure::Broken {
+                counters: vec![("dups".into(), 1)],
+                notes: Vec::new(),
+            }),
+            again: None,
+        })
+    }
+
+    /// A report of `states`, its clean run failing if `clean_fails`, with
+    /// `failing[i]` failing and `flaky[i]` flaky scenarios in state `i`.
+    fn report(
+        states: &[CrashState],
+        clean_fails: bool,
+        failing: &[u32],
+        flaky_n: &[u32],
+    ) -> Report {
+        let mut scenarios = Vec::new();
+        for (i, st) in states.iter().enumerate() {
+            let mut hit = 0;
+            for _ in 0..failing[i] {
+                hit += 1;
+                scenarios.push(result(st, hit, broken()));
+            }
+            for _ in 0..flaky_n[i] {
+                hit += 1;
+                scenarios.push(result(st, hit, flaky()));
+            }
+            // One that passes.
+            scenarios.push(result(st, hit + 1, None));
+        }
+        Report {
+            subject: "relay".into(),
+            counters: Vec::new(),
+            depth: 1,
+            partition: None,
+            states: states
+                .iter()
+                .map(|s| StateRow {
+                    state: s.clone(),
+                    title: if *s == CrashState::PROCESS {
+                        "relay".into()
+                    } else {
+                        format!("relay | {s}")
+                    },
+                })
+                .collect(),
+            unscoped: Vec::new(),
+            clean: result(
+                &CrashState::PROCESS,
+                0,
+                if clean_fails { broken() } else { None },
+            ),
+            scenarios,
+            tallies: Vec::new(),
+        }
+    }
+
+    fn listed(r: &Report) -> (Vec<String>, usize) {
+        failure_lines(std::slice::from_ref(r), &|i, sc| format!("rerun {i} {sc}"))
+    }
+
+    /// The first line of each entry.
+    fn heads(lines: &[String]) -> Vec<&str> {
+        lines.iter().filter_map(|l| l.lines().next()).collect()
+    }
+
+    /// Several crash states: each state's failures, then its flaky
+    /// scenarios, up to ten of each; the clean run goes with the first
+    /// state; the totals count failing and flaky scenarios apart.
+    #[test]
+    fn failures_of_several_states_are_listed_state_by_state() {
+        let r = report(&[LOSE, CrashState::PROCESS], true, &[11, 1], &[0, 2]);
+        let (lines, count) = listed(&r);
+        assert_eq!(count, 1 + 11 + 1 + 2);
+        assert_eq!(
+            heads(&lines),
+            [
+                "FAILED relay / clean: dups = 1",
+                "FAILED relay / lose: p#1: dups = 1",
+                "FAILED relay / lose: p#2: dups = 1",
+                "FAILED relay / lose: p#3: dups = 1",
+                "FAILED relay / lose: p#4: dups = 1",
+                "FAILED relay / lose: p#5: dups = 1",
+                "FAILED relay / lose: p#6: dups = 1",
+                "FAILED relay / lose: p#7: dups = 1",
+                "FAILED relay / lose: p#8: dups = 1",
+                "FAILED relay / lose: p#9: dups = 1",
+                "    … and 2 more failing scenarios of relay | lose",
+                "FAILED relay / p#1: dups = 1",
+                "FLAKY relay / p#2: flaky: failed with dups = 1, then passed when run again",
+                "FLAKY relay / p#3: flaky: failed with dups = 1, then passed when run again",
+                "2 scenarios were flaky: they gave another result when run again",
+                "13 scenarios failed a required invariant",
+            ]
+        );
+        assert_eq!(
+            lines[1],
+            "FAILED relay / lose: p#1: dups = 1\n    rerun: rerun 0 lose: p#1"
+        );
+    }
+
+    /// One crash state: the list is the subject's, clean run included.
+    #[test]
+    fn failures_of_one_state_are_the_subjects() {
+        let r = report(&[LOSE], false, &[12], &[1]);
+        let (lines, count) = listed(&r);
+        assert_eq!(count, 13);
+        assert_eq!(lines[10], "    … and 2 more failing scenarios of relay");
+        assert!(
+            lines[11].starts_with("FLAKY relay / lose: p#13"),
+            "{}",
+            lines[11]
+        );
+        assert_eq!(
+            lines[12..],
+            [
+                "1 scenario was flaky: it gave another result when run again",
+                "12 scenarios failed a required invariant"
+            ]
+        );
+        let r = report(&[LOSE], true, &[0], &[0]);
+        let (lines, count) = listed(&r);
+        assert_eq!(count, 1);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[1], "1 scenario failed a required invariant");
+    }
 }
