@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agent::mcp::{McpClient, IN_FLIGHT_TRIES};
+use agent::mcp::IN_FLIGHT_TRIES;
 use agent::{CallContext, Lookup, ToolError, ToolOutput, Tools};
 use durable::RunId;
 use rmcp::model::{
@@ -17,7 +17,7 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
-use rmcp::{RoleServer, ServerHandler, ServiceExt};
+use rmcp::{RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
 /// Answers each tool by its name; counts the calls of `busy` and when each
@@ -109,44 +109,32 @@ fn scripted(with_lookup: bool, busy_for: u32) -> Scripted {
     }
 }
 
-/// `server` on a pipe, served by a thread of its own; the client end.
-fn connect(server: Scripted) -> Arc<McpClient> {
-    let (client_end, server_end) = tokio::io::duplex(1 << 16);
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            if let Ok(running) = server.serve(server_end).await {
-                let _ = running.waiting().await;
-            }
-        });
-    });
-    let (read, write) = tokio::io::split(client_end);
-    McpClient::over(read, write).unwrap()
+mod pipe;
+use pipe::connect;
+
+/// What `f` makes of the tool `name` in a call context of run `run-1`,
+/// call `c1`, key `k-c1`.
+fn with_tool<R>(
+    tools: &Tools,
+    name: &str,
+    f: impl FnOnce(&dyn agent::Tool, &CallContext<'_>) -> R,
+) -> R {
+    let run = RunId::parse("run-1").unwrap();
+    let ctx = CallContext {
+        run: &run,
+        call_id: "c1",
+        key: Some("k-c1"),
+        messages: &[],
+    };
+    f(tools.get(name).unwrap(), &ctx)
 }
 
 fn ctx_call(tools: &Tools, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
-    let run = RunId::parse("run-1").unwrap();
-    let ctx = CallContext {
-        run: &run,
-        call_id: "c1",
-        key: Some("k-c1"),
-        messages: &[],
-    };
-    tools.get(name).unwrap().call(&ctx, &args)
+    with_tool(tools, name, |t, ctx| t.call(ctx, &args))
 }
 
 fn ctx_lookup(tools: &Tools, name: &str, args: Value) -> Lookup {
-    let run = RunId::parse("run-1").unwrap();
-    let ctx = CallContext {
-        run: &run,
-        call_id: "c1",
-        key: Some("k-c1"),
-        messages: &[],
-    };
-    tools.get(name).unwrap().lookup(&ctx, &args)
+    with_tool(tools, name, |t, ctx| t.lookup(ctx, &args))
 }
 
 #[test]

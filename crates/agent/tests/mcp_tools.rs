@@ -10,29 +10,16 @@ use agent::mcp::McpClient;
 use agent::{Agent, CallContext, Effect, Keys, Lookup, ToolError, Tools, Transcript};
 use durable::testing::MemDir;
 use durable::{Options, RunId};
-use rmcp::ServiceExt;
 use serde_json::json;
 use tracker::mcp::McpServer;
 use tracker::service::{self, Service};
 
-/// A tracker service in `dir`, served over MCP on a pipe by a thread of its
-/// own; the client end of the pipe.
+mod pipe;
+
+/// A tracker service in `dir`, served over MCP on a pipe; the client.
 fn serve(dir: &std::path::Path) -> Arc<McpClient> {
     let svc = Arc::new(Service::open(dir, service::Options::keyed()).unwrap());
-    let (client_end, server_end) = tokio::io::duplex(1 << 16);
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            if let Ok(running) = McpServer::new(svc).serve(server_end).await {
-                let _ = running.waiting().await;
-            }
-        });
-    });
-    let (read, write) = tokio::io::split(client_end);
-    McpClient::over(read, write).unwrap()
+    pipe::connect(McpServer::new(svc))
 }
 
 #[test]
