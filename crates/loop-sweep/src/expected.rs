@@ -108,3 +108,41 @@ impl Expected {
         Ok(Expected { requests, files })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A transcript that creates `f.txt` holding "one one", then patches
+    /// `old` into "two".
+    fn patched(old: &str) -> Result<Expected, SubjectError> {
+        let doc = serde_json::json!({
+            "name": "patches",
+            "task": "Patch f.txt.",
+            "replies": [
+                {"text": "Creating.", "calls": [{"id": "c1", "tool": "code_patch",
+                    "args": {"path": "f.txt", "old": "", "new": "one one"}}]},
+                {"text": "Patching.", "calls": [{"id": "c2", "tool": "code_patch",
+                    "args": {"path": "f.txt", "old": old, "new": "two"}}]},
+                {"text": "Done."}
+            ]
+        });
+        let t = Transcript::parse(&doc.to_string(), "patches.json").unwrap();
+        Expected::of(&t)
+    }
+
+    /// The judge's expected files follow each patch, which must apply
+    /// exactly once to the file as the job leaves it.
+    #[test]
+    fn a_patch_applies_only_where_its_old_text_occurs_once() {
+        let e = patched("one one").unwrap();
+        assert_eq!(e.files.get("f.txt").map(String::as_str), Some("two"));
+        for old in ["one", "three"] {
+            let err = patched(old).unwrap_err().to_string();
+            assert!(
+                err.contains("call \"c2\": the patch does not apply to f.txt"),
+                "{old}: {err}"
+            );
+        }
+    }
+}
