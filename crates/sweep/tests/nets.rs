@@ -416,7 +416,15 @@ fn a_sweep_too_big_is_refused_at_once_with_its_estimate() {
         judge: |_| Verdict::new(),
         counters: vec![],
     };
-    let e = sweep::run(&s, &cfg(99)).unwrap_err();
+    // Refused before it starts: a sweep that ran instead would never end.
+    let e = within(30, || {
+        let s = Job {
+            judge: |_| Verdict::new(),
+            counters: vec![],
+        };
+        sweep::run(&s, &cfg(99))
+    })
+    .unwrap_err();
     let Error::TooManyScenarios { estimate, .. } = e else {
         panic!("{e}")
     };
@@ -515,20 +523,27 @@ fn a_build_with_unwinding_is_not_refused() {
 /// on its own watchdog.
 #[test]
 fn a_panicking_progress_callback_ends_the_sweep_with_its_panic() {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let panicked = within(30, || {
         let job = Job {
             judge: |_| Verdict::new().count("n", 0),
             counters: vec![Counter::new("n")],
         };
-        let result = std::panic::catch_unwind(|| {
+        std::panic::catch_unwind(|| {
             sweep::run_with(&job, &cfg(1), &|_| panic!("progress callback broke"))
-        });
-        let _ = tx.send(result.is_err());
+        })
+        .is_err()
     });
-    // A generous bound, only so that a hang fails instead of stalling.
-    let panicked = rx
-        .recv_timeout(Duration::from_secs(120))
-        .expect("the sweep hung after a panic outside its scenarios");
     assert!(panicked, "the callback's panic came out of the sweep");
+}
+
+/// `f`'s result, run on a thread of its own; a test failure if it takes
+/// more than `secs` seconds (a generous bound, so that a hang fails instead
+/// of stalling the suite; the thread is left behind).
+fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(secs))
+        .unwrap_or_else(|_| panic!("still running after {secs} s: hung"))
 }
