@@ -456,13 +456,26 @@ fn a_final_life_from_a_world_seen_before_runs_once() {
         let (report, stats) = sweep::run_counted(&Late, &shared, &|_| {}).unwrap();
         let brute = Config {
             share: false,
-            ..shared
+            ..shared.clone()
         };
         let (replayed, brute_stats) = sweep::run_counted(&Late, &brute, &|_| {}).unwrap();
         assert_eq!(json(&report), json(&replayed));
         assert_eq!(brute_stats.lives, 2 + 3 * 2);
         if threads == 1 {
             assert_eq!(stats.lives, 2 + 2 + 3 + 1);
+            // Depth 2: the three parents' final life runs once too, then
+            // nine crashed lives from the world they share and one final
+            // life after them all.
+            let (_, deeper) = sweep::run_counted(
+                &Late,
+                &Config {
+                    depth: 2,
+                    ..shared.clone()
+                },
+                &|_| {},
+            )
+            .unwrap();
+            assert_eq!(deeper.lives, 2 + 2 + 3 + 1 + 9 + 1);
         }
         // Two threads may both miss before either has remembered.
         assert!(stats.lives <= 2 + 2 + 3 + 2, "{stats:?}");
