@@ -517,3 +517,38 @@ fn anthropic_messages_round_trip() {
     );
     assert!(!format!("{model:?}").contains(KEY));
 }
+
+/// A tool call Anthropic sends without an ID gets one made from the turn
+/// (how many assistant messages the conversation already holds, plus one)
+/// and its place in the reply, the same on every retry.
+#[test]
+fn an_anthropic_call_without_an_id_is_named_by_its_turn() {
+    let server = TestProvider::start(Script::first(vec![anthropic::message(
+        "",
+        &[("", "echo", r#"{"text": "x"}"#)],
+        1,
+        1,
+    )]))
+    .unwrap();
+    let model = Anthropic::new(&format!("http://{}", server.addr()), key(), "claude-x").unwrap();
+    let conversation = [
+        user("go"),
+        Message {
+            role: Role::Assistant,
+            calls: vec![agent::ToolCall {
+                id: "toolu_1".into(),
+                tool: "echo".into(),
+                args: "{}".into(),
+            }],
+            ..Message::default()
+        },
+        Message {
+            role: Role::Tool,
+            text: "x".into(),
+            call_id: Some("toolu_1".into()),
+            ..Message::default()
+        },
+    ];
+    let reply = model.reply(&conversation).unwrap();
+    assert_eq!(reply.calls[0].id, "call_t2_1");
+}
