@@ -518,25 +518,15 @@ fn anthropic_messages_round_trip() {
     assert!(!format!("{model:?}").contains(KEY));
 }
 
-/// A tool call Anthropic sends without an ID gets one made from the turn
-/// (how many assistant messages the conversation already holds, plus one)
-/// and its place in the reply, the same on every retry.
-#[test]
-fn an_anthropic_call_without_an_id_is_named_by_its_turn() {
-    let server = TestProvider::start(Script::first(vec![anthropic::message(
-        "",
-        &[("", "echo", r#"{"text": "x"}"#)],
-        1,
-        1,
-    )]))
-    .unwrap();
-    let model = Anthropic::new(&format!("http://{}", server.addr()), key(), "claude-x").unwrap();
-    let conversation = [
+/// The conversation of a second turn: the task, the first reply's call,
+/// its result.
+fn second_turn() -> [Message; 3] {
+    [
         user("go"),
         Message {
             role: Role::Assistant,
             calls: vec![agent::ToolCall {
-                id: "toolu_1".into(),
+                id: "call_1".into(),
                 tool: "echo".into(),
                 args: "{}".into(),
             }],
@@ -545,10 +535,37 @@ fn an_anthropic_call_without_an_id_is_named_by_its_turn() {
         Message {
             role: Role::Tool,
             text: "x".into(),
-            call_id: Some("toolu_1".into()),
+            call_id: Some("call_1".into()),
             ..Message::default()
         },
-    ];
-    let reply = model.reply(&conversation).unwrap();
+    ]
+}
+
+/// A tool call a provider sends without an ID gets one made from the turn
+/// (how many assistant messages the conversation already holds, plus one)
+/// and its place in the reply, the same on every retry: OpenAI's client
+/// and Anthropic's alike.
+#[test]
+fn a_call_without_an_id_is_named_by_its_turn() {
+    let server = TestProvider::start(Script::first(vec![openai::completion(
+        "",
+        &[("", "echo", r#"{"text": "x"}"#)],
+        1,
+        1,
+    )]))
+    .unwrap();
+    let (sleep, _) = recorder();
+    let reply = client(&server, sleep).reply(&second_turn()).unwrap();
+    assert_eq!(reply.calls[0].id, "call_t2_1");
+
+    let server = TestProvider::start(Script::first(vec![anthropic::message(
+        "",
+        &[("", "echo", r#"{"text": "x"}"#)],
+        1,
+        1,
+    )]))
+    .unwrap();
+    let model = Anthropic::new(&format!("http://{}", server.addr()), key(), "claude-x").unwrap();
+    let reply = model.reply(&second_turn()).unwrap();
     assert_eq!(reply.calls[0].id, "call_t2_1");
 }
