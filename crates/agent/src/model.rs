@@ -64,3 +64,50 @@ impl<M: Model + Sync + ?Sized> Model for Arc<M> {
         (**self).reply(conversation)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A model whose reply tells which conversation it was given.
+    struct Echo;
+
+    impl Model for Echo {
+        fn reply(&self, conversation: &[Message]) -> Result<Reply, ModelError> {
+            match conversation.last() {
+                Some(m) => Ok(Reply {
+                    text: format!("{} messages, last {:?}", conversation.len(), m.text),
+                    calls: vec![ToolCall {
+                        id: "c1".into(),
+                        tool: "t".into(),
+                        args: "{}".into(),
+                    }],
+                    usage: Usage {
+                        input_tokens: 7,
+                        ..Usage::default()
+                    },
+                }),
+                None => Err(ModelError::Failed("an empty conversation".into())),
+            }
+        }
+    }
+
+    /// A boxed or shared model is the model it holds: the same reply to the
+    /// same conversation, and the same error.
+    #[test]
+    fn a_boxed_or_shared_model_answers_as_the_model_it_holds() {
+        let conversation = [Message {
+            text: "hello".into(),
+            ..Message::default()
+        }];
+        let direct = Echo.reply(&conversation).unwrap();
+        assert_eq!(direct.text, "1 messages, last \"hello\"");
+        let boxed: Box<dyn Model> = Box::new(Echo);
+        let shared: Arc<dyn Model + Sync> = Arc::new(Echo);
+        for (name, m) in [("box", &boxed as &dyn Model), ("arc", &shared)] {
+            assert_eq!(m.reply(&conversation).unwrap(), direct, "{name}");
+            let e = m.reply(&[]).unwrap_err();
+            assert_eq!(e.to_string(), "an empty conversation", "{name}");
+        }
+    }
+}

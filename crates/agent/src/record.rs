@@ -306,4 +306,97 @@ mod tests {
         assert!(text.contains(r#""args": {"#), "{text}");
         assert!(text.contains(r#""args": "{not json""#), "{text}");
     }
+
+    fn header() -> Map<String, Value> {
+        let mut header = Map::new();
+        header.insert("name".into(), "j".into());
+        header.insert("task".into(), "t".into());
+        header
+    }
+
+    fn assistant(text: &str, call: &str) -> Message {
+        Message {
+            role: Role::Assistant,
+            text: text.into(),
+            calls: vec![ToolCall {
+                id: call.into(),
+                tool: "x".into(),
+                args: "{}".into(),
+            }],
+            call_id: None,
+        }
+    }
+
+    /// A recording into a directory that does not exist yet creates it
+    /// (and its parents) and writes the file there.
+    #[test]
+    fn a_recording_into_a_new_directory_creates_it() {
+        let t =
+            Transcript::parse(r#"{"task": "t", "replies": [{"text": "done"}]}"#, "t.json").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new").join("deeper").join("rec.json");
+        let rec = Recording::new(ScriptedModel::new(t.clone()), &path, header()).unwrap();
+        assert_eq!(rec.reply(&[Message::default()]).unwrap().text, "done");
+        assert_eq!(Transcript::load(&path).unwrap().replies, t.replies);
+    }
+
+    /// The usage read from the file is kept for a reply only where the
+    /// conversation's assistant message is that very reply (same text and
+    /// same calls); a message that differs in its text or in its calls is
+    /// written as the conversation has it, with no usage.
+    #[test]
+    fn recorded_usage_is_kept_only_for_the_reply_the_conversation_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec.json");
+        let usage =
+            |n: u64| serde_json::json!({"input_tokens": n, "output_tokens": 0, "dollars": 0.0});
+        let existing = serde_json::json!({"name": "j", "task": "t", "replies": [
+            {"text": "a", "calls": [{"id": "c1", "tool": "x", "args": {}}], "usage": usage(3)},
+            {"text": "b", "calls": [{"id": "c2", "tool": "x", "args": {}}], "usage": usage(5)},
+            {"text": "c", "calls": [{"id": "c3", "tool": "x", "args": {}}], "usage": usage(7)},
+        ]});
+        std::fs::write(&path, existing.to_string()).unwrap();
+        let t = Transcript::parse(
+            r#"{"task": "t", "replies": [{"text": "1", "calls": [{"id": "d1", "tool": "x"}]},
+                {"text": "2", "calls": [{"id": "d2", "tool": "x"}]},
+                {"text": "3", "calls": [{"id": "d3", "tool": "x"}]},
+                {"text": "done", "usage": {"input_tokens": 9}}]}"#,
+            "t.json",
+        )
+        .unwrap();
+        let rec = Recording::new(ScriptedModel::new(t), &path, header()).unwrap();
+        let conversation = [
+            Message::default(),
+            // The recorded reply: its usage stays.
+            assistant("a", "c1"),
+            // The recorded text, other calls.
+            assistant("b", "c9"),
+            // Other text, the recorded calls.
+            assistant("z", "c3"),
+        ];
+        rec.reply(&conversation).unwrap();
+        let written: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let replies: Vec<(&str, &str, u64)> = written["replies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["text"].as_str().unwrap(),
+                    r["calls"][0]["id"].as_str().unwrap_or(""),
+                    r["usage"]["input_tokens"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            replies,
+            [
+                ("a", "c1", 3),
+                ("b", "c9", 0),
+                ("z", "c3", 0),
+                ("done", "", 9)
+            ]
+        );
+    }
 }

@@ -51,3 +51,31 @@ impl Model for ScriptedModel {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Asked past the transcript's end, the model names the file, how many
+    /// replies it has and which (1-based) was asked for.
+    #[test]
+    fn a_conversation_past_the_transcript_names_the_reply_asked_for() {
+        let t = Transcript::parse(r#"{"replies": [{"text": "done"}]}"#, "job.json").unwrap();
+        let m = ScriptedModel::new(t);
+        let answered = [
+            Message::default(),
+            Message {
+                role: Role::Assistant,
+                text: "done".into(),
+                ..Message::default()
+            },
+        ];
+        assert_eq!(m.reply(&answered[..1]).unwrap().text, "done");
+        match m.reply(&answered) {
+            Err(ModelError::Exhausted { path, len, wanted }) => {
+                assert_eq!((path.to_str(), len, wanted), (Some("job.json"), 1, 2));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -55,10 +55,14 @@ impl Agent {
             life.st.mode.clone_from(&self.mode);
         }
         if life.st.messages.is_empty() {
+            // Every field spelled out: the role is also `Message::default()`'s,
+            // and a `..Message::default()` base would make deleting it an
+            // equivalent mutant.
             life.st.messages.push(Message {
                 role: Role::User,
                 text: self.task.clone(),
-                ..Message::default()
+                calls: Vec::new(),
+                call_id: None,
             });
         }
         life.drive()

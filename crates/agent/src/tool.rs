@@ -298,3 +298,142 @@ impl Tools {
         self.by_name.keys().map(String::as_str)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A tool that declares everything a tool can, each answer its own.
+    struct Declaring;
+
+    impl Tool for Declaring {
+        fn name(&self) -> &str {
+            "declaring"
+        }
+        fn effect(&self) -> Effect {
+            Effect::Idempotent
+        }
+        fn keys(&self) -> Keys {
+            Keys::Honoured { keep_for: Some(60) }
+        }
+        fn needs_approval(&self) -> bool {
+            true
+        }
+        fn touches(&self, args: &Value) -> Vec<String> {
+            vec![args["path"].as_str().unwrap_or("?").to_owned()]
+        }
+        fn call(&self, ctx: &CallContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
+            match args["fail"].as_bool() {
+                Some(true) => Err(ToolError::Unknown(format!("{} dropped", ctx.call_id))),
+                _ => Ok(ToolOutput::ok(format!("{} {:?}", ctx.call_id, ctx.key))
+                    .with_file("p.rs", b"p")),
+            }
+        }
+        fn lookup(&self, ctx: &CallContext<'_>, _args: &Value) -> Lookup {
+            Lookup::Found(ToolOutput::ok(format!("found {}", ctx.call_id)))
+        }
+    }
+
+    /// A tool that declares only what it must.
+    struct Plain;
+
+    impl Tool for Plain {
+        fn name(&self) -> &str {
+            "plain"
+        }
+        fn effect(&self) -> Effect {
+            Effect::Changes
+        }
+        fn call(&self, _ctx: &CallContext<'_>, _args: &Value) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::ok("ran"))
+        }
+    }
+
+    /// Everything a tool says about one call, to compare two tools.
+    fn answers(t: &dyn Tool) -> Vec<String> {
+        let run = RunId::parse("r").unwrap();
+        let ctx = CallContext {
+            run: &run,
+            call_id: "c1",
+            key: Some("k1"),
+            messages: &[],
+        };
+        let args = json!({"path": "src/a.rs"});
+        let failing = json!({"fail": true});
+        vec![
+            t.name().to_owned(),
+            format!("{:?}", t.effect()),
+            format!("{:?}", t.keys()),
+            t.needs_approval().to_string(),
+            format!("{:?}", t.touches(&args)),
+            format!("{:?}", t.call(&ctx, &args)),
+            format!("{:?}", t.call(&ctx, &failing)),
+            format!("{:?}", t.lookup(&ctx, &args)),
+        ]
+    }
+
+    /// A boxed tool is the tool it holds, in every answer.
+    #[test]
+    fn a_boxed_tool_answers_as_the_tool_it_holds() {
+        let direct = answers(&Declaring);
+        assert_eq!(direct[0], "declaring");
+        assert_eq!(direct[4], r#"["src/a.rs"]"#);
+        let boxed: Box<dyn Tool> = Box::new(Declaring);
+        assert_eq!(answers(&boxed), direct);
+        let plain: Box<dyn Tool> = Box::new(Plain);
+        assert_eq!(answers(&plain), answers(&Plain));
+    }
+
+    /// A gated tool is the tool it holds, except that every call needs a
+    /// person's yes.
+    #[test]
+    fn a_gated_tool_answers_as_its_tool_but_needs_approval() {
+        let mut expected = answers(&Plain);
+        assert_eq!(expected[3], "false");
+        expected[3] = "true".into();
+        assert_eq!(answers(&Gated(Plain)), expected);
+        assert_eq!(answers(&Gated(Declaring)), answers(&Declaring));
+    }
+
+    /// The defaults: no key, no approval, no files touched, and a lookup
+    /// that cannot tell, naming the tool.
+    #[test]
+    fn a_tool_that_declares_nothing_gets_the_defaults() {
+        assert_eq!(
+            answers(&Plain)[2..],
+            [
+                "None".to_owned(),
+                "false".into(),
+                "[]".into(),
+                r#"Ok(ToolOutput { output: "ran", is_error: false, files: {} })"#.into(),
+                r#"Ok(ToolOutput { output: "ran", is_error: false, files: {} })"#.into(),
+                r#"CantTell("plain has no lookup")"#.into(),
+            ]
+        );
+    }
+
+    /// A key is held for `keep_for` clock units after it was sent and not
+    /// from then on; without a limit for ever; without keys never.
+    #[test]
+    fn a_key_is_held_for_its_keep_for_and_no_longer() {
+        let ttl = Keys::Honoured { keep_for: Some(10) };
+        assert!(ttl.held(100, 100));
+        assert!(ttl.held(100, 109));
+        assert!(!ttl.held(100, 110));
+        assert!(!ttl.held(100, 1_000));
+        // A clock behind the send (another machine's) counts as no time.
+        assert!(ttl.held(100, 50));
+        assert!(Keys::Honoured { keep_for: None }.held(0, u64::MAX));
+        assert!(!Keys::None.held(100, 100));
+        assert!(ttl.sends() && !Keys::None.sends());
+    }
+
+    /// A tool set shows as the list of its tools' names, sorted.
+    #[test]
+    fn tools_show_as_their_names() {
+        let tools = Tools::new().with(Plain).with(Declaring);
+        assert_eq!(format!("{tools:?}"), r#"["declaring", "plain"]"#);
+        assert_eq!(format!("{:?}", Tools::new()), "[]");
+    }
+}

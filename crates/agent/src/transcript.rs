@@ -325,6 +325,20 @@ mod tests {
         assert!(e.contains("/no/such/transcript.json"), "{e}");
     }
 
+    /// A reply's cost must be a finite amount of at least zero: a negative
+    /// one is refused with the reply's number, a zero one is fine.
+    #[test]
+    fn a_negative_cost_is_refused() {
+        let e = parse(r#"{"replies": [{"text": "done", "usage": {"dollars": -0.5}}]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("reply 1: dollars must be a finite amount ≥ 0"),
+            "{e}"
+        );
+        parse(r#"{"replies": [{"text": "done", "usage": {"dollars": 0.0}}]}"#).unwrap();
+    }
+
     #[test]
     fn unknown_tools_are_named() {
         let t =

@@ -1066,6 +1066,54 @@ fn the_runs_own_unsaved_write_is_the_ladders_not_a_change() {
     assert!(!tool_message(&w.state(), "c2").contains("error"));
 }
 
+/// Only a marked call that has no result may explain a changed file: one
+/// whose result is saved (its write is recorded) and one that never started
+/// (no marker: a gated call still waiting on its yes) wrote nothing since,
+/// so a change to a file they touch is someone else's.
+#[test]
+fn a_change_to_a_file_an_answered_or_unstarted_call_touches_stops_the_resume() {
+    let changed = |e: Error| match e {
+        Error::Checkpoint(durable::Error::WorkspaceChanged { file, .. }) => {
+            assert_eq!(file.to_str(), Some("mem:/p.rs"));
+        }
+        other => panic!("expected WorkspaceChanged, got {other}"),
+    };
+    let t = transcript(PATCH_JOB);
+
+    // c1 (create p.rs) answered, the run still in phase tools for it.
+    let w = World::keyed();
+    w.crash(&w.agent(&t), "result saved#1");
+    let st = w.state();
+    assert_eq!(st.phase, Phase::Tools);
+    assert!(st.attempts.contains_key("c1") && st.results.contains_key("c1"));
+    w.workspace.write("p.rs", b"edited by hand").unwrap();
+    changed(w.agent(&t).run().unwrap_err());
+
+    // c2 (patch p.rs) waiting on a person, never marked.
+    let mut w = World::keyed();
+    w.person = ScriptedApprover::new().on_approval(|a| {
+        if a.call.id == "c2" {
+            Decision::Later
+        } else {
+            Decision::Approve
+        }
+    });
+    let gated_patch = |w: &World| {
+        let mut tools = w.triage_tools();
+        tools.insert(agent::Gated(
+            triage_tools::CodePatch::new(Arc::new(w.workspace.clone())).sync(false),
+        ));
+        tools
+    };
+    let e = w.agent_with(&t, gated_patch(&w)).run().unwrap_err();
+    assert!(matches!(e, Error::Paused { .. }), "{e}");
+    let st = w.state();
+    assert_eq!(st.calls[0].id, "c2");
+    assert!(st.attempts.is_empty() && st.files.contains_key("p.rs"));
+    w.workspace.write("p.rs", b"edited by hand").unwrap();
+    changed(w.agent_with(&t, gated_patch(&w)).run().unwrap_err());
+}
+
 #[test]
 fn a_second_process_on_the_run_is_refused() {
     let w = World::keyed();
@@ -1354,4 +1402,48 @@ fn a_resumed_pause_saves_phase_tools_and_no_one_waiting() {
     assert_eq!(st.phase, Phase::Tools);
     assert!(st.waiting.is_empty(), "{:?}", st.waiting);
     assert!(st.results.contains_key("c1"));
+}
+
+/// A model that keeps every conversation it is asked about and answers.
+#[derive(Clone, Default)]
+struct Listening {
+    asked: Arc<Mutex<Vec<Vec<Message>>>>,
+}
+
+impl Model for Listening {
+    fn reply(&self, conversation: &[Message]) -> Result<Reply, ModelError> {
+        self.asked.lock().unwrap().push(conversation.to_vec());
+        Ok(Reply {
+            text: "done".into(),
+            ..Reply::default()
+        })
+    }
+}
+
+/// A new run's conversation starts with the task, as the user's message;
+/// that is what the model is first asked about, and what the state keeps.
+#[test]
+fn a_new_run_asks_the_model_about_the_task() {
+    let dir = MemDir::new();
+    let model = Listening::default();
+    let agent = Agent::new(
+        run_id(),
+        Arc::new(dir.clone()),
+        "triage the crashes",
+        model.clone(),
+        Tools::new(),
+    )
+    .with_options(Options {
+        sync: false,
+        ..Options::default()
+    });
+    agent.run().unwrap();
+    let task = Message {
+        role: Role::User,
+        text: "triage the crashes".into(),
+        ..Message::default()
+    };
+    assert_eq!(*model.asked.lock().unwrap(), [vec![task.clone()]]);
+    let st = Checkpoint::load(&dir, &run_id()).unwrap().unwrap();
+    assert_eq!(st.messages[0], task);
 }

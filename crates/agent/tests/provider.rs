@@ -186,6 +186,89 @@ fn retries_are_bounded_in_count_and_in_time() {
     );
 }
 
+/// A wait that takes the time since the first request exactly to the
+/// budget is still waited: the budget is how long retries may take.
+#[test]
+fn a_wait_that_just_fits_the_budget_is_waited() {
+    let server = TestProvider::start(
+        Script::first(vec![
+            openai::error(429, "slow down")
+                .with_header("Retry-After", "30");
+            2
+        ])
+        .then_by_turn(vec![openai::completion("done", &[], 5, 1)]),
+    )
+    .unwrap();
+    let (sleep, waits) = recorder();
+    let model = client(&server, sleep).with_retry(Retry {
+        attempts: 5,
+        budget: Duration::from_secs(60),
+        ..Retry::default()
+    });
+    let reply = model.reply(&[user("hi")]).unwrap();
+    assert_eq!(reply.text, "done");
+    assert_eq!(server.count(), 3);
+    assert_eq!(*waits.lock().unwrap(), [Duration::from_secs(30); 2]);
+}
+
+/// A provider that asks for no wait (`Retry-After: 0`) when the budget is
+/// spent asked for nothing the error should report.
+#[test]
+fn a_zero_retry_after_past_the_budget_is_not_reported_as_asked() {
+    let server = TestProvider::start(Script::first(vec![
+        openai::error(429, "quota").with_header("Retry-After", "0")
+    ]))
+    .unwrap();
+    let (sleep, waits) = recorder();
+    let model = client(&server, sleep).with_retry(Retry {
+        attempts: 5,
+        budget: Duration::ZERO,
+        ..Retry::default()
+    });
+    let e = provider_error(model.reply(&[user("hi")]).unwrap_err());
+    assert_eq!(server.count(), 1);
+    assert!(waits.lock().unwrap().is_empty());
+    assert!(
+        matches!(
+            e,
+            ProviderError::Status {
+                status: 429,
+                attempts: 1,
+                retry_after: None,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().ends_with(": HTTP 429: quota"), "{e}");
+}
+
+/// Anthropic's client shows its endpoint, model and tools (in its Debug
+/// output and by its getters), and the key only as redacted.
+#[test]
+fn anthropics_client_shows_its_settings_but_not_the_key() {
+    let model = Anthropic::new("http://127.0.0.1:9", key(), "claude-x")
+        .unwrap()
+        .with_tools(vec![ToolSpec::new(
+            "echo",
+            "Echo.",
+            json!({"type": "object"}),
+        )]);
+    let shown = format!("{model:?}");
+    for part in [
+        "Anthropic {",
+        "url: \"http://127.0.0.1:9/v1/messages\"",
+        "model: \"claude-x\"",
+        "key: ApiKey([redacted])",
+        "tools: [\"echo\"]",
+    ] {
+        assert!(shown.contains(part), "{part} in {shown}");
+    }
+    assert!(!shown.contains(KEY), "{shown}");
+    assert_eq!(model.endpoint(), "http://127.0.0.1:9/v1/messages");
+    assert_eq!(model.model(), "claude-x");
+}
+
 #[test]
 fn a_4xx_other_than_429_is_not_retried_and_names_status_and_message_but_not_the_key() {
     let server = TestProvider::start(Script::first(vec![openai::error(
@@ -224,6 +307,12 @@ fn a_timeout_is_retried_then_reported() {
             connect: Duration::from_secs(5),
             read: Duration::from_millis(200),
         });
+    // The client holds the timeouts it was given (else the hang below
+    // would last the default 120 s).
+    assert!(
+        format!("{model:?}").contains("timeouts: Timeouts { connect: 5s, read: 200ms }"),
+        "{model:?}"
+    );
     let e = provider_error(model.reply(&[user("hi")]).unwrap_err());
     assert!(
         matches!(e, ProviderError::Timeout { attempts: 2, .. }),
@@ -427,4 +516,56 @@ fn anthropic_messages_round_trip() {
         "{e}"
     );
     assert!(!format!("{model:?}").contains(KEY));
+}
+
+/// The conversation of a second turn: the task, the first reply's call,
+/// its result.
+fn second_turn() -> [Message; 3] {
+    [
+        user("go"),
+        Message {
+            role: Role::Assistant,
+            calls: vec![agent::ToolCall {
+                id: "call_1".into(),
+                tool: "echo".into(),
+                args: "{}".into(),
+            }],
+            ..Message::default()
+        },
+        Message {
+            role: Role::Tool,
+            text: "x".into(),
+            call_id: Some("call_1".into()),
+            ..Message::default()
+        },
+    ]
+}
+
+/// A tool call a provider sends without an ID gets one made from the turn
+/// (how many assistant messages the conversation already holds, plus one)
+/// and its place in the reply, the same on every retry: OpenAI's client
+/// and Anthropic's alike.
+#[test]
+fn a_call_without_an_id_is_named_by_its_turn() {
+    let server = TestProvider::start(Script::first(vec![openai::completion(
+        "",
+        &[("", "echo", r#"{"text": "x"}"#)],
+        1,
+        1,
+    )]))
+    .unwrap();
+    let (sleep, _) = recorder();
+    let reply = client(&server, sleep).reply(&second_turn()).unwrap();
+    assert_eq!(reply.calls[0].id, "call_t2_1");
+
+    let server = TestProvider::start(Script::first(vec![anthropic::message(
+        "",
+        &[("", "echo", r#"{"text": "x"}"#)],
+        1,
+        1,
+    )]))
+    .unwrap();
+    let model = Anthropic::new(&format!("http://{}", server.addr()), key(), "claude-x").unwrap();
+    let reply = model.reply(&second_turn()).unwrap();
+    assert_eq!(reply.calls[0].id, "call_t2_1");
 }

@@ -359,6 +359,9 @@ mod tests {
         let body = m.request_body(&conv);
         assert_eq!(body["system"], "sys");
         assert_eq!(body["messages"].as_array().map(Vec::len), Some(3));
+        // Arguments that are a JSON object go as the input itself; any
+        // other text goes as a string beside it.
+        assert_eq!(body["messages"][1]["content"][1]["input"], json!({"q": 1}));
         assert_eq!(
             body["messages"][1]["content"][2]["input"],
             json!({"raw_arguments": "{bad"})

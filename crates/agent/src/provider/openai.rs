@@ -352,6 +352,7 @@ mod tests {
                 json!({"type": "object"}),
             )]);
         assert_eq!(m.endpoint(), "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(m.model(), "gpt-4o-mini");
         let conv = [
             Message {
                 role: Role::User,
@@ -398,7 +399,8 @@ mod tests {
                 200,
                 r#"{"model": "gpt-4o-mini-2024-07-18", "choices": [{"message": {"content": null, "tool_calls": [
                     {"id": "call_A", "type": "function", "function": {"name": "search", "arguments": "{\"query\": \"x\""}},
-                    {"type": "function", "function": {"name": "search", "arguments": {"query": "y"}}}]}}],
+                    {"type": "function", "function": {"name": "search", "arguments": {"query": "y"}}},
+                    {"id": "", "type": "function", "function": {"name": "search"}}]}}],
                     "usage": {"prompt_tokens": 1000000, "completion_tokens": 0}}"#,
                 2,
             )
@@ -407,6 +409,9 @@ mod tests {
         assert_eq!(r.calls[0].args, r#"{"query": "x""#);
         assert_eq!(r.calls[1].id, "call_t3_2");
         assert_eq!(r.calls[1].args, r#"{"query":"y"}"#);
+        // An empty ID is no ID.
+        assert_eq!(r.calls[2].id, "call_t3_3");
+        assert_eq!(r.calls[2].args, "{}");
         assert_eq!(r.usage.input_tokens, 1_000_000);
         assert_eq!(r.usage.dollars, 0.15);
         for (body, want) in [

@@ -202,4 +202,96 @@ mod tests {
         }
         assert_eq!(j.upto(Duration::ZERO), Duration::ZERO);
     }
+
+    /// `never` sends each request once; the rest is the default policy.
+    #[test]
+    fn never_sends_one_request() {
+        let never = Retry::never();
+        assert_eq!(never.attempts, 1);
+        assert_eq!(
+            (never.base_delay, never.max_delay, never.budget),
+            (
+                Duration::from_millis(500),
+                Duration::from_secs(20),
+                Duration::from_secs(60)
+            )
+        );
+    }
+
+    /// The jitter is Marsaglia's xorshift64 with shifts 13, 7, 17: from
+    /// seed 1 its first outputs are the reference sequence (1082269761, …),
+    /// and a draw below a ceiling is the output modulo ceiling + 1.
+    #[test]
+    fn jitter_is_xorshift64() {
+        let mut j = Jitter(1);
+        let first: Vec<u64> = (0..4).map(|_| j.next()).collect();
+        assert_eq!(
+            first,
+            [
+                1_082_269_761,
+                1_152_992_998_833_853_505,
+                11_177_516_664_432_764_457,
+                17_678_023_832_001_937_445
+            ]
+        );
+        let mut j = Jitter(1);
+        let draws: Vec<Duration> = (0..4).map(|_| j.upto(Duration::from_nanos(1000))).collect();
+        assert_eq!(draws, [573, 328, 812, 41].map(Duration::from_nanos));
+    }
+
+    /// Draws from a freshly seeded jitter spread over the range rather
+    /// than repeat one value.
+    #[test]
+    fn jitter_spreads_its_draws() {
+        let mut j = Jitter::new();
+        let ceiling = Duration::from_millis(500);
+        let draws: std::collections::BTreeSet<Duration> =
+            (0..100).map(|_| j.upto(ceiling)).collect();
+        assert!(draws.len() > 90, "{draws:?}");
+        assert!(draws.iter().any(|d| *d < ceiling / 2), "{draws:?}");
+        assert!(draws.iter().any(|d| *d > ceiling / 2), "{draws:?}");
+    }
+
+    /// A `retry-after-ms` that is negative or not finite is ignored and
+    /// `Retry-After` decides (a wait cannot be negative or endless).
+    #[test]
+    fn an_impossible_retry_after_ms_is_ignored() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        for ms in ["-5", "inf", "-inf", "NaN", "soon"] {
+            assert_eq!(
+                retry_after(Some(ms), Some("7"), now),
+                Some(Duration::from_secs(7)),
+                "{ms}"
+            );
+        }
+        assert_eq!(retry_after(Some("0"), Some("7"), now), Some(Duration::ZERO));
+    }
+
+    /// An HTTP date is read up to each field's last valid value (day 31,
+    /// 23:59, a leap second 60, the year 1970) and refused one past it.
+    #[test]
+    fn http_dates_out_of_range_are_refused() {
+        assert_eq!(http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(http_date("Sat, 31 Jan 1970 23:59:00 GMT"), Some(2_678_340));
+        // python3: datetime(2024, 2, 29, 23, 59, 59, tzinfo=utc).timestamp()
+        assert_eq!(
+            http_date("Thu, 29 Feb 2024 23:59:59 GMT"),
+            Some(1_709_251_199)
+        );
+        assert_eq!(
+            http_date("Thu, 29 Feb 2024 23:59:60 GMT"),
+            Some(1_709_251_200)
+        );
+        for bad in [
+            "Mon, 00 Jan 1994 08:49:37 GMT",
+            "Mon, 32 Jan 1994 08:49:37 GMT",
+            "Mon, 07 Nov 1994 24:00:00 GMT",
+            "Mon, 07 Nov 1994 08:60:00 GMT",
+            "Mon, 07 Nov 1994 08:49:61 GMT",
+            "Wed, 31 Dec 1969 23:59:59 GMT",
+            "Mon, 07 Nov 0 08:49:37 GMT",
+        ] {
+            assert_eq!(http_date(bad), None, "{bad}");
+        }
+    }
 }

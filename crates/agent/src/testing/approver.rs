@@ -107,3 +107,20 @@ impl Approver for ScriptedApprover {
         r
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scripted person shows what it was asked (its log), not its
+    /// closures.
+    #[test]
+    fn a_scripted_person_shows_its_log() {
+        let person = ScriptedApprover::default();
+        person.push(Asked::Question("c1".into(), Resolution::Rerun));
+        assert_eq!(
+            format!("{person:?}"),
+            r#"ScriptedApprover { log: [Question("c1", Rerun)], .. }"#
+        );
+    }
+}

@@ -71,6 +71,30 @@ fn a_populated_state_round_trips_through_a_checkpoint() {
     assert_eq!((&again.state, again.resumes), (&s, 1));
 }
 
+/// A state whose dollars are not finite is refused by the save, with the
+/// reason, and the checkpoint keeps the last state saved: JSON has no NaN
+/// or infinity (serde_json would write `null`, which never loads back).
+#[test]
+fn a_state_with_dollars_json_cannot_hold_is_not_saved() {
+    let world = MemDir::new();
+    let run = run_id("r");
+    let mut opened = open(&world, &run, fast()).unwrap();
+    let good = populated(&run);
+    opened.checkpoint.save(&good).unwrap();
+    for dollars in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        let mut bad = good.clone();
+        bad.usage.dollars = dollars;
+        match opened.checkpoint.save(&bad) {
+            Err(durable::Error::InvalidState { reason, .. }) => {
+                assert!(reason.contains("JSON cannot hold"), "{dollars}: {reason}");
+            }
+            other => panic!("{dollars}: {other:?}"),
+        }
+        let saved = Checkpoint::load(&world, &run).unwrap().unwrap();
+        assert_eq!(saved.state, good, "{dollars}");
+    }
+}
+
 #[test]
 fn invalid_json_in_tool_call_args_saves_and_loads() {
     let world = MemDir::new();

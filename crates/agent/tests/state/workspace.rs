@@ -81,3 +81,21 @@ fn recorded_paths_outside_the_workspace_are_refused_unread() {
         assert!(matches!(e, Error::InvalidState { .. }), "{rel:?}: {e:?}");
     }
 }
+
+/// A recorded file that exists but cannot be read is an I/O error naming
+/// it, not a change: only a missing file reads as "no file".
+#[test]
+fn an_unreadable_file_is_an_io_error_not_a_change() {
+    let (t, mut s) = setup();
+    // A directory where the run wrote a file: opening it works, reading it
+    // fails (EISDIR).
+    std::fs::create_dir(t.path().join("build")).unwrap();
+    s.record_file("build", b"made\n");
+    match s.check_workspace(t.path()) {
+        Err(Error::Io { path, op, .. }) => {
+            assert_eq!(path, t.path().join("build"));
+            assert_eq!(op, "read workspace file");
+        }
+        other => panic!("expected Io, got {other:?}"),
+    }
+}
