@@ -106,8 +106,9 @@ pub fn failure_lines(
                 ),
                 (
                     "FLAKY",
+                    // (The clean run is never flaky: it is not rerun.)
                     r.flaky()
-                        .filter(|s| of(s, *state, g == 0))
+                        .filter(|s| of(s, *state, false))
                         .collect::<Vec<_>>(),
                 ),
             ] {
