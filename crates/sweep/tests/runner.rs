@@ -750,3 +750,39 @@ fn a_required_counter_over_the_clean_run_passes_the_clean_run() {
         assert_eq!(r.row().failed, 4, "{:?}", config.required);
     }
 }
+
+/// Its restart finishes at once, passing no point.
+struct QuickRecovery;
+
+impl Subject for QuickRecovery {
+    type World = bool;
+    fn name(&self) -> String {
+        "quick recovery".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![]
+    }
+    fn world(&self) -> bool {
+        false
+    }
+    fn life(&self, started: &mut bool) -> Result<(), sweep::LifeError> {
+        if std::mem::replace(started, true) {
+            return Ok(());
+        }
+        crashpoint::point!("p");
+        Ok(())
+    }
+    fn judge(&self, _: &bool) -> Verdict {
+        Verdict::new()
+    }
+}
+
+/// A traced final life that passes no point is still in the timeline.
+#[test]
+fn a_final_life_without_hits_is_traced() {
+    let r = sweep::run_one(&QuickRecovery, &"p#1".parse().unwrap());
+    assert!(!r.failed(), "{}", r.timeline());
+    assert_eq!(r.lives.len(), 2, "{}", r.timeline());
+    assert!(r.lives[1].hits.is_empty());
+    assert_eq!(r.lives[1].end, "finished");
+}

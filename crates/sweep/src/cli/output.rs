@@ -459,6 +459,11 @@ mod tests {
                 "12 scenarios failed a required invariant"
             ]
         );
+        // Ten are all shown, with no "more" line.
+        let r = report(&[LOSE], false, &[10], &[0]);
+        let (lines, _) = listed(&r);
+        assert_eq!(lines.len(), 11);
+        assert!(!lines.iter().any(|l| l.contains("more")), "{lines:#?}");
         let r = report(&[LOSE], true, &[0], &[0]);
         let (lines, count) = listed(&r);
         assert_eq!(count, 1);
