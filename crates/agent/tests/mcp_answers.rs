@@ -29,6 +29,8 @@ struct Scripted {
     busy_at: Arc<Mutex<Vec<Instant>>>,
     /// `busy` answers "in flight" this many times, then files.
     busy_for: u32,
+    /// Every call's tool, in order.
+    called: Arc<Mutex<Vec<String>>>,
 }
 
 fn in_flight() -> ErrorData {
@@ -63,6 +65,7 @@ impl ServerHandler for Scripted {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        self.called.lock().unwrap().push(request.name.to_string());
         let result = match request.name.as_ref() {
             "busy" => {
                 self.busy_at.lock().unwrap().push(Instant::now());
@@ -106,6 +109,7 @@ fn scripted(with_lookup: bool, busy_for: u32) -> Scripted {
         busy_calls: Arc::new(AtomicU32::new(0)),
         busy_at: Arc::new(Mutex::new(Vec::new())),
         busy_for,
+        called: Arc::new(Mutex::new(Vec::new())),
     }
 }
 
@@ -139,7 +143,9 @@ fn ctx_lookup(tools: &Tools, name: &str, args: Value) -> Lookup {
 
 #[test]
 fn each_answer_means_what_the_module_docs_say() {
-    let client = connect(scripted(true, 0));
+    let server = scripted(true, 0);
+    let called = server.called.clone();
+    let client = connect(server);
     let debug = format!("{client:?}");
     assert!(
         debug.starts_with("McpClient {") && debug.contains("timeout: 30s"),
@@ -175,6 +181,11 @@ fn each_answer_means_what_the_module_docs_say() {
     assert!(
         matches!(&bad, ToolError::Failed(m) if m.contains("JSON object")),
         "{bad:?}"
+    );
+    // Only a call in flight is asked again: each of these was sent once.
+    assert_eq!(
+        *called.lock().unwrap(),
+        ["internal", "refused", "structured", "erring"]
     );
 }
 
