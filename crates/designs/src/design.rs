@@ -71,3 +71,30 @@ impl Design {
         self.sends_keys() || modes.keys
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each design is found by its own slug, and nothing else is one.
+    #[test]
+    fn a_slug_names_its_design() {
+        for d in Design::ALL {
+            assert_eq!(Design::from_slug(d.slug()), Some(d));
+        }
+        let slugs: Vec<&str> = Design::ALL.iter().map(|d| d.slug()).collect();
+        assert_eq!(
+            slugs,
+            [
+                "save-once-per-turn",
+                "save-after-reply",
+                "keys",
+                "markers",
+                "keys-markers"
+            ]
+        );
+        for bad in ["", "Keys", "keys markers", "key"] {
+            assert_eq!(Design::from_slug(bad), None, "{bad:?}");
+        }
+    }
+}
