@@ -213,3 +213,38 @@ fn two_comments_with_one_body_on_two_issues_are_no_duplicate() {
         );
     }
 }
+
+/// A design's world in plain memory has copies, so its sweep shares lives
+/// (and gives brute force's report); on a real directory or under power
+/// loss it has none, and every life is replayed.
+#[test]
+fn memory_worlds_share_lives_and_disk_or_power_worlds_do_not() {
+    let shallow = Config {
+        depth: 1,
+        ..Config::default()
+    };
+    for design in Design::ALL {
+        let subject = design.subject(&script(), Storage::Memory);
+        let (shared, stats) = sweep::run_counted(&subject, &shallow, &|_| {}).unwrap();
+        assert!(stats.shared, "{design:?}");
+        let brute = Config {
+            share: false,
+            ..shallow.clone()
+        };
+        assert_eq!(shared, sweep::run(&subject, &brute).unwrap(), "{design:?}");
+    }
+    let disk = Design::KeysMarkers.subject(&script(), Storage::Disk);
+    assert!(
+        !sweep::run_counted(&disk, &shallow, &|_| {})
+            .unwrap()
+            .1
+            .shared
+    );
+    let power = designs::variants::power(
+        Design::KeysMarkers,
+        designs::Writer::Real,
+        durable::testing::CrashState::LoseUnsynced,
+    );
+    let (_, stats) = sweep::run_counted(&power.subject(&script()), &shallow, &|_| {}).unwrap();
+    assert!(!stats.shared);
+}
