@@ -127,36 +127,29 @@ fn an_anthropic_error_has_the_status_and_the_error_body() {
 
 #[test]
 fn a_transcript_becomes_one_response_per_reply() {
-    assert_eq!(
-        openai::transcript(TRANSCRIPT).unwrap(),
-        [
-            openai::completion(
-                "looking",
-                &[
-                    ("c1", "search", r#"{"query":"crash"}"#),
-                    ("c2", "issue_file", "{not json")
-                ],
-                10,
-                4
-            ),
-            openai::completion("done", &[], 20, 2),
-        ]
-    );
-    assert_eq!(
-        anthropic::transcript(TRANSCRIPT).unwrap(),
-        [
-            anthropic::message(
-                "looking",
-                &[
-                    ("c1", "search", r#"{"query":"crash"}"#),
-                    ("c2", "issue_file", "{not json")
-                ],
-                10,
-                4
-            ),
-            anthropic::message("done", &[], 20, 2),
-        ]
-    );
+    type Build = fn(&str, &[(&str, &str, &str)], u64, u64) -> Response;
+    type Read = fn(&str) -> Result<Vec<Response>, String>;
+    let formats: [(Read, Build); 2] = [
+        (openai::transcript, openai::completion),
+        (anthropic::transcript, anthropic::message),
+    ];
+    for (transcript, build) in formats {
+        assert_eq!(
+            transcript(TRANSCRIPT).unwrap(),
+            [
+                build(
+                    "looking",
+                    &[
+                        ("c1", "search", r#"{"query":"crash"}"#),
+                        ("c2", "issue_file", "{not json")
+                    ],
+                    10,
+                    4
+                ),
+                build("done", &[], 20, 2),
+            ]
+        );
+    }
     assert!(openai::transcript("[").unwrap_err().starts_with("not JSON"));
     assert_eq!(
         anthropic::transcript("{}").unwrap_err(),
