@@ -120,3 +120,82 @@ pub fn check_every_site(
     }
     Ok(stopped)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use durable::testing::Call;
+
+    const A: Fault = Fault {
+        call: Call::Write,
+        hit: 1,
+    };
+    const B: Fault = Fault {
+        call: Call::Rename,
+        hit: 2,
+    };
+
+    fn outcome(errors: &[&str], fired: usize, broken: &[&str]) -> FaultOutcome {
+        FaultOutcome {
+            errors: errors.iter().map(|e| e.to_string()).collect(),
+            fired,
+            broken: broken.iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    /// Every site is run at depth 1 and 2, with and without a cut; a
+    /// scenario that stopped a life counts once.
+    #[test]
+    fn every_site_runs_four_ways_and_stopped_lives_are_counted() {
+        let seen = std::cell::RefCell::new(Vec::new());
+        let stopped = check_every_site(&[A, B], |f, depth, cut| {
+            seen.borrow_mut().push((f, depth, cut));
+            if f == A {
+                outcome(&["power:/run/state: no space"], 1, &[])
+            } else {
+                outcome(&[], 1, &[])
+            }
+        });
+        assert_eq!(
+            stopped,
+            Ok(4),
+            "A stops a life in each of its four scenarios"
+        );
+        let seen = seen.into_inner();
+        assert_eq!(seen.len(), 8, "{seen:?}");
+        for f in [A, B] {
+            for depth in [1, 2] {
+                for cut in [false, true] {
+                    assert!(seen.contains(&(f, depth, cut)), "{f} {depth} {cut}");
+                }
+            }
+        }
+    }
+
+    /// Each way a scenario can fail is an error naming the scenario.
+    #[test]
+    fn a_scenario_that_does_not_hold_is_named() {
+        let first = |o: fn() -> FaultOutcome| check_every_site(&[A], |_, _, _| o());
+        let e = first(|| outcome(&[], 0, &[])).unwrap_err();
+        assert_eq!(e, "write!1 (depth 1): the fault did not fire");
+        let e = first(|| outcome(&[], 1, &["dups = 1"])).unwrap_err();
+        assert!(
+            e.starts_with("write!1 (depth 1): [") && e.contains("dups = 1"),
+            "{e}"
+        );
+        let e = first(|| outcome(&["power:/a", "power:/b", "power:/c"], 1, &[])).unwrap_err();
+        assert!(
+            e.starts_with("write!1 (depth 1): the healthy life did not finish"),
+            "{e}"
+        );
+        assert!(first(|| outcome(&["power:/a", "power:/b"], 1, &[])).is_ok());
+        let e = first(|| outcome(&["power:/a", "disk full"], 1, &[])).unwrap_err();
+        assert_eq!(e, "write!1 (depth 1): the error names no file: disk full");
+        // The cut is named, at depth 2.
+        let e = check_every_site(&[A], |_, depth, cut| {
+            outcome(&[], usize::from(!(depth == 2 && cut)), &[])
+        })
+        .unwrap_err();
+        assert_eq!(e, "write!1 (depth 2, power cut): the fault did not fire");
+    }
+}

@@ -93,3 +93,49 @@ pub fn sum_rows(title: &str, rows: &[sweep::Row]) -> sweep::Row {
     }
     total
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(
+        name: &str,
+        depths: &[u64],
+        cells: &[(&str, u64)],
+        failed: u64,
+        flaky: u64,
+    ) -> sweep::Row {
+        sweep::Row {
+            variant: name.into(),
+            depth_counts: depths.to_vec(),
+            cells: cells.iter().map(|(t, n)| (t.to_string(), *n)).collect(),
+            failed,
+            flaky,
+        }
+    }
+
+    /// Counts and cells add up across rows; a column one row lacks is
+    /// taken from the row that has it, in first-seen order.
+    #[test]
+    fn rows_sum_cell_by_cell() {
+        let total = sum_rows(
+            "all",
+            &[
+                row("a", &[3], &[("dups", 2), ("missing", 5)], 1, 0),
+                row("b", &[4, 7], &[("missing", 3), ("asks", 6)], 2, 1),
+                row("c", &[1, 1], &[("dups", 4)], 0, 2),
+            ],
+        );
+        assert_eq!(
+            total,
+            row(
+                "all",
+                &[8, 8],
+                &[("dups", 6), ("missing", 8), ("asks", 6)],
+                3,
+                3
+            )
+        );
+        assert_eq!(sum_rows("none", &[]), row("none", &[], &[], 0, 0));
+    }
+}

@@ -250,18 +250,23 @@ impl World {
         }
     }
 
+    /// The checkpoint directory of a world in plain memory: `None` under
+    /// power cuts or on a real disk (which keep their files elsewhere),
+    /// behind a fault injector, or with a crashing tracker (whose files and
+    /// armed faults a copy would not carry). Only such a world is copied
+    /// ([`World::snapshot`]) and fingerprinted.
+    fn plain_memory(&self) -> Option<&MemDir> {
+        if self.faults.is_some() || self.tracker_files.is_some() {
+            return None;
+        }
+        self.mem.as_ref()
+    }
+
     /// A deep copy sharing nothing with this world, for shared lives; only
     /// a world in plain memory (no power cuts, no faults, no crashing
     /// tracker) has one.
     pub(crate) fn snapshot(&self) -> Option<World> {
-        if self.power.is_some()
-            || self.faults.is_some()
-            || self.tracker_files.is_some()
-            || self._tmp.is_some()
-        {
-            return None;
-        }
-        let mem = self.mem.as_ref()?.deep_clone()?;
+        let mem = self.plain_memory()?.deep_clone()?;
         Some(World {
             dir: Arc::new(mem.clone()),
             _tmp: None,
@@ -290,15 +295,9 @@ impl World {
     /// what the loop reads back (observed), and the tallies only the judge
     /// counts; `None` for a world [`World::snapshot`] cannot copy.
     pub(crate) fn fingerprint(&self) -> Option<sweep::Fingerprint> {
-        if self.power.is_some()
-            || self.faults.is_some()
-            || self.tracker_files.is_some()
-            || self._tmp.is_some()
-        {
-            return None;
-        }
+        let mem = self.plain_memory()?;
         let mut fp = sweep::Fingerprint::new();
-        self.mem.as_ref()?.hash_contents(fp.observer());
+        mem.hash_contents(fp.observer());
         self.tracker.hash_contents(fp.observer());
         Some(
             fp.observe(&self.alive)

@@ -384,6 +384,27 @@ fn a_model_that_changes_its_mind_hurts_only_the_loop_that_asks_again() {
             assert_eq!(r.failures().count(), 0, "{model} {design}");
         }
     }
+    // Every scenario that left reworded records says so in words, with
+    // how many; the others say nothing of rewording.
+    let r = report(m, "model-new-calls-save-once-per-turn");
+    let mut reworded = 0;
+    for s in std::iter::once(&r.clean).chain(&r.scenarios) {
+        let n = r.value(s, "reworded");
+        let said = s
+            .verdict
+            .notes
+            .iter()
+            .find(|note| note.contains("worded as a model asked again"));
+        match n {
+            0 => assert_eq!(said, None, "{}", s.scenario),
+            n => {
+                reworded += 1;
+                let said = said.unwrap_or_else(|| panic!("{}: no note", s.scenario));
+                assert!(said.starts_with(&format!("{n} record(s) ")), "{said}");
+            }
+        }
+    }
+    assert!(reworded > 0, "some scenario rewords a record");
 }
 
 fn labels_of(s: &sweep::ScenarioResult) -> Vec<(Stage, Settlement)> {

@@ -214,6 +214,34 @@ fn two_comments_with_one_body_on_two_issues_are_no_duplicate() {
     }
 }
 
+/// An issue is its title and its body: two issues with one title (or one
+/// body) are two effects, each made once.
+#[test]
+fn two_issues_with_one_title_or_one_body_are_no_duplicate() {
+    let job = r#"{"name": "same-title", "replies": [
+        [{"id": "c1", "tool": "issue_file", "args": {"title": "A", "body": "a"}},
+         {"id": "c2", "tool": "issue_file", "args": {"title": "A", "body": "b"}},
+         {"id": "c3", "tool": "issue_file", "args": {"title": "B", "body": "b"}}],
+        []
+    ]}"#;
+    let script = Script::parse(job, std::path::Path::new("same-title.json")).unwrap();
+    let config = Config {
+        depth: 0,
+        ..Config::default()
+    };
+    for design in Design::ALL {
+        let report = sweep::run(&design.subject(&script, Storage::Memory), &config).unwrap();
+        assert_eq!(
+            (
+                report.value(&report.clean, "dups"),
+                report.value(&report.clean, "missing")
+            ),
+            (0, 0),
+            "{design:?}: the clean run of a job with two issues of one title"
+        );
+    }
+}
+
 /// A design's world in plain memory has copies, so its sweep shares lives
 /// (and gives brute force's report); on a real directory or under power
 /// loss it has none, and every life is replayed.
@@ -247,4 +275,35 @@ fn memory_worlds_share_lives_and_disk_or_power_worlds_do_not() {
     );
     let (_, stats) = sweep::run_counted(&power.subject(&script()), &shallow, &|_| {}).unwrap();
     assert!(!stats.shared);
+    // In memory, but behind a fault injector, or with a tracker that
+    // crashes from its own files: no copy either.
+    let faults = Design::KeysMarkers
+        .subject(&script(), Storage::Memory)
+        .with_faults(Vec::new());
+    let (_, stats) = sweep::run_counted(&faults, &shallow, &|_| {}).unwrap();
+    assert!(!stats.shared, "a world with a fault injector");
+    let tracker =
+        designs::variants::tracker_crash(Design::KeysMarkers, tracker::LogLayout::KeysInLog);
+    let (_, stats) = sweep::run_counted(&tracker.subject(&script()), &shallow, &|_| {}).unwrap();
+    assert!(!stats.shared, "a world with a crashing tracker");
+    // Each world says so itself, by its copy and by its fingerprint.
+    assert_eq!(
+        copies(&Design::KeysMarkers.subject(&script(), Storage::Memory)),
+        (true, true)
+    );
+    assert_eq!(copies(&disk), (false, false), "on disk");
+    assert_eq!(copies(&power.subject(&script())), (false, false), "power");
+    assert_eq!(copies(&faults), (false, false), "faults");
+    assert_eq!(
+        copies(&tracker.subject(&script())),
+        (false, false),
+        "tracker"
+    );
+}
+
+/// Whether a world after a clean life has a copy and a fingerprint.
+fn copies<S: sweep::Subject>(s: &S) -> (bool, bool) {
+    let mut w = s.world();
+    s.life(&mut w).expect("the clean run finishes");
+    (s.snapshot(&w).is_some(), s.fingerprint(&w).is_some())
 }
