@@ -10,6 +10,13 @@
 //! Exclusions and timeouts live in `.cargo/mutants.toml`, which
 //! `cargo mutants` reads itself. Not part of CI: see the README's
 //! "Mutation testing".
+//!
+//! `--fast-first` runs a crate with a quick subset of its tests first
+//! ([`FAST_TESTS`]: the crates whose every test run is a whole sweep), then
+//! only that run's survivors (missed and timeouts) with all of the crate's
+//! tests, and merges the two by mutant name. A mutant a subset catches, the
+//! whole suite catches too, so the merged counts are those of one run with
+//! every test, in a fraction of the time.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -29,6 +36,36 @@ pub const LIBRARY_CRATES: &[&str] = &[
     "loop-sweep",
     "designs",
     "test-provider",
+];
+
+/// For `--fast-first`: the `cargo test` arguments of each slow crate's
+/// quick subset (its unit tests and its cheapest integration tests, a few
+/// seconds instead of a minute per mutant).
+pub const FAST_TESTS: &[(&str, &[&str])] = &[
+    (
+        "designs",
+        &[
+            "--lib",
+            "--test",
+            "crash_sweep",
+            "--test",
+            "enumerated",
+            "--test",
+            "faults",
+        ],
+    ),
+    (
+        "loop-sweep",
+        &[
+            "--lib",
+            "--test",
+            "loop_faults",
+            "--test",
+            "loop_enumerated",
+            "--test",
+            "loop_http_tools",
+        ],
+    ),
 ];
 
 #[derive(Args)]
@@ -52,6 +89,13 @@ pub struct MutantsArgs {
     /// Print the table of results already in --output, running nothing.
     #[arg(long, conflicts_with = "list")]
     report: bool,
+    /// For the crates of `FAST_TESTS` (designs, loop-sweep): test every
+    /// mutant with a quick subset of the crate's tests first
+    /// (DIR/CRATE/fast), then the survivors with all of them
+    /// (DIR/CRATE/rest), and count the two merged. With --report, read
+    /// results written this way.
+    #[arg(long)]
+    fast_first: bool,
 }
 
 /// The outcome counts of one `cargo mutants` run.
@@ -75,27 +119,72 @@ impl Counts {
 /// Count the outcomes in the text of a `mutants.out/outcomes.json`; the
 /// baseline (not a mutant) is not counted.
 pub fn parse_outcomes(json: &str) -> Result<Counts, String> {
+    Ok(count(parse_named(json)?.iter().map(|(_, o)| o.as_str())))
+}
+
+/// Each mutant's name and summary (`CaughtMutant`, `MissedMutant`,
+/// `Unviable`, `Timeout`) in the text of a `mutants.out/outcomes.json`,
+/// in its order; the baseline is left out.
+pub fn parse_named(json: &str) -> Result<Vec<(String, String)>, String> {
     let doc: serde_json::Value =
         serde_json::from_str(json).map_err(|e| format!("outcomes.json is not JSON: {e}"))?;
     let outcomes = doc
         .get("outcomes")
         .and_then(|o| o.as_array())
         .ok_or("outcomes.json has no \"outcomes\" list")?;
-    let mut c = Counts::default();
+    let mut named = Vec::new();
     for o in outcomes {
         if o.get("scenario").and_then(|s| s.as_str()) == Some("Baseline") {
             continue;
         }
-        match o.get("summary").and_then(|s| s.as_str()) {
-            Some("CaughtMutant") => c.caught += 1,
-            Some("MissedMutant") => c.missed += 1,
-            Some("Unviable") => c.unviable += 1,
-            Some("Timeout") => c.timeout += 1,
+        let name = o
+            .pointer("/scenario/Mutant/name")
+            .and_then(|n| n.as_str())
+            .ok_or("an outcome in outcomes.json names no mutant")?;
+        let summary = o.get("summary").and_then(|s| s.as_str()).unwrap_or("");
+        named.push((name.to_owned(), summary.to_owned()));
+    }
+    Ok(named)
+}
+
+fn count<'a>(summaries: impl IntoIterator<Item = &'a str>) -> Counts {
+    let mut c = Counts::default();
+    for s in summaries {
+        match s {
+            "CaughtMutant" => c.caught += 1,
+            "MissedMutant" => c.missed += 1,
+            "Unviable" => c.unviable += 1,
+            "Timeout" => c.timeout += 1,
             // "Success" of a mutant cannot happen; "Failure" is a baseline's.
             _ => {}
         }
     }
-    Ok(c)
+    c
+}
+
+/// The mutants a quick run left for the whole suite: missed and timed out.
+pub fn survivors(named: &[(String, String)]) -> Vec<&str> {
+    named
+        .iter()
+        .filter(|(_, o)| o == "MissedMutant" || o == "Timeout")
+        .map(|(n, _)| n.as_str())
+        .collect()
+}
+
+/// The quick run's outcomes with each mutant the second run tested
+/// replaced by its outcome there, and their counts.
+pub fn merge(fast: &[(String, String)], rest: &[(String, String)]) -> Counts {
+    count(fast.iter().map(|(name, o)| {
+        rest.iter()
+            .find(|(n, _)| n == name)
+            .map_or(o.as_str(), |(_, o2)| o2.as_str())
+    }))
+}
+
+/// `name` as a regular expression matching exactly itself, for
+/// `cargo mutants --re`.
+pub fn exact_re(name: &str) -> String {
+    format!("^{}$", regex_syntax::escape(name))
 }
 
 /// The Markdown table of the note issue 18 asks for.
@@ -158,52 +247,60 @@ pub fn run(root: &Path, args: &MutantsArgs) -> Result<ExitCode, String> {
         ensure_installed()?;
     }
     let mut rows = Vec::new();
+    let mut missed_files = Vec::new();
     for name in &crates {
         let out = out_root.join(name);
-        if !args.report {
-            let mut cmd = cargo();
-            cmd.current_dir(root)
-                // --all-features: a crate's tests behind its own features
-                // (sweep's `cli`, agent's `mcp-tools`) count as its tests.
-                .args([
-                    "mutants",
-                    "--package",
-                    name,
-                    "--no-shuffle",
-                    "--all-features",
-                ])
-                .arg(format!("--jobs={}", args.jobs));
-            for f in &args.files {
-                cmd.args(["--file", f]);
-            }
-            if args.list {
-                cmd.arg("--list");
-                let listed = cmd
-                    .output()
-                    .map_err(|e| format!("cannot run cargo mutants: {e}"))?;
-                if !listed.status.success() {
-                    return Err(format!(
-                        "cargo mutants --list -p {name} failed: {}",
-                        String::from_utf8_lossy(&listed.stderr).trim()
-                    ));
-                }
-                let n = String::from_utf8_lossy(&listed.stdout).lines().count();
-                println!("{name}: {n} mutants");
-                continue;
-            }
-            cmd.arg("--output").arg(&out);
-            eprintln!("cargo mutants -p {name} → {}", out.display());
-            // Exit codes 2 (missed) and 3 (timeouts) still wrote outcomes;
-            // anything else without an outcomes file is an error below.
-            let status = cmd
-                .status()
-                .map_err(|e| format!("cannot run cargo mutants: {e}"))?;
-            eprintln!("cargo mutants -p {name}: {status}");
+        if args.list {
+            let n = list(root, name, args)?;
+            println!("{name}: {n} mutants");
+            continue;
         }
-        let file = out.join("mutants.out").join("outcomes.json");
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-        let counts = parse_outcomes(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let fast = FAST_TESTS
+            .iter()
+            .find(|(c, _)| c == name)
+            .filter(|_| args.fast_first);
+        let counts = match fast {
+            Some((_, tests)) => {
+                let (fast_dir, rest_dir) = (out.join("fast"), out.join("rest"));
+                if !args.report {
+                    mutate(root, name, args, &fast_dir, &[], tests)?;
+                }
+                let fast_named = parse_named(&read_outcomes(&fast_dir)?)?;
+                let left = survivors(&fast_named);
+                if !args.report {
+                    // Results of an earlier second run describe other survivors.
+                    if rest_dir.exists() {
+                        std::fs::remove_dir_all(&rest_dir)
+                            .map_err(|e| format!("cannot remove {}: {e}", rest_dir.display()))?;
+                    }
+                    if !left.is_empty() {
+                        eprintln!(
+                            "{name}: {} survivors of the quick tests, again with all tests",
+                            left.len()
+                        );
+                        let res: Vec<String> = left
+                            .iter()
+                            .flat_map(|n| ["--re".to_owned(), exact_re(n)])
+                            .collect();
+                        mutate(root, name, args, &rest_dir, &res, &[])?;
+                    }
+                }
+                let rest_named = if left.is_empty() {
+                    Vec::new()
+                } else {
+                    parse_named(&read_outcomes(&rest_dir)?)?
+                };
+                missed_files.push(rest_dir.join("mutants.out/missed.txt"));
+                merge(&fast_named, &rest_named)
+            }
+            None => {
+                if !args.report {
+                    mutate(root, name, args, &out, &[], &[])?;
+                }
+                missed_files.push(out.join("mutants.out/missed.txt"));
+                parse_outcomes(&read_outcomes(&out)?)?
+            }
+        };
         rows.push((name.clone(), counts));
     }
     if args.list {
@@ -211,12 +308,9 @@ pub fn run(root: &Path, args: &MutantsArgs) -> Result<ExitCode, String> {
     }
     print!("{}", table(&rows));
     let missed = rows.iter().any(|(_, c)| c.missed > 0 || c.timeout > 0);
-    for (name, c) in &rows {
+    for ((name, c), file) in rows.iter().zip(&missed_files) {
         if c.missed > 0 {
-            println!(
-                "{name}: missed mutants in {}",
-                out_root.join(name).join("mutants.out/missed.txt").display()
-            );
+            println!("{name}: missed mutants in {}", file.display());
         }
     }
     Ok(if missed {
@@ -224,6 +318,73 @@ pub fn run(root: &Path, args: &MutantsArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The `cargo mutants` command for crate `name`, with the options of `args`.
+fn mutants_command(root: &Path, name: &str, args: &MutantsArgs) -> Command {
+    let mut cmd = cargo();
+    cmd.current_dir(root)
+        // --all-features: a crate's tests behind its own features
+        // (sweep's `cli`, agent's `mcp-tools`) count as its tests.
+        .args([
+            "mutants",
+            "--package",
+            name,
+            "--no-shuffle",
+            "--all-features",
+        ])
+        .arg(format!("--jobs={}", args.jobs));
+    for f in &args.files {
+        cmd.args(["--file", f]);
+    }
+    cmd
+}
+
+/// How many mutants `cargo mutants --list` finds in crate `name`.
+fn list(root: &Path, name: &str, args: &MutantsArgs) -> Result<usize, String> {
+    let listed = mutants_command(root, name, args)
+        .arg("--list")
+        .output()
+        .map_err(|e| format!("cannot run cargo mutants: {e}"))?;
+    if !listed.status.success() {
+        return Err(format!(
+            "cargo mutants --list -p {name} failed: {}",
+            String::from_utf8_lossy(&listed.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&listed.stdout).lines().count())
+}
+
+/// Test the mutants of crate `name` (only those `extra` selects, e.g.
+/// `--re`), with `cargo test` arguments `tests` (empty: all of the crate's
+/// tests), results in `out/mutants.out`.
+fn mutate(
+    root: &Path,
+    name: &str,
+    args: &MutantsArgs,
+    out: &Path,
+    extra: &[String],
+    tests: &[&str],
+) -> Result<(), String> {
+    let mut cmd = mutants_command(root, name, args);
+    cmd.args(extra).arg("--output").arg(out);
+    if !tests.is_empty() {
+        cmd.arg("--").args(tests);
+    }
+    eprintln!("cargo mutants -p {name} → {}", out.display());
+    // Exit codes 2 (missed) and 3 (timeouts) still wrote outcomes;
+    // anything else without an outcomes file is an error when it is read.
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot run cargo mutants: {e}"))?;
+    eprintln!("cargo mutants -p {name}: {status}");
+    Ok(())
+}
+
+/// The text of `dir/mutants.out/outcomes.json`.
+fn read_outcomes(dir: &Path) -> Result<String, String> {
+    let file = dir.join("mutants.out").join("outcomes.json");
+    std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))
 }
 
 #[cfg(test)]
@@ -256,6 +417,47 @@ mod tests {
         assert_eq!(Counts::default().score(), None);
         assert!(parse_outcomes("{}").is_err());
         assert!(parse_outcomes("nope").is_err());
+    }
+
+    #[test]
+    fn a_quick_run_and_its_survivors_rerun_merge_by_name() {
+        let fast = parse_named(OUTCOMES).unwrap();
+        assert_eq!(fast.len(), 6);
+        assert_eq!(fast[0], ("a".to_owned(), "CaughtMutant".to_owned()));
+        assert_eq!(survivors(&fast), vec!["d", "f"]);
+        // The whole suite catches d; f times out again; a mutant only the
+        // second run lists (its line moved) does not count.
+        let rest = vec![
+            ("d".to_owned(), "CaughtMutant".to_owned()),
+            ("f".to_owned(), "Timeout".to_owned()),
+            ("g".to_owned(), "MissedMutant".to_owned()),
+        ];
+        assert_eq!(
+            merge(&fast, &rest),
+            Counts {
+                caught: 4,
+                missed: 0,
+                unviable: 1,
+                timeout: 1
+            }
+        );
+        assert_eq!(merge(&fast, &[]), parse_outcomes(OUTCOMES).unwrap());
+        assert!(
+            parse_named(r#"{"outcomes": [{"scenario": {}, "summary": "CaughtMutant"}]}"#).is_err()
+        );
+    }
+
+    /// A survivor's name, escaped, is a pattern of exactly that text.
+    #[test]
+    fn a_name_becomes_a_pattern_of_itself() {
+        let name = "crates/designs/src/judge.rs:110:62: replace && with || in judge (x.y)[0] -> Option<&'static str>";
+        let re = exact_re(name);
+        assert!(re.starts_with("^") && re.ends_with("$"), "{re}");
+        let hir = regex_syntax::parse(&re[1..re.len() - 1]).unwrap();
+        match hir.kind() {
+            regex_syntax::hir::HirKind::Literal(lit) => assert_eq!(&*lit.0, name.as_bytes()),
+            other => panic!("not one literal: {other:?}"),
+        }
     }
 
     #[test]
