@@ -34,3 +34,37 @@ pub fn grid(header: &[String], rows: &[Vec<String>]) -> String {
     out.push_str(&format!("+{}+\n", "-".repeat(inner)));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Column widths come from the widest cell (in characters, not bytes);
+    /// the first column is left-aligned, the rest right-aligned; a short
+    /// row is padded with empty cells and a long one cut to the header.
+    #[test]
+    fn a_grid_aligns_its_columns() {
+        let g = grid(
+            &strings(&["design", "n"]),
+            &[
+                strings(&["keys", "12"]),
+                strings(&["é", "3", "dropped"]),
+                strings(&["x"]),
+            ],
+        );
+        let want = "\
++-------------+
+| design    n |
++=============+
+| keys     12 |
+| é         3 |
+| x           |
++-------------+
+";
+        assert_eq!(g, want, "\n{g}");
+    }
+}
