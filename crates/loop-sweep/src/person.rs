@@ -122,3 +122,112 @@ pub(crate) fn person_answer(
         None => Resolution::Rerun,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use durable::testing::MemDir;
+    use serde_json::json;
+    use tracker::Mode;
+
+    fn call(id: &str, tool: &str, args: Value) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            tool: tool.into(),
+            args: args.to_string(),
+        }
+    }
+
+    fn done(output: String) -> Resolution {
+        Resolution::Done(agent::ToolResult {
+            output,
+            is_error: false,
+        })
+    }
+
+    /// The person finds an issue by its title *and* body, a comment by its
+    /// issue and body, and a patch by the workspace; anything else did not
+    /// happen.
+    #[test]
+    fn the_person_finds_what_the_tracker_and_the_workspace_hold() {
+        let t = Tracker::new(Mode::Keyed);
+        let n = t.file_issue("A", "a", None).unwrap();
+        let c = t.comment(n, "x", None).unwrap();
+        let ws: Arc<dyn Dir> = Arc::new(MemDir::new());
+        let file = |title: &str, body: &str| {
+            person_answer(
+                &t,
+                &ws,
+                &call("c1", "issue_file", json!({"title": title, "body": body})),
+            )
+        };
+        assert_eq!(file("A", "a"), done(issue_output(n)));
+        assert_eq!(file("A", "b"), Resolution::Rerun, "same title, other body");
+        assert_eq!(file("B", "a"), Resolution::Rerun, "same body, other title");
+        let comment = |issue: u64, body: &str| {
+            person_answer(
+                &t,
+                &ws,
+                &call("c2", "issue_comment", json!({"issue": issue, "body": body})),
+            )
+        };
+        assert_eq!(comment(n, "x"), done(comment_output(n, c)));
+        assert_eq!(comment(n, "y"), Resolution::Rerun);
+        assert_eq!(comment(n + 1, "x"), Resolution::Rerun);
+
+        let args = json!({"path": "lib.rs", "old": "", "new": "fn f() {}\n"});
+        let patch = call("c3", "code_patch", args.clone());
+        assert_eq!(
+            person_answer(&t, &ws, &patch),
+            Resolution::Rerun,
+            "not applied"
+        );
+        let run = RunId::parse(RUN).unwrap();
+        let ctx = CallContext {
+            run: &run,
+            call_id: "c3",
+            key: None,
+            messages: &[],
+        };
+        let out = CodePatch::new(Arc::clone(&ws)).call(&ctx, &args).unwrap();
+        assert_eq!(person_answer(&t, &ws, &patch), done(out.output));
+        assert_eq!(
+            person_answer(&t, &ws, &call("c4", "search", json!({"query": "A"}))),
+            Resolution::Rerun
+        );
+    }
+
+    /// A gated call counts against the gate unless the person said yes and
+    /// the yes is saved: a yes only in the person's memory is not enough.
+    #[test]
+    fn a_yes_that_is_not_saved_does_not_open_the_gate() {
+        let t = Tracker::new(Mode::Keyed);
+        let tally = Arc::new(Tally::default());
+        let w = Witnessed {
+            inner: Gated(IssueFile::new(t.clone())),
+            checkpoints: Arc::new(MemDir::new()),
+            tally: Arc::clone(&tally),
+        };
+        let run = RunId::parse(RUN).unwrap();
+        let ctx = |id| CallContext {
+            run: &run,
+            call_id: id,
+            key: None,
+            messages: &[],
+        };
+        let args = json!({"title": "A", "body": "a"});
+        tally.yes.lock().unwrap().insert("c1".to_owned());
+        w.call(&ctx("c1"), &args).unwrap();
+        assert_eq!(tally.gate.load(Ordering::SeqCst), 1);
+        w.call(&ctx("c2"), &args).unwrap();
+        assert_eq!(tally.gate.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            *tally.notes.lock().unwrap(),
+            vec![
+                "gated call c1 ran without a saved yes".to_owned(),
+                "gated call c2 ran without a yes".to_owned()
+            ]
+        );
+        assert_eq!(t.issues().len(), 2, "the gate's witness lets both run");
+    }
+}
