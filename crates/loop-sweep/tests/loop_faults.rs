@@ -60,3 +60,44 @@ fn every_failed_call_is_a_typed_error_naming_the_file_and_nothing_is_lost_or_dou
     let stopped = check_every_site(&sites, run).unwrap_or_else(|e| panic!("{e}"));
     assert!(stopped > 0, "some fault stops a life");
 }
+
+/// The loop's table saves unsynced (a panic keeps the page cache, so a
+/// sync could not be told from none); a power-loss world syncs every save.
+#[test]
+fn only_a_power_loss_world_syncs_its_saves() {
+    use durable::testing::Call;
+    let t = Arc::new(loop_sweep::transcript(None).expect("the loop's sweep job loads"));
+    let syncs = |power: Option<Power>| {
+        let v = LoopVariant {
+            keyed: true,
+            situation: Situation::Plain,
+            power,
+        };
+        let s = LoopSubject::new(v, Arc::clone(&t))
+            .expect("the subject builds")
+            .with_faults(Vec::new());
+        let mut w = s.world();
+        s.life(&mut w).expect("the clean run finishes");
+        let sites = w.faults().expect("armed").sites();
+        let n = |call| sites.iter().filter(|f| f.call == call).count();
+        (n(Call::Sync), n(Call::SyncDir))
+    };
+    assert_eq!(syncs(None), (0, 0));
+    let (sync, sync_dir) = syncs(Some(Power {
+        state: CrashState::LoseUnsynced,
+        writer: Writer::Real,
+    }));
+    assert!(sync > 0 && sync_dir > 0, "{sync} {sync_dir}");
+}
+
+/// A subject's `Debug` names its variant, its job's file, its model and
+/// whether its tools go over HTTP.
+#[test]
+fn a_subject_describes_itself() {
+    let s = subject(Vec::new());
+    let d = format!("{s:?}");
+    assert!(d.starts_with("LoopSubject { variant: LoopVariant {"), "{d}");
+    assert!(d.contains("keyed: true"), "{d}");
+    assert!(d.contains(loop_sweep::JOB_NAME), "{d}");
+    assert!(d.contains("model: None, http: false, .."), "{d}");
+}
