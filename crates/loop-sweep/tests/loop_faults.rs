@@ -101,3 +101,23 @@ fn a_subject_describes_itself() {
     assert!(d.contains(loop_sweep::JOB_NAME), "{d}");
     assert!(d.contains("model: None, http: false, .."), "{d}");
 }
+
+/// The sweep's loop has no restart limit of its own: a run crashed more
+/// times than durable's default limit (ten) still finishes.
+#[test]
+fn many_crashes_in_a_row_do_not_reach_a_restart_limit() {
+    let s = loop_sweep::subject("loop-keyed", None).expect("the subject builds");
+    let mut w = s.world();
+    for i in 1..=12 {
+        let life =
+            crashpoint::crash_at(crashpoint::Hit::new("reply arrived", 1), || s.life(&mut w));
+        assert!(
+            life.outcome.crashed().is_some(),
+            "life {i}: {:?}",
+            life.outcome
+        );
+    }
+    s.life(&mut w).expect("the thirteenth life finishes");
+    let v = s.judge(&w);
+    assert_eq!((v.get("dups"), v.get("missing")), (0, 0), "{:?}", v.notes);
+}
