@@ -407,6 +407,26 @@ fn a_model_that_changes_its_mind_hurts_only_the_loop_that_asks_again() {
     assert!(reworded > 0, "some scenario rewords a record");
 }
 
+/// A model asked again mints new call IDs (`c1~2`), and only then: the
+/// first answer to every turn keeps the script's IDs.
+#[test]
+fn only_a_repeated_question_gets_new_call_ids() {
+    let r = report(models(), "model-new-ids-keys-markers");
+    let crash_notes = |prefix: &str| -> Vec<String> {
+        r.scenarios
+            .iter()
+            .flat_map(|s| &s.verdict.notes)
+            .filter(|n| n.starts_with(prefix))
+            .cloned()
+            .collect()
+    };
+    let first = crash_notes("crash 1: ");
+    assert!(!first.is_empty());
+    assert!(first.iter().all(|n| !n.contains('~')), "{first:#?}");
+    let second = crash_notes("crash 2: ");
+    assert!(second.iter().any(|n| n.contains("~2 ")), "{second:#?}");
+}
+
 fn labels_of(s: &sweep::ScenarioResult) -> Vec<(Stage, Settlement)> {
     s.verdict
         .counts

@@ -307,3 +307,27 @@ fn copies<S: sweep::Subject>(s: &S) -> (bool, bool) {
     s.life(&mut w).expect("the clean run finishes");
     (s.snapshot(&w).is_some(), s.fingerprint(&w).is_some())
 }
+
+/// A design's loop has no restart limit of its own: a run crashed more
+/// times than durable's default limit (ten) still finishes, once.
+#[test]
+fn many_crashes_in_a_row_do_not_reach_a_restart_limit() {
+    use sweep::Subject;
+    for design in Design::ALL {
+        let s = design.subject(&script(), Storage::Memory);
+        let mut w = s.world();
+        for i in 1..=12 {
+            let life =
+                crashpoint::crash_at(crashpoint::Hit::new("reply arrived", 1), || s.life(&mut w));
+            assert!(
+                life.outcome.crashed().is_some(),
+                "{design:?} life {i}: {:?}",
+                life.outcome
+            );
+        }
+        s.life(&mut w)
+            .unwrap_or_else(|e| panic!("{design:?}: the thirteenth life: {e}"));
+        let v = s.judge(&w);
+        assert_eq!(v.get("missing"), 0, "{design:?}: {:?}", v.notes);
+    }
+}
