@@ -36,6 +36,10 @@ pub const LIBRARY_CRATES: &[&str] = &[
     "loop-sweep",
     "designs",
     "test-provider",
+    // The examples for strangers are libraries too: their tests are what a
+    // copy of them starts from.
+    "bank",
+    "outbox",
 ];
 
 /// For `--fast-first`: the `cargo test` arguments of each slow crate's

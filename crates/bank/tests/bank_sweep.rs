@@ -170,3 +170,49 @@ fn the_bank_honours_idempotency_keys() {
     bank.transfer(&t, "k2").unwrap();
     assert_eq!(bank.applied("t1"), 2);
 }
+
+#[test]
+fn a_transfer_to_or_from_an_unknown_account_is_refused() {
+    let mut bank = Bank::open();
+    let before = bank.balances.clone();
+    for (from, to) in [("mallory", "bob"), ("alice", "mallory")] {
+        let t = bank::Transfer {
+            from,
+            to,
+            ..BATCH[0]
+        };
+        let e = bank.transfer(&t, from).unwrap_err();
+        assert_eq!(e, "transfer t1: unknown account");
+    }
+    assert_eq!(bank.balances, before, "nothing moved");
+    assert_eq!(bank.applied("t1"), 0);
+}
+
+/// After a clean run the judge has nothing to count and nothing to say.
+#[test]
+fn a_clean_run_leaves_nothing_to_report() {
+    let subject = Payday(Variant::SaveRunFirst);
+    let mut w = subject.world();
+    subject.life(&mut w).expect("the clean run finishes");
+    let v = subject.judge(&w);
+    for c in ["dups", "missing", "money", "misplaced"] {
+        assert_eq!(v.get(c), 0, "{c}: {v:?}");
+    }
+    assert!(v.notes.is_empty(), "{:?}", v.notes);
+}
+
+/// The payday world is copied and hashed whole, so its sweep shares lives
+/// and gives brute force's report.
+#[test]
+fn the_sweep_shares_lives_and_gives_brute_forces_report() {
+    for variant in [Variant::SaveRunFirst, Variant::FirstSaveAfterPayment] {
+        let subject = Payday(variant);
+        let (shared, stats) = sweep::run_counted(&subject, &Config::default(), &|_| {}).unwrap();
+        assert!(stats.shared, "{variant:?}");
+        let brute = Config {
+            share: false,
+            ..Config::default()
+        };
+        assert_eq!(shared, sweep::run(&subject, &brute).unwrap(), "{variant:?}");
+    }
+}
