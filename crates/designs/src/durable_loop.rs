@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use agent::{Attempt, Checkpoint, Phase, State, ToolCall, ToolResult};
 use crashpoint::point;
 use durable::{Options, RunId};
-use tracker::{LookupAnswer, Mode, Request};
+use tracker::{LookupAnswer, Request};
 
 use crate::design::Design;
 use crate::harder_worlds::{ModelBehaviour, Modes, Person};
@@ -150,7 +150,9 @@ impl Loop<'_> {
     /// reads only, or it carries a key the tracker honours), else ask the
     /// person, who answers right unless [`Person::WrongAt`] says otherwise.
     fn resolve(&self, w: &mut World, st: &State, call: &Call) -> Result<ToolResult, String> {
-        let harmless = !call.op.mutates() || (self.sends_keys() && w.tracker.mode() == Mode::Keyed);
+        // The world's tracker honours keys exactly when the design sends
+        // them (`Design::sends_keys_with`).
+        let harmless = !call.op.mutates() || self.sends_keys();
         if harmless {
             w.labels.settle(&call.id, Settlement::Rerun);
             return self.run_tool(w, st, call);

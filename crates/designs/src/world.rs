@@ -340,10 +340,22 @@ impl World {
         }
         if let Ok(run) = RunId::parse(RUN) {
             match Checkpoint::load(self.dir.as_ref(), &run) {
-                Ok(Some(st)) => out.push_str(&format!(
-                    "checkpoint: phase {:?}, turns {}, resumes {}\n",
-                    st.phase, st.turns, st.resumes
-                )),
+                Ok(Some(st)) => {
+                    out.push_str(&format!(
+                        "checkpoint: phase {:?}, turns {}, resumes {}\n",
+                        st.phase, st.turns, st.resumes
+                    ));
+                    // The markers of calls in flight, and whether each
+                    // carries the key a restart sends again.
+                    for (id, a) in &st.attempts {
+                        let key = if a.key.is_some() {
+                            "with its key"
+                        } else {
+                            "no key"
+                        };
+                        out.push_str(&format!("    marker {id}: {key}\n"));
+                    }
+                }
                 Ok(None) => out.push_str("checkpoint: none\n"),
                 Err(e) => out.push_str(&format!("checkpoint: {e}\n")),
             }

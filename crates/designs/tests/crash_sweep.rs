@@ -331,3 +331,28 @@ fn many_crashes_in_a_row_do_not_reach_a_restart_limit() {
         assert_eq!(v.get("missing"), 0, "{design:?}: {:?}", v.notes);
     }
 }
+
+/// A marker saved before a call goes out carries the call's key when the
+/// design sends keys, and none when it does not; the world's description
+/// says which.
+#[test]
+fn a_marker_carries_the_key_its_design_sends() {
+    use sweep::Subject;
+    for (design, want) in [
+        (Design::KeysMarkers, "with its key"),
+        (Design::Markers, "no key"),
+    ] {
+        let s = design.subject(&script(), Storage::Memory);
+        let mut w = s.world();
+        let life = crashpoint::crash_at(crashpoint::Hit::new("marker saved", 1), || s.life(&mut w));
+        assert!(
+            life.outcome.crashed().is_some(),
+            "{design:?}: {:?}",
+            life.outcome
+        );
+        let d = s.describe(&w);
+        let markers: Vec<&str> = d.lines().filter(|l| l.contains("marker ")).collect();
+        assert_eq!(markers.len(), 1, "{design:?}: {d}");
+        assert!(markers[0].ends_with(want), "{design:?}: {d}");
+    }
+}
