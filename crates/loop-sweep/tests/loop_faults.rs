@@ -121,3 +121,24 @@ fn many_crashes_in_a_row_do_not_reach_a_restart_limit() {
     let v = s.judge(&w);
     assert_eq!((v.get("dups"), v.get("missing")), (0, 0), "{:?}", v.notes);
 }
+
+/// A sweep that names no crash state runs the variant's own: a process
+/// crash for the loop's table, the variant's disk state under power loss.
+#[test]
+fn a_variant_sweeps_its_own_crash_state_by_default() {
+    let plain = loop_sweep::subject("loop-keyed", None).expect("the subject builds");
+    assert_eq!(
+        plain.default_crash_states(),
+        vec![sweep::CrashState::PROCESS]
+    );
+    let powered = loop_sweep::power_subjects(Writer::Real, None).expect("the subjects build");
+    assert!(powered.len() > 1);
+    for s in powered {
+        let state = s.variant().power.expect("a power variant").state;
+        assert_eq!(
+            s.default_crash_states(),
+            vec![sweep::CrashState::named(state.slug())],
+            "{s:?}"
+        );
+    }
+}
