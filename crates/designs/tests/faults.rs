@@ -57,3 +57,24 @@ fn every_failed_call_is_a_typed_error_naming_the_file_and_nothing_is_lost_or_dou
     let stopped = check_every_site(&sites, run).unwrap_or_else(|e| panic!("{e}"));
     assert!(stopped > 0, "some fault stops a life");
 }
+
+/// At depth 1 a fault fails once; at depth 2 the restart's next call of its
+/// kind fails again, so a fault that stops a life stops two.
+#[test]
+fn a_second_fault_stops_a_second_life() {
+    let sites = sites();
+    let mut doubled = 0;
+    for &f in &sites {
+        let (once, twice) = (run(f, 1, false), run(f, 2, false));
+        assert!(once.errors.len() <= 1, "{f}: {:?}", once.errors);
+        assert!(
+            twice.errors.len() >= once.errors.len(),
+            "{f}: {:?}",
+            twice.errors
+        );
+        if once.errors.len() == 1 && twice.errors.len() == 2 {
+            doubled += 1;
+        }
+    }
+    assert!(doubled > 0, "no fault stopped two lives at depth 2");
+}
