@@ -78,3 +78,52 @@ fn a_second_fault_stops_a_second_life() {
     }
     assert!(doubled > 0, "no fault stopped two lives at depth 2");
 }
+
+/// A scenario that breaks says why in the judge's words too: a design that
+/// saves once per turn repeats a turn's calls after a failed save, and the
+/// outcome names the duplicated record besides the count.
+#[test]
+fn a_broken_scenario_carries_the_judges_notes() {
+    let weak = || {
+        Design::SaveOncePerTurn
+            .subject(
+                &designs::Script::load(designs::default_script_path()).expect("the job loads"),
+                Storage::Memory,
+            )
+            .with_modes(Modes {
+                power: Some(Power {
+                    writer: Writer::Real,
+                    state: CrashState::LoseUnsynced,
+                }),
+                ..Modes::default()
+            })
+            .with_faults(Vec::new())
+    };
+    let s = weak();
+    let mut w = s.world();
+    s.life(&mut w).expect("the clean run finishes");
+    let sites = w.faults().expect("armed").sites();
+    let broken: Vec<Vec<String>> = sites
+        .iter()
+        .map(|&f| {
+            fault_run(
+                &weak(),
+                |w| w.faults().cloned(),
+                |w| w.power_cut(),
+                f,
+                1,
+                false,
+            )
+            .broken
+        })
+        .filter(|b| !b.is_empty())
+        .collect();
+    assert!(!broken.is_empty(), "no fault breaks the weak design");
+    for b in &broken {
+        assert!(
+            b.iter()
+                .any(|n| n.contains("made 2 times") || n.contains("never made it")),
+            "{b:#?}"
+        );
+    }
+}
