@@ -215,13 +215,17 @@ fn two_comments_with_one_body_on_two_issues_are_no_duplicate() {
 }
 
 /// An issue is its title and its body: two issues with one title (or one
-/// body) are two effects, each made once.
+/// body) are two effects, each made once, and so are comments with one body
+/// on each of them.
 #[test]
 fn two_issues_with_one_title_or_one_body_are_no_duplicate() {
     let job = r#"{"name": "same-title", "replies": [
         [{"id": "c1", "tool": "issue_file", "args": {"title": "A", "body": "a"}},
          {"id": "c2", "tool": "issue_file", "args": {"title": "A", "body": "b"}},
          {"id": "c3", "tool": "issue_file", "args": {"title": "B", "body": "b"}}],
+        [{"id": "c4", "tool": "issue_comment", "args": {"issue": "c1", "body": "x"}},
+         {"id": "c5", "tool": "issue_comment", "args": {"issue": "c2", "body": "x"}},
+         {"id": "c6", "tool": "issue_comment", "args": {"issue": "c3", "body": "x"}}],
         []
     ]}"#;
     let script = Script::parse(job, std::path::Path::new("same-title.json")).unwrap();
@@ -299,6 +303,41 @@ fn memory_worlds_share_lives_and_disk_or_power_worlds_do_not() {
         (false, false),
         "tracker"
     );
+}
+
+/// Every counter a subject declares has a name of its own, and the book
+/// chapter's sweep declares none of the harder worlds' tallies.
+#[test]
+fn counters_are_declared_once() {
+    use sweep::Subject;
+    let names = |s: &designs::DesignSubject| -> Vec<String> {
+        s.counters().into_iter().map(|c| c.name).collect()
+    };
+    let mut subjects: Vec<(String, designs::DesignSubject)> = Design::ALL
+        .iter()
+        .map(|d| (format!("{d:?}"), d.subject(&script(), Storage::Memory)))
+        .collect();
+    for v in designs::variants::power_variants()
+        .into_iter()
+        .chain(designs::variants::model_variants())
+        .chain(designs::variants::person_variants())
+        .chain(designs::variants::tracker_variants())
+    {
+        subjects.push((v.title(), v.subject(&script())));
+    }
+    for (title, s) in &subjects {
+        let n = names(s);
+        let mut unique = n.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), n.len(), "{title}: {n:?}");
+    }
+    for (title, s) in subjects.iter().take(Design::ALL.len()) {
+        let n = names(s);
+        for tally in ["lost saves", "stopped", "wrong answers"] {
+            assert!(!n.iter().any(|x| x == tally), "{title}: {n:?}");
+        }
+    }
 }
 
 /// Whether a world after a clean life has a copy and a fingerprint.
