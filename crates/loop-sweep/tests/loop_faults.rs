@@ -142,3 +142,37 @@ fn a_variant_sweeps_its_own_crash_state_by_default() {
         );
     }
 }
+
+/// A world describes itself for a failure report: the tracker's records,
+/// the workspace, the tallies, the power cuts and the checkpoint on file.
+#[test]
+fn a_world_describes_what_it_holds() {
+    let describe = |s: &LoopSubject| {
+        let mut w = s.world();
+        s.life(&mut w).expect("the clean run finishes");
+        s.describe(&w)
+    };
+    let d = describe(&loop_sweep::subject("loop-keyed", None).expect("the subject builds"));
+    let lines: Vec<&str> = d.lines().collect();
+    assert!(lines[0].starts_with("issue #1 \""), "{d}");
+    assert!(lines.iter().any(|l| l.starts_with("    comment #")), "{d}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("workspace ") && l.ends_with(" bytes)")),
+        "{d}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("model calls: ")
+            && l.ends_with(", questions to a person: 0, gate: 0")),
+        "{d}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("checkpoint: phase ")),
+        "{d}"
+    );
+    assert!(!d.contains("power cuts"), "{d}");
+    let d = describe(&subject(Vec::new()));
+    assert!(d.contains("\npower cuts: 0 ("), "{d}");
+    assert!(d.contains("\nlost saves: 0\n"), "{d}");
+}
