@@ -272,7 +272,6 @@ impl Subject for LoopSubject {
                 workspace,
                 tracker,
                 tally: Arc::default(),
-                alive: false,
                 stopped: None,
                 power,
                 http,
@@ -353,7 +352,6 @@ impl Subject for LoopSubject {
     }
 
     fn life(&self, w: &mut LoopWorld) -> Result<(), sweep::LifeError> {
-        w.boot();
         let result = self
             .agent(w)
             .and_then(|agent| agent.run().map(drop).map_err(|e| e.to_string()));

@@ -53,9 +53,6 @@ pub struct LoopWorld {
     pub(crate) workspace: Arc<dyn Dir>,
     pub(crate) tracker: Tracker,
     pub(crate) tally: Arc<Tally>,
-    /// A life is running: set when it starts, cleared when it returns. A life
-    /// that finds it set knows the one before it crashed.
-    pub(crate) alive: bool,
     /// Why the last life stopped with an error.
     pub(crate) stopped: Option<String>,
     /// The power-loss directories, when crashes are power cuts.
@@ -92,11 +89,6 @@ pub(crate) struct PowerWorld {
 }
 
 impl LoopWorld {
-    /// A process starts.
-    pub(crate) fn boot(&mut self) {
-        self.alive = true;
-    }
-
     /// The runner boots the power-loss directories before each life (the
     /// sweep's `Subject::boot`): if the previous life crashed, the power is
     /// cut now in `state` (both directories), before anything is read.
@@ -160,7 +152,6 @@ impl LoopWorld {
 
     /// The process ends without a crash (finished, or stopped by an error).
     pub(crate) fn shutdown(&mut self, result: &Result<(), String>) {
-        self.alive = false;
         self.stopped = result.as_ref().err().cloned();
     }
 
@@ -191,4 +182,57 @@ pub(crate) fn saved_yes(checkpoints: &dyn Dir, call: &str) -> bool {
     };
     matches!(Checkpoint::load(checkpoints, &run),
         Ok(Some(st)) if st.attempts.get(call).is_some_and(|a| a.approved))
+}
+
+#[cfg(test)]
+mod tests {
+    use durable::testing::PersistenceModel;
+    use durable::{write_atomic, Dir, WriteOptions};
+    use sweep::Subject;
+
+    use crate::{LoopSubject, LoopVariant, Power, Situation, Writer};
+
+    /// An enumerated cut numbers the pairs of disks checkpoint-major: disk
+    /// `d` keeps the checkpoint directory's disk `d / w` and the
+    /// workspace's `d % w`, `w` being how many the workspace may leave.
+    #[test]
+    fn an_enumerated_cut_numbers_its_disks_checkpoint_major() {
+        let v = LoopVariant {
+            keyed: true,
+            situation: Situation::Plain,
+            power: Some(Power {
+                state: durable::testing::CrashState::LoseUnsynced,
+                writer: Writer::Real,
+            }),
+        };
+        let t = std::sync::Arc::new(crate::transcript(None).unwrap());
+        let s = LoopSubject::new(v, t).unwrap();
+        let model = PersistenceModel::default();
+        let unsynced = WriteOptions {
+            sync: false,
+            points: false,
+        };
+        // (kept checkpoint file, kept workspace file) for disk `d`, after one
+        // unsynced write in each directory: five disks each (nothing, …,
+        // everything), so 25 pairs.
+        let keeps = |d: u32| {
+            let mut w = s.world();
+            let p = w.power.as_ref().unwrap();
+            assert!(p.checkpoints.boot_choosing(model, 0).is_none());
+            assert!(p.workspace.boot_choosing(model, 0).is_none());
+            write_atomic(&p.checkpoints, "f", b"1", unsynced).unwrap();
+            write_atomic(&p.workspace, "g", b"1", unsynced).unwrap();
+            w.power_boot_enumerated(model, d);
+            assert_eq!(w.last_cut(), Some(25));
+            let p = w.power.as_ref().unwrap();
+            (
+                p.checkpoints.read("f").unwrap().is_some(),
+                p.workspace.read("g").unwrap().is_some(),
+            )
+        };
+        assert_eq!(keeps(24), (true, true));
+        assert_eq!(keeps(4), (false, true));
+        assert_eq!(keeps(20), (true, false));
+        assert_eq!(keeps(0), (false, false));
+    }
 }

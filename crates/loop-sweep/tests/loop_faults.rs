@@ -172,7 +172,16 @@ fn a_world_describes_what_it_holds() {
         "{d}"
     );
     assert!(!d.contains("power cuts"), "{d}");
-    let d = describe(&subject(Vec::new()));
+    let s = subject(Vec::new());
+    let mut w = s.world();
+    s.life(&mut w).expect("the clean run finishes");
+    let d = s.describe(&w);
     assert!(d.contains("\npower cuts: 0 ("), "{d}");
     assert!(d.contains("\nlost saves: 0\n"), "{d}");
+    w.power_cut();
+    let d = s.describe(&w);
+    assert!(
+        d.contains("\npower cuts: 1 ("),
+        "a cut by hand is counted: {d}"
+    );
 }
