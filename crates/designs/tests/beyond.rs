@@ -299,6 +299,24 @@ fn a_writer_without_the_directory_fsync_is_caught() {
     let row = report(p, "power-no-dir-fsync-lose-keys-markers").row();
     assert_eq!(row.cell("dups"), Some(0));
     assert!(row.cell("lost saves").unwrap() > 0);
+    // Each scenario that lost saves says so in words, with how many; the
+    // others say nothing of it.
+    let r = report(p, "power-no-dir-fsync-lose-keys-markers");
+    for s in std::iter::once(&r.clean).chain(&r.scenarios) {
+        let n = r.value(s, "lost saves");
+        let said = s
+            .verdict
+            .notes
+            .iter()
+            .find(|note| note.contains("resumed from an older checkpoint"));
+        match n {
+            0 => assert_eq!(said, None, "{}", s.scenario),
+            n => {
+                let said = said.unwrap_or_else(|| panic!("{}: no note", s.scenario));
+                assert!(said.starts_with(&format!("{n} restart(s) ")), "{said}");
+            }
+        }
+    }
 }
 
 /// Mutation: overwrite the checkpoint in place. Only a crash state that tears
