@@ -395,3 +395,86 @@ fn a_marker_carries_the_key_its_design_sends() {
         assert!(markers[0].ends_with(want), "{design:?}: {d}");
     }
 }
+
+/// After a life that ends without a crash the subject shuts its power-loss
+/// directory down, so a boot right after it cuts nothing. (A sweep never
+/// boots again after such a life; a subject that restarts at once shows it.)
+#[test]
+fn a_clean_shutdown_is_no_power_cut() {
+    use std::sync::Mutex;
+    use sweep::{Counter, CrashState, LifeContext, LifeError, Subject, Verdict};
+    struct Restarts {
+        inner: designs::DesignSubject,
+        cuts: Mutex<Vec<(String, String)>>,
+    }
+    fn cuts(d: &str) -> String {
+        d.lines().filter(|l| l.starts_with("power cuts")).collect()
+    }
+    impl Subject for Restarts {
+        type World = designs::World;
+        fn name(&self) -> String {
+            self.inner.name()
+        }
+        fn counters(&self) -> Vec<Counter> {
+            self.inner.counters()
+        }
+        fn world(&self) -> designs::World {
+            self.inner.world()
+        }
+        fn life(&self, w: &mut designs::World) -> Result<(), LifeError> {
+            self.inner.life(w)
+        }
+        fn judge(&self, w: &designs::World) -> Verdict {
+            self.inner.judge(w)
+        }
+        fn crash_states(&self) -> Vec<CrashState> {
+            self.inner.crash_states()
+        }
+        fn default_crash_states(&self) -> Vec<CrashState> {
+            self.inner.default_crash_states()
+        }
+        fn boot(&self, w: &mut designs::World, ctx: &LifeContext) -> Result<(), LifeError> {
+            self.inner.boot(w, ctx)
+        }
+        fn shutdown(&self, w: &mut designs::World, ctx: &LifeContext) {
+            self.inner.shutdown(w, ctx);
+            let before = cuts(&self.inner.describe(w));
+            let booted = self.inner.boot(w, ctx);
+            assert!(booted.is_ok());
+            let after = cuts(&self.inner.describe(w));
+            self.cuts.lock().unwrap().push((before, after));
+        }
+    }
+    let s = Restarts {
+        inner: designs::variants::power(
+            Design::KeysMarkers,
+            designs::Writer::Real,
+            durable::testing::CrashState::LoseUnsynced,
+        )
+        .subject(&script()),
+        cuts: Mutex::new(Vec::new()),
+    };
+    let config = Config {
+        depth: 0,
+        ..Config::default()
+    };
+    sweep::run(&s, &config).expect("the clean run finishes");
+    let cuts = s.cuts.into_inner().unwrap();
+    assert!(!cuts.is_empty());
+    for (before, after) in cuts {
+        assert!(before.starts_with("power cuts: 0 ("), "{before}");
+        assert_eq!(before, after);
+    }
+}
+
+#[test]
+fn a_subject_keeps_the_modes_it_is_given() {
+    let modes = designs::Modes {
+        keys: true,
+        ..designs::Modes::default()
+    };
+    let s = Design::SaveOncePerTurn
+        .subject(&script(), Storage::Memory)
+        .with_modes(modes.clone());
+    assert_eq!(s.modes(), &modes);
+}
