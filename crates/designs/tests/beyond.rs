@@ -302,21 +302,33 @@ fn a_writer_without_the_directory_fsync_is_caught() {
     // Each scenario that lost saves says so in words, with how many; the
     // others say nothing of it.
     let r = report(p, "power-no-dir-fsync-lose-keys-markers");
+    assert!(
+        counted_in_words(
+            r,
+            "lost saves",
+            "restart(s) resumed from an older checkpoint"
+        ) > 0
+    );
+}
+
+/// How many scenarios of `r` (the clean run included) count `counter`
+/// above zero; each of them must have a note `"{n} {words}…"` with its
+/// count, and the others no note with `words`.
+fn counted_in_words(r: &Report, counter: &str, words: &str) -> usize {
+    let mut counted = 0;
     for s in std::iter::once(&r.clean).chain(&r.scenarios) {
-        let n = r.value(s, "lost saves");
-        let said = s
-            .verdict
-            .notes
-            .iter()
-            .find(|note| note.contains("resumed from an older checkpoint"));
+        let n = r.value(s, counter);
+        let said = s.verdict.notes.iter().find(|note| note.contains(words));
         match n {
             0 => assert_eq!(said, None, "{}", s.scenario),
             n => {
-                let said = said.unwrap_or_else(|| panic!("{}: no note", s.scenario));
-                assert!(said.starts_with(&format!("{n} restart(s) ")), "{said}");
+                counted += 1;
+                let said = said.unwrap_or_else(|| panic!("{}: no note {words:?}", s.scenario));
+                assert!(said.starts_with(&format!("{n} {words}")), "{said}");
             }
         }
     }
+    counted
 }
 
 /// Mutation: overwrite the checkpoint in place. Only a crash state that tears
@@ -405,24 +417,11 @@ fn a_model_that_changes_its_mind_hurts_only_the_loop_that_asks_again() {
     // Every scenario that left reworded records says so in words, with
     // how many; the others say nothing of rewording.
     let r = report(m, "model-new-calls-save-once-per-turn");
-    let mut reworded = 0;
-    for s in std::iter::once(&r.clean).chain(&r.scenarios) {
-        let n = r.value(s, "reworded");
-        let said = s
-            .verdict
-            .notes
-            .iter()
-            .find(|note| note.contains("worded as a model asked again"));
-        match n {
-            0 => assert_eq!(said, None, "{}", s.scenario),
-            n => {
-                reworded += 1;
-                let said = said.unwrap_or_else(|| panic!("{}: no note", s.scenario));
-                assert!(said.starts_with(&format!("{n} record(s) ")), "{said}");
-            }
-        }
-    }
-    assert!(reworded > 0, "some scenario rewords a record");
+    let words = "record(s) worded as a model asked again worded them";
+    assert!(
+        counted_in_words(r, "reworded", words) > 0,
+        "some scenario rewords a record"
+    );
 }
 
 /// A model asked again mints new call IDs (`c1~2`), and only then: the
