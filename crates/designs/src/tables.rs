@@ -76,9 +76,8 @@ pub fn sum_rows(title: &str, rows: &[sweep::Row]) -> sweep::Row {
         flaky: 0,
     };
     for r in rows {
-        if total.depth_counts.len() < r.depth_counts.len() {
-            total.depth_counts.resize(r.depth_counts.len(), 0);
-        }
+        let depths = total.depth_counts.len().max(r.depth_counts.len());
+        total.depth_counts.resize(depths, 0);
         for (t, n) in total.depth_counts.iter_mut().zip(&r.depth_counts) {
             *t += n;
         }

@@ -124,14 +124,10 @@ fn fault_rows<S: Subject>(
     let name = name.split(" | ").next().unwrap_or_default().to_owned();
     for depth in [1, 2] {
         for cut in [false, true] {
-            let (mut stopped, mut twice, mut absorbed, mut broken, mut first) = (0, 0, 0, 0, None);
+            let (mut stopped, mut twice, mut broken, mut first) = (0, 0, 0, None);
             for &f in &sites {
                 let o = fault_run(s, faults_of, power_cut, f, depth, cut);
-                if o.errors.is_empty() {
-                    absorbed += 1;
-                } else {
-                    stopped += 1;
-                }
+                stopped += usize::from(!o.errors.is_empty());
                 if o.errors.len() >= 2 {
                     twice += 1;
                 }
@@ -140,6 +136,9 @@ fn fault_rows<S: Subject>(
                     first.get_or_insert(format!("{f}: {}", o.broken.join("; ")));
                 }
             }
+            // A fault that stopped no life was absorbed (retried or
+            // survived by the program).
+            let absorbed = sites.len() - stopped;
             let _ = writeln!(
                 out,
                 "| {name} | {} | {depth} | {} | {stopped} | {twice} | {absorbed} | {broken} | {} |",
