@@ -195,3 +195,51 @@ pub fn render() -> Result<String, DiskError> {
     )?;
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A design that saves once per turn breaks under some faults (a
+    /// failed save repeats the turn's calls): its rows count the broken
+    /// scenarios and name the first; every call stopped a life or was
+    /// absorbed.
+    #[test]
+    fn broken_fault_scenarios_are_counted_and_the_first_is_named() {
+        let script = Script::load(designs::default_script_path()).unwrap();
+        let weak = Design::SaveOncePerTurn
+            .subject(&script, Storage::Memory)
+            .with_modes(Modes {
+                power: Some(designs::Power {
+                    writer: designs::Writer::Real,
+                    state: CrashState::LoseUnsynced,
+                }),
+                ..Modes::default()
+            })
+            .with_faults(Vec::new());
+        let mut out = String::new();
+        fault_rows(
+            &mut out,
+            &weak,
+            |w: &designs::World| w.faults().cloned(),
+            |w: &designs::World| w.power_cut(),
+        )
+        .unwrap();
+        let rows: Vec<Vec<&str>> = out
+            .lines()
+            .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+            .collect();
+        assert_eq!(rows.len(), 4, "{out}");
+        for r in &rows {
+            let n = |i: usize| r[i].parse::<usize>().unwrap();
+            let (calls, stopped, twice, absorbed, broken) = (n(1), n(4), n(5), n(6), n(7));
+            assert_eq!(stopped + absorbed, calls, "{out}");
+            assert!(twice <= stopped, "{out}");
+            assert!(broken > 0 && broken <= calls, "{out}");
+            assert!(
+                r[8].contains(": "),
+                "the first broken scenario is named: {out}"
+            );
+        }
+    }
+}
