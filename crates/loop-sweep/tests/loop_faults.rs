@@ -185,3 +185,91 @@ fn a_world_describes_what_it_holds() {
         "a cut by hand is counted: {d}"
     );
 }
+
+/// A world whose run has not finished says so: the judge reads the
+/// checkpoint, and one that is not done is noted.
+#[test]
+fn an_unfinished_run_is_noted() {
+    let s = loop_sweep::subject("loop-keyed", None).expect("the subject builds");
+    let mut w = s.world();
+    let life = crashpoint::crash_at(crashpoint::Hit::new("reply arrived", 2), || s.life(&mut w));
+    assert!(life.outcome.crashed().is_some(), "{:?}", life.outcome);
+    let v = s.judge(&w);
+    assert!(
+        v.notes.iter().any(|n| n == "the run did not finish"),
+        "{:?}",
+        v.notes
+    );
+    s.life(&mut w).expect("the restart finishes");
+    let v = s.judge(&w);
+    assert!(
+        !v.notes.iter().any(|n| n == "the run did not finish"),
+        "{:?}",
+        v.notes
+    );
+}
+
+/// After a life that ends without a crash the subject shuts its power-loss
+/// directories down, so a boot right after it cuts nothing. (A sweep never
+/// boots again after such a life; a subject that restarts at once shows it.)
+#[test]
+fn a_clean_shutdown_is_no_power_cut() {
+    use std::sync::Mutex;
+    use sweep::{Counter, LifeContext, LifeError, Verdict};
+    struct Restarts {
+        inner: LoopSubject,
+        cuts: Mutex<Vec<(String, String)>>,
+    }
+    fn cuts(d: &str) -> String {
+        d.lines().filter(|l| l.starts_with("power cuts")).collect()
+    }
+    impl Subject for Restarts {
+        type World = loop_sweep::LoopWorld;
+        fn name(&self) -> String {
+            self.inner.name()
+        }
+        fn counters(&self) -> Vec<Counter> {
+            self.inner.counters()
+        }
+        fn world(&self) -> Self::World {
+            self.inner.world()
+        }
+        fn life(&self, w: &mut Self::World) -> Result<(), LifeError> {
+            self.inner.life(w)
+        }
+        fn judge(&self, w: &Self::World) -> Verdict {
+            self.inner.judge(w)
+        }
+        fn crash_states(&self) -> Vec<sweep::CrashState> {
+            self.inner.crash_states()
+        }
+        fn default_crash_states(&self) -> Vec<sweep::CrashState> {
+            self.inner.default_crash_states()
+        }
+        fn boot(&self, w: &mut Self::World, ctx: &LifeContext) -> Result<(), LifeError> {
+            self.inner.boot(w, ctx)
+        }
+        fn shutdown(&self, w: &mut Self::World, ctx: &LifeContext) {
+            self.inner.shutdown(w, ctx);
+            let before = cuts(&self.inner.describe(w));
+            assert!(self.inner.boot(w, ctx).is_ok());
+            let after = cuts(&self.inner.describe(w));
+            self.cuts.lock().unwrap().push((before, after));
+        }
+    }
+    let s = Restarts {
+        inner: subject(Vec::new()),
+        cuts: Mutex::new(Vec::new()),
+    };
+    let config = sweep::Config {
+        depth: 0,
+        ..sweep::Config::default()
+    };
+    sweep::run(&s, &config).expect("the clean run finishes");
+    let cuts = s.cuts.into_inner().unwrap();
+    assert!(!cuts.is_empty());
+    for (before, after) in cuts {
+        assert!(before.starts_with("power cuts: 0 ("), "{before}");
+        assert_eq!(before, after);
+    }
+}
