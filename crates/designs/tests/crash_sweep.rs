@@ -469,3 +469,34 @@ fn a_subject_keeps_the_modes_it_is_given() {
         .with_modes(modes.clone());
     assert_eq!(s.modes(), &modes);
 }
+
+/// A power cut by hand (the fault sweep's) is a cut the world counts; a
+/// world without power loss has nothing to cut.
+#[test]
+fn a_cut_by_hand_is_counted() {
+    use sweep::Subject;
+    let s = designs::variants::power(
+        Design::KeysMarkers,
+        designs::Writer::Real,
+        durable::testing::CrashState::LoseUnsynced,
+    )
+    .subject(&script());
+    let mut w = s.world();
+    s.life(&mut w).expect("the clean run finishes");
+    assert!(
+        s.describe(&w).contains("\npower cuts: 0 ("),
+        "{}",
+        s.describe(&w)
+    );
+    w.power_cut();
+    assert!(
+        s.describe(&w).contains("\npower cuts: 1 ("),
+        "{}",
+        s.describe(&w)
+    );
+    let plain = Design::KeysMarkers.subject(&script(), Storage::Memory);
+    let mut w = plain.world();
+    plain.life(&mut w).expect("the clean run finishes");
+    w.power_cut();
+    assert!(!plain.describe(&w).contains("power cuts"));
+}
