@@ -94,3 +94,31 @@ fn remove_first_passes_every_named_state_at_depth_1() {
     let failed: Vec<String> = r.failures().map(|s| s.scenario.to_string()).collect();
     assert!(failed.is_empty(), "{failed:#?}");
 }
+
+/// A cut with more disks than the persistence model's bound chooses from a
+/// sample of them, and the scenario says so; within the bound none does.
+#[test]
+fn a_cut_from_a_sample_of_its_disks_is_noted() {
+    let notes = |bound: usize| -> usize {
+        let s = subject(Writer::Real).with_persistence(durable::testing::PersistenceModel {
+            bound,
+            ..durable::testing::PersistenceModel::default()
+        });
+        let config = Config {
+            depth: 1,
+            crash_states: vec![ENUMERATED],
+            ..Config::default()
+        };
+        let r = sweep::run(&s, &config).expect("sweep runs");
+        r.scenarios
+            .iter()
+            .flat_map(|s| &s.verdict.notes)
+            .filter(|n| n.ends_with(" power cut(s) chose from a sample of their disks"))
+            .count()
+    };
+    assert_eq!(
+        notes(durable::testing::PersistenceModel::default().bound),
+        0
+    );
+    assert!(notes(2) > 0);
+}
