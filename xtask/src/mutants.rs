@@ -370,19 +370,33 @@ fn mutate(
     extra: &[String],
     tests: &[&str],
 ) -> Result<(), String> {
+    // cargo-mutants creates the output directory but not its parents.
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let mut cmd = mutants_command(root, name, args);
     cmd.args(extra).arg("--output").arg(out);
     if !tests.is_empty() {
         cmd.arg("--").args(tests);
     }
     eprintln!("cargo mutants -p {name} → {}", out.display());
-    // Exit codes 2 (missed) and 3 (timeouts) still wrote outcomes;
-    // anything else without an outcomes file is an error when it is read.
     let status = cmd
         .status()
         .map_err(|e| format!("cannot run cargo mutants: {e}"))?;
     eprintln!("cargo mutants -p {name}: {status}");
-    Ok(())
+    if ran(status.code()) {
+        Ok(())
+    } else {
+        Err(format!(
+            "cargo mutants -p {name} did not test its mutants ({status}); see its output above"
+        ))
+    }
+}
+
+/// Whether cargo-mutants' exit code says it tested the mutants: 0 (all
+/// caught), 2 (some missed), 3 (some timed out). Others (1: bad
+/// arguments, 4: the tests fail without a mutant, …) wrote no outcomes
+/// worth counting.
+pub fn ran(code: Option<i32>) -> bool {
+    matches!(code, Some(0 | 2 | 3))
 }
 
 /// The text of `dir/mutants.out/outcomes.json`.
@@ -449,6 +463,17 @@ mod tests {
         assert!(
             parse_named(r#"{"outcomes": [{"scenario": {}, "summary": "CaughtMutant"}]}"#).is_err()
         );
+    }
+
+    #[test]
+    fn only_a_run_that_tested_its_mutants_counts() {
+        for code in [0, 2, 3] {
+            assert!(ran(Some(code)), "{code}");
+        }
+        for code in [1, 4, 70] {
+            assert!(!ran(Some(code)), "{code}");
+        }
+        assert!(!ran(None), "killed by a signal");
     }
 
     /// A survivor's name, escaped, is a pattern of exactly that text.
