@@ -196,6 +196,11 @@ fn a_clean_run_leaves_nothing_to_report() {
     subject.life(&mut w).expect("the clean run finishes");
     let v = subject.judge(&w);
     for c in ["dups", "missing", "money", "misplaced"] {
+        // Counted (not merely absent) and zero.
+        assert!(
+            v.counts.iter().any(|(k, _)| k == c),
+            "{c} not counted: {v:?}"
+        );
         assert_eq!(v.get(c), 0, "{c}: {v:?}");
     }
     assert!(v.notes.is_empty(), "{:?}", v.notes);

@@ -197,6 +197,8 @@ fn clean_run_is_exact(job: &str, what: &str) {
     };
     for design in Design::ALL {
         let report = sweep::run(&design.subject(&script, Storage::Memory), &config).unwrap();
+        let counted = |c: &str| report.clean.verdict.counts.iter().any(|(k, _)| k == c);
+        assert!(counted("dups") && counted("missing"), "{design:?}");
         assert_eq!(
             (
                 report.value(&report.clean, "dups"),
@@ -358,6 +360,10 @@ fn many_crashes_in_a_row_do_not_reach_a_restart_limit() {
         s.life(&mut w)
             .unwrap_or_else(|e| panic!("{design:?}: the thirteenth life: {e}"));
         let v = s.judge(&w);
+        assert!(
+            v.counts.iter().any(|(k, _)| k == "missing"),
+            "{design:?}: {v:?}"
+        );
         assert_eq!(v.get("missing"), 0, "{design:?}: {:?}", v.notes);
     }
 }

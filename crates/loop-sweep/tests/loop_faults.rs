@@ -119,6 +119,12 @@ fn many_crashes_in_a_row_do_not_reach_a_restart_limit() {
     }
     s.life(&mut w).expect("the thirteenth life finishes");
     let v = s.judge(&w);
+    for c in ["dups", "missing"] {
+        assert!(
+            v.counts.iter().any(|(k, _)| k == c),
+            "{c} not counted: {v:?}"
+        );
+    }
     assert_eq!((v.get("dups"), v.get("missing")), (0, 0), "{:?}", v.notes);
 }
 
