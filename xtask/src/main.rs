@@ -340,7 +340,9 @@ fn disk_cmd(bless: bool) -> Result<ExitCode, String> {
         std::fs::write(&path, &table).map_err(|e| format!("{}: {e}", path.display()))?;
         return Ok(ExitCode::SUCCESS);
     }
-    match sweep::snapshot::check(&path, &table) {
+    let accept = "If the new table is right, accept it with `cargo xtask sweep --disk --bless` \
+                  and say in review why the numbers moved.";
+    match sweep::snapshot::compare(&path, &table, accept) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
             eprintln!("{e}");
@@ -797,8 +799,8 @@ mod tests {
 
     #[test]
     fn bad_definitions_name_their_file() {
-        let dir = std::env::temp_dir().join(format!("xtask-defs-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         for (name, text, needle) in [
             ("a.sweep.json", "{", "not a sweep definition"),
             (
@@ -827,6 +829,5 @@ mod tests {
             let e = defs::Definition::load(&p).err().unwrap();
             assert!(e.contains(name) && e.contains(needle), "{e}");
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -277,7 +277,12 @@ fn try_execute(
             std::fs::write(snap, &table)
                 .map_err(|e| usage(format!("cannot write {}: {e}", snap.display())))?;
             let _ = writeln!(err, "wrote {}", snap.display());
-        } else if let Err(diff) = crate::snapshot::check(snap, &table) {
+        } else if let Err(diff) = crate::snapshot::compare(
+            snap,
+            &table,
+            "If the new output is right, accept it by rerunning this command with --bless, \
+             and say in review why the numbers moved.",
+        ) {
             let _ = writeln!(err, "{diff}");
             code = EXIT_FAILED;
         }

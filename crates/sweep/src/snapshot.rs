@@ -28,37 +28,66 @@ pub fn under_ci(value: Option<&str>) -> bool {
 
 /// Compare `actual` with the snapshot at `path`. When they differ (or the
 /// file is missing) the error is a line diff and the command that accepts the
-/// new output; with [`blessing`] on, the file is rewritten instead.
+/// new output; with [`blessing`] on, the file is rewritten instead. For
+/// tests, which have no flags of their own; a command line uses
+/// [`compare`] and a flag.
 pub fn check(path: &Path, actual: &str) -> Result<(), String> {
+    match mismatch(path, actual)? {
+        None => Ok(()),
+        Some(_) if blessing() => std::fs::write(path, actual)
+            .map_err(|e| format!("cannot write snapshot {}: {e}", path.display())),
+        Some(msg) => Err(format!(
+            "{msg}\nIf the new output is right, accept it by rerunning the sweep with --bless \
+             (`cargo xtask sweep --bless` in this workspace; CRASHSWEEP_BLESS=1 for a test) \
+             and say in review why the numbers moved."
+        )),
+    }
+}
+
+/// Compare `actual` with the snapshot at `path` and never write it,
+/// whatever the environment says: the error is [`check`]'s diff, ending
+/// with `accept`, the way to accept the new output. A command line that
+/// blesses only on its own flag (as `sweep::cli` does with `--bless`)
+/// compares with this, so that a `CRASHSWEEP_BLESS=1` left in a shell
+/// cannot rewrite a reviewed table behind its back.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("table.txt");
+/// let e = sweep::snapshot::compare(&path, "a\n", "rerun with --bless").unwrap_err();
+/// assert!(e.contains("does not exist") && e.ends_with("rerun with --bless"));
+/// assert!(!path.exists());
+/// std::fs::write(&path, "a\n").unwrap();
+/// assert!(sweep::snapshot::compare(&path, "a\n", "").is_ok());
+/// ```
+pub fn compare(path: &Path, actual: &str, accept: &str) -> Result<(), String> {
+    match mismatch(path, actual)? {
+        None => Ok(()),
+        Some(msg) => Err(format!("{msg}\n{accept}")),
+    }
+}
+
+/// `None` when the snapshot at `path` holds `actual`; else what differs
+/// (a missing file, or a line diff). A snapshot that cannot be read is
+/// an error.
+fn mismatch(path: &Path, actual: &str) -> Result<Option<String>, String> {
     let expected = match std::fs::read_to_string(path) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("cannot read snapshot {}: {e}", path.display())),
     };
-    if expected.as_deref() == Some(actual) {
-        return Ok(());
-    }
-    if blessing() {
-        return std::fs::write(path, actual)
-            .map_err(|e| format!("cannot write snapshot {}: {e}", path.display()));
-    }
-    let mut msg = match &expected {
-        None => format!(
+    Ok(match &expected {
+        Some(exp) if exp == actual => None,
+        None => Some(format!(
             "snapshot {} does not exist; new output:\n{actual}",
             path.display()
-        ),
-        Some(exp) => format!(
+        )),
+        Some(exp) => Some(format!(
             "snapshot {} differs (- reviewed, + this run):\n{}",
             path.display(),
             diff(exp, actual)
-        ),
-    };
-    msg.push_str(
-        "\nIf the new output is right, accept it by rerunning the sweep with --bless \
-         (`cargo xtask sweep --bless` in this workspace; CRASHSWEEP_BLESS=1 for a test) \
-         and say in review why the numbers moved.",
-    );
-    Err(msg)
+        )),
+    })
 }
 
 /// A minimal line diff (longest common subsequence), enough for tables.
@@ -139,20 +168,20 @@ mod tests {
     /// a missing file to write or report as new.
     #[test]
     fn an_unreadable_snapshot_is_an_error() {
-        let dir = std::env::temp_dir().join(format!("sweep-snap-dir-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let e = check(&dir, "x\n").unwrap_err();
-        assert!(e.starts_with("cannot read snapshot"), "{e}");
-        assert!(dir.is_dir());
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = tempfile::tempdir().unwrap();
+        for e in [
+            check(dir.path(), "x\n").unwrap_err(),
+            compare(dir.path(), "x\n", "").unwrap_err(),
+        ] {
+            assert!(e.starts_with("cannot read snapshot"), "{e}");
+        }
+        assert!(dir.path().is_dir());
     }
 
     #[test]
     fn check_reports_a_missing_and_a_different_snapshot() {
-        let dir = std::env::temp_dir().join(format!("sweep-snap-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
-        let p = dir.join("t.txt");
-        let _ = std::fs::remove_file(&p);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
         if !blessing() {
             assert!(check(&p, "x\n").unwrap_err().contains("does not exist"));
             std::fs::write(&p, "x\n").unwrap();
@@ -163,6 +192,25 @@ mod tests {
                 "{e}"
             );
         }
-        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// `compare` never writes, whatever the environment; its error ends
+    /// with the way to accept the new output.
+    #[test]
+    fn compare_reports_and_never_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        let e = compare(&p, "x\n", "accept: rerun with --bless").unwrap_err();
+        assert!(e.contains("does not exist; new output:\nx\n"), "{e}");
+        assert!(e.ends_with("\naccept: rerun with --bless"), "{e}");
+        assert!(!p.exists());
+        std::fs::write(&p, "x\n").unwrap();
+        assert_eq!(compare(&p, "x\n", "-"), Ok(()));
+        let e = compare(&p, "y\n", "-").unwrap_err();
+        assert!(
+            e.contains("differs") && e.contains("- x") && e.contains("+ y"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "x\n");
     }
 }

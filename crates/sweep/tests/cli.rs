@@ -117,10 +117,14 @@ fn run(args: &[&str]) -> (u8, String, String) {
     run_env(&app(None), args, &Env::default())
 }
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sweep-cli-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A new, empty directory of this test's own, removed when dropped: what a
+/// test finds in it is what the test put there (a directory named after
+/// the process id can be left over from a process of the same id).
+fn temp(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("sweep-cli-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 #[test]
@@ -231,7 +235,8 @@ fn json_sweeps_follow_the_documented_schema() {
 
 #[test]
 fn shards_merge_into_the_whole_table_and_a_refused_shard_names_its_file() {
-    let dir = temp("shards");
+    let tmp = temp("shards");
+    let dir = tmp.path();
     let (_, whole, _) = run(&["hasty-transfer"]);
     let mut files = Vec::new();
     for k in 1..=2 {
@@ -264,12 +269,12 @@ fn shards_merge_into_the_whole_table_and_a_refused_shard_names_its_file() {
     let (code, _, err) = run(&["merge", &files[0]]);
     assert_eq!(code, EXIT_USAGE);
     assert!(err.contains("shard-1.json"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn the_snapshot_is_checked_and_bless_is_refused_only_under_a_true_ci() {
-    let dir = temp("snap");
+    let tmp = temp("snap");
+    let dir = tmp.path();
     let snap = dir.join("table.txt");
     let app = app(Some(snap.clone()));
     let env = |ci: Option<&str>| Env {
@@ -307,7 +312,6 @@ fn the_snapshot_is_checked_and_bless_is_refused_only_under_a_true_ci() {
         err.contains("--bless rewrites the reviewed snapshot"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -506,7 +510,8 @@ fn the_progress_bar_starts_afresh_for_each_crash_state() {
 /// Merged shards of a passing subject exit 0 (a failing one exits 1, above).
 #[test]
 fn merged_shards_of_a_passing_sweep_exit_0() {
-    let dir = temp("passing-shards");
+    let tmp = temp("passing-shards");
+    let dir = tmp.path();
     let mut files = Vec::new();
     for k in 1..=2 {
         let (code, out, err) = run(&[
@@ -525,7 +530,6 @@ fn merged_shards_of_a_passing_sweep_exit_0() {
     assert_eq!(code, EXIT_PASSED, "{err}");
     assert_eq!(merged, run(&["careful-transfer"]).1);
     assert!(err.is_empty(), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--list` names a subject's default states only when it has more states

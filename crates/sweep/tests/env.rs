@@ -3,7 +3,31 @@
 //! `CRASHSWEEP_BLESS`, and the arguments (`sweep::cli::main`). In a test
 //! binary of its own: it sets variables no other test may see.
 
-use sweep::cli::Env;
+use sweep::cli::{App, Env, EXIT_FAILED};
+use sweep::{Counter, LifeError, Subject, Verdict};
+
+/// One point, nothing to count: a subject whose every scenario passes.
+struct Tally;
+impl Subject for Tally {
+    type World = u32;
+    fn name(&self) -> String {
+        "tally".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("n")]
+    }
+    fn world(&self) -> u32 {
+        0
+    }
+    fn life(&self, w: &mut u32) -> Result<(), LifeError> {
+        *w = 1;
+        crashpoint::point!("counted");
+        Ok(())
+    }
+    fn judge(&self, w: &u32) -> Verdict {
+        Verdict::new().count("n", u64::from(*w))
+    }
+}
 
 /// One test, so that nothing else reads the variables while it sets them.
 #[test]
@@ -15,6 +39,18 @@ fn ci_and_crashsweep_bless_are_read_from_the_environment() {
     std::env::remove_var("CI");
     assert_eq!(Env::from_process().ci, None);
     assert!(sweep::snapshot::blessing());
+    // The command line blesses on its --bless flag only: the variable
+    // does not rewrite (here: create) its reviewed table behind its back.
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("table.txt");
+    let app = App::new("mysweep").subject(Tally).snapshot(&snap);
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = app.run(["mysweep"], &Env::from_process(), &mut out, &mut err);
+    let err = String::from_utf8(err).unwrap();
+    assert_eq!(code, EXIT_FAILED, "{err}");
+    assert!(err.contains("table.txt does not exist"), "{err}");
+    assert!(err.contains("rerunning this command with --bless"), "{err}");
+    assert!(!snap.exists(), "written without --bless");
     std::env::remove_var("CRASHSWEEP_BLESS");
     assert!(!sweep::snapshot::blessing());
 }
