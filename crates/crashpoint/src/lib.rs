@@ -52,6 +52,7 @@
 //! Without the `enabled` feature (on by default) [`point!`] compiles to
 //! nothing, and every scope records no hits.
 
+pub mod protocol;
 pub mod task;
 #[cfg(feature = "tokio")]
 pub use task::{join_task, spawn_task};
@@ -247,6 +248,34 @@ impl Handle {
         lock(&self.state).cancel = true;
     }
 
+    /// Whether [`Handle::cancel`] was called and the scope has not stopped
+    /// yet: a life that waits for something other than its own points (a
+    /// child process, say) polls this and calls [`Handle::stop`].
+    pub fn cancel_requested(&self) -> bool {
+        let st = lock(&self.state);
+        st.cancel && st.crashed.is_none()
+    }
+
+    /// Stop the scope here, as a [`cancel`](Handle::cancel) stops it at a
+    /// hit: the scope ends [`Outcome::Crashed`] and [`Handle::cancelled`]
+    /// names its last hit (`life start#1` if it passed none). Call it on a
+    /// thread running in this scope, once whatever the life waited for is
+    /// stopped; it unwinds with the [`Crash`] payload.
+    pub fn stop(&self) -> ! {
+        let hit = {
+            let mut st = lock(&self.state);
+            let hit = st
+                .hits
+                .last()
+                .cloned()
+                .unwrap_or_else(|| Hit::new("life start", 1));
+            st.cancelled = Some(hit.clone());
+            st.crashed = Some(hit.clone());
+            hit
+        };
+        panic::panic_any(Crash { hit })
+    }
+
     /// The hit at which [`Handle::cancel`] stopped the scope, if it did.
     pub fn cancelled(&self) -> Option<Hit> {
         lock(&self.state).cancelled.clone()
@@ -280,7 +309,8 @@ pub fn current() -> Option<Handle> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
-/// Spawn a thread that runs in the current scope (or none). Join it with
+/// Spawn a thread that runs in the current scope (or none), owned by the
+/// current thread's [`Owner`] (if any). Join it with
 /// [`join`] so that an injected crash on that thread crashes the caller too.
 pub fn spawn<F, T>(f: F) -> thread::JoinHandle<T>
 where
@@ -288,9 +318,16 @@ where
     T: Send + 'static,
 {
     let scope = current();
-    thread::spawn(move || match scope {
-        Some(h) => h.enter(f),
-        None => f(),
+    let owner = current_owner();
+    thread::spawn(move || {
+        let run = move || match scope {
+            Some(h) => h.enter(f),
+            None => f(),
+        };
+        match owner {
+            Some(o) => o.enter(run),
+            None => run(),
+        }
     })
 }
 
@@ -328,59 +365,170 @@ macro_rules! point {
 pub fn __hit(name: &'static str) {
     if ACTIVE.with(|a| a.get()) {
         hit_in_scope(name);
+    } else if protocol::speaks() {
+        protocol::hit(name);
     } else if WATCHES.load(Ordering::Relaxed) > 0 {
         unscoped_hit(name);
     }
 }
 
-/// How many [`UnscopedWatch`]es are alive.
-static WATCHES: AtomicUsize = AtomicUsize::new(0);
-/// Passes over each point on threads with no scope, while a watch is alive.
-static UNSCOPED: Mutex<Vec<(&'static str, u64)>> = Mutex::new(Vec::new());
-
-fn unscoped() -> MutexGuard<'static, Vec<(&'static str, u64)>> {
-    UNSCOPED.lock().unwrap_or_else(|e| e.into_inner())
+/// Pass a point whose name is known only at run time, as [`point!`] passes
+/// a literal one: a harness that relays the points of another program (a
+/// child process reporting its hits over the point protocol) calls this for
+/// each. Names are interned for the life of the process, so use it for a
+/// bounded set of names. It is a point whatever the `enabled` feature says:
+/// the caller asked for it by name.
+pub fn hit(name: &str) {
+    __hit(intern(name));
 }
 
-#[cold]
-#[inline(never)]
-fn unscoped_hit(name: &'static str) {
-    let mut tally = unscoped();
+/// `name` as a `&'static str`, leaked once per distinct name.
+fn intern(name: &str) -> &'static str {
+    static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    match names.iter().find(|n| **n == name) {
+        Some(n) => n,
+        None => {
+            let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+            names.push(leaked);
+            leaked
+        }
+    }
+}
+
+/// A tally of passes over points, each name with its count, in the order
+/// first seen.
+type Tally = Vec<(&'static str, u64)>;
+
+/// How many [`UnscopedWatch`]es are alive.
+static WATCHES: AtomicUsize = AtomicUsize::new(0);
+/// Passes over each point on threads that no watch owns and that run in no
+/// scope, while a watch is alive: the process-wide "stray" tally.
+static STRAY: Mutex<Tally> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// The watch this thread works for (see [`Owner`]), if any.
+    static OWNER: RefCell<Option<Owner>> = const { RefCell::new(None) };
+}
+
+fn tally_lock(tally: &Mutex<Tally>) -> MutexGuard<'_, Tally> {
+    tally.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn count(tally: &mut Tally, name: &'static str) {
     match tally.iter_mut().find(|(n, _)| *n == name) {
         Some((_, c)) => *c += 1,
         None => tally.push((name, 1)),
     }
 }
 
-/// While alive, counts the passes over points on threads that run in no
-/// scope — a thread started with `std::thread::spawn` instead of [`spawn`],
-/// whose hits no scope records and no crash can land on. A sweep keeps one
-/// for its whole run and reports what it saw.
+fn owned(tally: &Tally) -> Vec<(String, u64)> {
+    tally.iter().map(|(n, c)| ((*n).to_owned(), *c)).collect()
+}
+
+#[cold]
+#[inline(never)]
+fn unscoped_hit(name: &'static str) {
+    let counted = OWNER.with(|o| match o.try_borrow() {
+        Ok(owner) => match owner.as_ref() {
+            Some(owner) => {
+                count(&mut tally_lock(&owner.tally), name);
+                true
+            }
+            None => false,
+        },
+        Err(_) => false,
+    });
+    if !counted {
+        count(&mut tally_lock(&STRAY), name);
+    }
+}
+
+/// While alive, counts the passes over points outside any scope — hits no
+/// scope records and no crash can land on — in two tallies:
 ///
-/// The tally is process-wide: two sweeps at once (tests in one binary) each
-/// see the other's unscoped passes too.
+/// * [`UnscopedWatch::hits`]: passes on the threads the watch *owns*: those
+///   running under its [`Owner`] (a sweep's own threads: the one that runs
+///   it and its workers) and the threads they start with [`spawn`]. These
+///   belong to whoever holds the watch and nobody else.
+/// * [`UnscopedWatch::stray`]: passes on threads nobody owns — a thread
+///   started with `std::thread::spawn` instead of [`spawn`], a runtime's
+///   worker — since the watch started. Rust cannot tell which code started
+///   such a thread, so this tally is process-wide: in a test binary it may
+///   hold another test's points. Read it as a warning, never compare it.
 #[derive(Debug)]
 pub struct UnscopedWatch {
-    start: Vec<(&'static str, u64)>,
+    stray_start: Tally,
+    owner: Owner,
+}
+
+/// The owner of an [`UnscopedWatch`]'s threads: a thread that runs under it
+/// (see [`Owner::enter`] and [`Owner::adopt_thread`]) counts its passes
+/// outside any scope for that watch alone. Cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct Owner {
+    tally: Arc<Mutex<Tally>>,
+}
+
+impl Owner {
+    /// Run `f` with the current thread owned by this owner; the thread's
+    /// previous owner (if any) is restored afterwards, even if `f` panics.
+    pub fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
+        struct Restore(Option<Owner>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let prev = self.0.take();
+                OWNER.with(|o| *o.borrow_mut() = prev);
+            }
+        }
+        let prev = OWNER.with(|o| o.borrow_mut().replace(self.clone()));
+        let _restore = Restore(prev);
+        f()
+    }
+
+    /// Own the current thread for the rest of its life (a worker thread of
+    /// a pool made for one sweep, from the pool's start handler).
+    pub fn adopt_thread(&self) {
+        OWNER.with(|o| *o.borrow_mut() = Some(self.clone()));
+    }
+}
+
+/// The owner of the current thread, if any: carried into threads started
+/// with [`spawn`].
+pub fn current_owner() -> Option<Owner> {
+    OWNER.with(|o| o.borrow().clone())
 }
 
 /// Start counting passes over points outside any scope (see [`UnscopedWatch`]).
 pub fn watch_unscoped() -> UnscopedWatch {
     WATCHES.fetch_add(1, Ordering::SeqCst);
     UnscopedWatch {
-        start: unscoped().clone(),
+        stray_start: tally_lock(&STRAY).clone(),
+        owner: Owner::default(),
     }
 }
 
 impl UnscopedWatch {
-    /// Each point passed outside any scope since the watch started, with how
-    /// many times, in the order first seen.
+    /// The owner whose threads count for this watch alone.
+    pub fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
+    /// Each point passed outside any scope on a thread this watch owns,
+    /// with how many times, in the order first seen.
     pub fn hits(&self) -> Vec<(String, u64)> {
-        unscoped()
+        owned(&tally_lock(&self.owner.tally))
+    }
+
+    /// Each point passed outside any scope on a thread no watch owns since
+    /// the watch started, with how many times, in the order first seen by
+    /// the process-wide tally. May include other code's points.
+    pub fn stray(&self) -> Vec<(String, u64)> {
+        tally_lock(&STRAY)
             .iter()
             .filter_map(|(n, c)| {
                 let before = self
-                    .start
+                    .stray_start
                     .iter()
                     .find(|(m, _)| m == n)
                     .map_or(0, |(_, b)| *b);

@@ -44,7 +44,7 @@ fn a_watch_counts_only_the_passes_since_it_started_point_by_point() {
     pass_unscoped("mutants-unscoped-b", 2);
     pass_unscoped("mutants-unscoped-a", 1);
     let mine: Vec<(String, u64)> = watch
-        .hits()
+        .stray()
         .into_iter()
         .filter(|(n, _)| n.starts_with("mutants-unscoped-"))
         .collect();

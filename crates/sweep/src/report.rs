@@ -118,7 +118,11 @@ impl ScenarioResult {
 
 /// Everything a sweep found: every scenario's outcome, in the sweep's fixed
 /// order, from which rows and tables are computed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// Two reports are equal when everything the sweep itself ran is equal:
+/// [`Report::stray`], which may hold other code's points, is left out of
+/// equality and of the JSON.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
     /// The subject's name.
     pub subject: String,
@@ -132,13 +136,22 @@ pub struct Report {
     /// The crash states swept, in order, each with its row's title.
     #[serde(default)]
     pub states: Vec<StateRow>,
-    /// Points passed on threads that ran in no scope during the sweep (see
-    /// [`crashpoint::UnscopedWatch`]): hits no crash could land on. The
-    /// tally is process-wide: a point another test of the same binary passes
-    /// outside any scope while this sweep runs is counted here too, so it is
-    /// a warning to look into, never a failure.
+    /// Points passed outside any scope on the sweep's own threads (the
+    /// thread that runs it, its workers, and threads they start with
+    /// `crashpoint::spawn`): hits no crash could land on, such as a point
+    /// passed while a world is made or judged. Only this sweep's: another
+    /// sweep or test of the same binary never adds to it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unscoped: Vec<(String, u64)>,
+    /// Points passed while the sweep ran on threads that belong to no sweep
+    /// and run in no scope (see [`crashpoint::UnscopedWatch::stray`]): a
+    /// thread a life started with `std::thread::spawn`, a runtime's worker.
+    /// No crash can land on them. Rust cannot tell who started such a
+    /// thread, so in a binary that runs other code at once (a test binary)
+    /// this may hold that code's points too: it is a warning to look into,
+    /// and it is left out of the report's equality, JSON and merge.
+    #[serde(skip)]
+    pub stray: Vec<(String, u64)>,
     /// The clean run.
     pub clean: ScenarioResult,
     /// Every crash scenario (of the shard), ordered by crash state, then by
@@ -151,6 +164,34 @@ pub struct Report {
     /// passing ones included: what the rows are computed from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tallies: Vec<Tally>,
+}
+
+impl PartialEq for Report {
+    fn eq(&self, other: &Self) -> bool {
+        // Every field but `stray`, spelt out so that a new field is not
+        // forgotten silently (the destructuring fails to compile).
+        let Report {
+            subject,
+            counters,
+            depth,
+            partition,
+            states,
+            unscoped,
+            stray: _,
+            clean,
+            scenarios,
+            tallies,
+        } = self;
+        *subject == other.subject
+            && *counters == other.counters
+            && *depth == other.depth
+            && *partition == other.partition
+            && *states == other.states
+            && *unscoped == other.unscoped
+            && *clean == other.clean
+            && *scenarios == other.scenarios
+            && *tallies == other.tallies
+    }
 }
 
 /// What a table row needs of the scenarios of one crash state, counted as
@@ -490,6 +531,11 @@ impl Report {
             for u in p.unscoped {
                 if !first.unscoped.contains(&u) {
                     first.unscoped.push(u);
+                }
+            }
+            for u in p.stray {
+                if !first.stray.contains(&u) {
+                    first.stray.push(u);
                 }
             }
         }

@@ -210,7 +210,11 @@ pub(crate) fn run_inner<S: Subject>(
         }
     }
     let states = states_of(subject, config)?;
-    let mut builder = rayon::ThreadPoolBuilder::new();
+    // Points passed outside any scope on this sweep's threads (its workers,
+    // this thread) count for this sweep alone.
+    let unscoped = crashpoint::watch_unscoped();
+    let owner = unscoped.owner().clone();
+    let mut builder = rayon::ThreadPoolBuilder::new().start_handler(move |_| owner.adopt_thread());
     if let Some(t) = config.threads {
         builder = builder.num_threads(t);
     }
@@ -219,19 +223,20 @@ pub(crate) fn run_inner<S: Subject>(
         reason: e.to_string(),
     })?;
 
-    let unscoped = crashpoint::watch_unscoped();
     let watchdog = Watchdog::new(config.scenario_timeout);
-    std::thread::scope(|scope| {
-        if config.scenario_timeout.is_some() {
-            scope.spawn(|| watchdog.watch());
-        }
-        // Stopped on the way out, a panic's too (a progress callback's, a
-        // judge's outside a scenario): the scope would wait for ever for a
-        // watchdog nobody stopped.
-        let _stop = StopOnDrop(&watchdog);
-        sweep_states(
-            subject, config, progress, &pool, &states, &watchdog, &unscoped,
-        )
+    unscoped.owner().enter(|| {
+        std::thread::scope(|scope| {
+            if config.scenario_timeout.is_some() {
+                scope.spawn(|| watchdog.watch());
+            }
+            // Stopped on the way out, a panic's too (a progress callback's, a
+            // judge's outside a scenario): the scope would wait for ever for a
+            // watchdog nobody stopped.
+            let _stop = StopOnDrop(&watchdog);
+            sweep_states(
+                subject, config, progress, &pool, &states, &watchdog, &unscoped,
+            )
+        })
     })
 }
 
@@ -361,6 +366,7 @@ fn sweep_states<S: Subject>(
             })
             .collect(),
         unscoped: unscoped.hits(),
+        stray: unscoped.stray(),
         clean: clean.result,
         scenarios,
         tallies,
@@ -470,7 +476,12 @@ fn checked_clean_run<S: Subject>(
     if clean.last_hits.is_empty() {
         return Err(Error::NoPoints {
             subject: subject.name(),
-            unscoped: unscoped.hits().into_iter().map(|(n, _)| n).collect(),
+            unscoped: unscoped
+                .hits()
+                .into_iter()
+                .chain(unscoped.stray())
+                .map(|(n, _)| n)
+                .collect(),
         });
     }
     for _ in 1..config.clean_runs.max(1) {

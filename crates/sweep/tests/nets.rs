@@ -148,13 +148,95 @@ impl Subject for Unscoped {
 #[test]
 fn points_on_threads_without_a_scope_are_reported() {
     let r = sweep::run(&Unscoped, &cfg(1)).unwrap();
+    // A plain thread belongs to no sweep: a stray pass, reported but kept
+    // out of the report's equality.
     assert!(
-        r.unscoped
+        r.stray
             .iter()
             .any(|(n, c)| n == "unscoped-in-a-sweep" && *c >= 2),
         "{:?}",
-        r.unscoped
+        r.stray
     );
+    assert!(r.unscoped.is_empty(), "{:?}", r.unscoped);
+    let mut other = r.clone();
+    other.stray.clear();
+    assert_eq!(r, other);
+    assert!(!serde_json::to_string(&r)
+        .unwrap()
+        .contains("unscoped-in-a-sweep"));
+}
+
+/// Passes a point outside its lives' scope on the sweep's own thread each
+/// time a world is made, and one in each life.
+struct MadeWorlds;
+impl Subject for MadeWorlds {
+    type World = ();
+    fn name(&self) -> String {
+        "made worlds".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![]
+    }
+    fn world(&self) {
+        crashpoint::point!("made a world");
+    }
+    fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("one");
+        crashpoint::point!("two");
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> Verdict {
+        Verdict::new()
+    }
+}
+
+/// Two sweeps at once in one binary, while a third thread passes points
+/// outside any scope: each report holds its own unscoped points and none of
+/// the other's or the third thread's, so both equal the report of a sweep
+/// run alone. (Before, the tally was process-wide and both reports held
+/// the third thread's points.)
+#[test]
+fn concurrent_sweeps_see_only_their_own_unscoped_points() {
+    let config = sweep::Config {
+        depth: 2,
+        threads: Some(2),
+        ..sweep::Config::default()
+    };
+    let alone = sweep::run(&MadeWorlds, &config).unwrap();
+    let made = alone.unscoped.iter().find(|(n, _)| n == "made a world");
+    assert!(made.is_some_and(|(_, c)| *c > 0), "{:?}", alone.unscoped);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (one, two, passes) = std::thread::scope(|s| {
+        let third = s.spawn(|| {
+            let mut passes = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                crashpoint::point!("a third thread's point");
+                passes += 1;
+                std::thread::yield_now();
+            }
+            passes
+        });
+        let one = s.spawn(|| sweep::run(&MadeWorlds, &config).unwrap());
+        let two = s.spawn(|| sweep::run(&MadeWorlds, &config).unwrap());
+        let (one, two) = (one.join().unwrap(), two.join().unwrap());
+        stop.store(true, Ordering::SeqCst);
+        (one, two, third.join().unwrap())
+    });
+    assert!(passes > 0);
+    for r in [&one, &two] {
+        assert!(
+            !r.unscoped
+                .iter()
+                .any(|(n, _)| n == "a third thread's point"),
+            "{:?}",
+            r.unscoped
+        );
+        assert_eq!(*r, alone);
+        assert_eq!(
+            serde_json::to_string(r).unwrap(),
+            serde_json::to_string(&alone).unwrap()
+        );
+    }
 }
 
 /// Its hits depend on a counter shared by every world: not deterministic.

@@ -140,10 +140,11 @@ pub fn failure_lines(
                 }
             }
         }
-        if !r.unscoped.is_empty() {
+        if !r.unscoped.is_empty() || !r.stray.is_empty() {
             let names: Vec<String> = r
                 .unscoped
                 .iter()
+                .chain(&r.stray)
                 .map(|(n, c)| format!("{n} ({c}×)"))
                 .collect();
             lines.push(format!(
@@ -386,6 +387,7 @@ mod tests {
                 })
                 .collect(),
             unscoped: Vec::new(),
+            stray: Vec::new(),
             clean: result(
                 &CrashState::PROCESS,
                 0,
