@@ -41,7 +41,8 @@
 //! failing scenario runs again, and one whose result changes is *flaky*; a
 //! scenario past [`Config::scenario_timeout`] fails as hung; a sweep
 //! estimated above [`Config::max_scenarios`] is refused at once; points
-//! passed on threads without a scope are reported ([`Report::unscoped`]).
+//! passed on threads without a scope are reported ([`Report::unscoped`] for
+//! the sweep's own threads, [`Report::stray`] for threads no sweep owns).
 //! [`Config::crash_states`] sweeps each crash state a subject lists
 //! ([`Subject::crash_states`]), one table row per state ([`Report::rows`]).
 //!
@@ -103,6 +104,8 @@ mod dyn_subject;
 mod error;
 mod failure;
 mod judge;
+#[cfg(unix)]
+pub mod process;
 mod report;
 mod runner;
 mod scenario;

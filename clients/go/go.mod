@@ -1,0 +1,3 @@
+module crashsweep.dev/clients/go
+
+go 1.19

@@ -1,0 +1,255 @@
+//! `crashsweep`: sweep a program in any language from outside.
+//!
+//! ```text
+//! crashsweep [--depth N] [--format json] --world DIR --judge 'CMD' -- PROGRAM ARGS…
+//! ```
+//!
+//! Each scenario copies `DIR` to a fresh directory, runs `PROGRAM ARGS…` in
+//! it with the point protocol's descriptor (see `docs/point-protocol.md`),
+//! kills it with `SIGKILL` at the scenario's hit, runs it again (the same
+//! command, or `--restart`), and after the final life runs `sh -c CMD` in
+//! the directory: the judge prints one JSON object of counters. Every
+//! counter must stay zero unless it is named with `--count-only`.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use sweep::cli::{Env, Plan, SweepFlags, EXIT_USAGE};
+use sweep::process::Process;
+use sweep::{DynSubject, Scenario};
+
+const AFTER_HELP: &str = "\
+Each life runs with the world copy as its working directory and CRASHSWEEP_FD
+and CRASHSWEEP_PROTOCOL in its environment; a program reports each crash point
+over that descriptor (clients for Rust, Python, Go and Node: point protocol,
+version 1). The judge runs with the same working directory after the final
+life and prints one JSON object, e.g. {\"duplicates\": 0, \"missing\": 0}; each
+key is a counter (a column of the table, and in --format json a key of each
+row after `once`, `twice`, …).
+
+Exit codes:
+  0  every scenario passed (and the table matches its snapshot)
+  1  a scenario failed (a counter above zero, a life that failed or hung),
+     or the table differs from its snapshot
+  2  the command could not run: bad flags, an unreadable world, a program or
+     judge that fails its clean run, --bless refused under CI
+
+Example:
+  crashsweep --world clients/examples/world \\
+      --judge \"python3 $PWD/clients/examples/judge.py\" \\
+      -- python3 $PWD/clients/python/examples/payouts.py";
+
+/// Sweep a program in any language: kill it at every crash point it reports,
+/// restart it, and judge the world it leaves.
+#[derive(Parser, Debug)]
+#[command(name = "crashsweep", version, after_help = AFTER_HELP)]
+struct Args {
+    /// The template of every scenario's world: a directory copied fresh for
+    /// each scenario (default: an empty directory).
+    #[arg(long, value_name = "DIR")]
+    world: Option<PathBuf>,
+    /// The judge: a shell command run in the world copy after the final
+    /// life, printing one JSON object of counters.
+    #[arg(long, value_name = "CMD")]
+    judge: String,
+    /// The restart after a crash, as a shell command (default: the program's
+    /// command again).
+    #[arg(long, value_name = "CMD")]
+    restart: Option<String>,
+    /// A service started for every scenario before its first life, as a
+    /// shell command run in a directory of the scenario's own; it prints its
+    /// URL (http://…) in its first line, and `{service}` in the program's
+    /// arguments, --restart and --judge is replaced by it (also in
+    /// CRASHSWEEP_SERVICE). E.g. 'tracker serve --dir . --addr 127.0.0.1:0'.
+    #[arg(long, value_name = "CMD")]
+    service: Option<String>,
+    /// The subject's name in the table (default: the program's file name).
+    #[arg(long)]
+    name: Option<String>,
+    /// A counter that only counts: a column, not a failure when above zero
+    /// (repeatable).
+    #[arg(long, value_name = "COUNTER")]
+    count_only: Vec<String>,
+    /// A variable for every life and the judge, as KEY=VALUE (repeatable).
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_env)]
+    env: Vec<(String, String)>,
+    /// The reviewed table: the sweep's table is compared with this file
+    /// (--bless rewrites it).
+    #[arg(long, value_name = "FILE")]
+    snapshot: Option<PathBuf>,
+    #[command(flatten)]
+    flags: SweepFlags,
+    /// The program and its arguments.
+    #[arg(last = true, required = true, value_name = "PROGRAM")]
+    program: Vec<OsString>,
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!("{s:?} is not KEY=VALUE")),
+    }
+}
+
+fn main() -> ExitCode {
+    let raw: Vec<OsString> = std::env::args_os().collect();
+    let args = match Args::try_parse_from(&raw) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { 0 });
+        }
+    };
+    ExitCode::from(run(&args, &raw))
+}
+
+fn run(args: &Args, raw: &[OsString]) -> u8 {
+    let name = args.name.clone().unwrap_or_else(|| {
+        let program = PathBuf::from(&args.program[0]);
+        let last = args.program.last().map(PathBuf::from).unwrap_or_default();
+        // `python3 payouts.py` is named after the script, not the interpreter.
+        let main = if args.program.len() > 1 && last.extension().is_some() {
+            last
+        } else {
+            program
+        };
+        main.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "program".into())
+    });
+    let mut process = Process::new(&name, &args.program).judge_command(&args.judge);
+    if let Some(w) = &args.world {
+        process = process.world_from(w);
+    }
+    if let Some(svc) = &args.service {
+        process = process.service(["sh", "-c", &format!("exec {svc}")]);
+    }
+    if let Some(r) = &args.restart {
+        process = process.restart(["sh", "-c", r.as_str()]);
+    }
+    for (k, v) in &args.env {
+        process = process.env(k, v);
+    }
+    for c in &args.count_only {
+        process = process.count_only(c);
+    }
+    let process = match process.discover() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let subjects: Vec<&dyn DynSubject> = vec![&process];
+    let rerun = |_: usize, sc: &Scenario| rerun_command(raw, sc);
+    let plan = Plan {
+        subjects,
+        snapshot: args.snapshot.clone(),
+        required: Vec::new(),
+        crash_states: Vec::new(),
+        default_depth: 2,
+        rerun: &rerun,
+    };
+    let env = Env {
+        ci: std::env::var("CI").ok(),
+        progress: std::io::stderr().is_terminal(),
+    };
+    sweep::cli::execute(
+        &plan,
+        &args.flags,
+        &env,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    )
+}
+
+/// This command line with `--scenario NAME` (and without flags that do not
+/// apply to one scenario), quoted for a POSIX shell.
+fn rerun_command(raw: &[OsString], sc: &Scenario) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut skip_value = false;
+    let mut after_dashes = false;
+    for (i, a) in raw.iter().enumerate() {
+        let s = a.to_string_lossy().into_owned();
+        if i == 0 {
+            out.push("crashsweep".into());
+            continue;
+        }
+        if after_dashes {
+            out.push(quote(&s));
+            continue;
+        }
+        if skip_value {
+            skip_value = false;
+            continue;
+        }
+        if s == "--" {
+            out.push(format!("--scenario {}", quote(&sc.to_string())));
+            out.push(s);
+            after_dashes = true;
+            continue;
+        }
+        let flag = s.split('=').next().unwrap_or_default();
+        if matches!(
+            flag,
+            "--depth" | "--partition" | "--scenario" | "--threads" | "--snapshot"
+        ) {
+            skip_value = !s.contains('=');
+            continue;
+        }
+        if s == "--bless" {
+            continue;
+        }
+        out.push(quote(&s));
+    }
+    out.join(" ")
+}
+
+fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rerun_command_names_the_scenario_and_drops_sweep_only_flags() {
+        let raw: Vec<OsString> = [
+            "/x/crashsweep",
+            "--depth",
+            "2",
+            "--threads=4",
+            "--judge",
+            "python3 j.py",
+            "--",
+            "python3",
+            "a b.py",
+        ]
+        .iter()
+        .map(Into::into)
+        .collect();
+        let sc: Scenario = "paid#2 → mid-save#1".parse().unwrap();
+        assert_eq!(
+            rerun_command(&raw, &sc),
+            "crashsweep --judge 'python3 j.py' --scenario 'paid#2 → mid-save#1' -- python3 'a b.py'"
+        );
+    }
+
+    #[test]
+    fn env_is_key_equals_value() {
+        assert_eq!(parse_env("A=b=c"), Ok(("A".into(), "b=c".into())));
+        assert!(parse_env("=x").is_err());
+        assert!(parse_env("novalue").is_err());
+    }
+}

@@ -1,0 +1,170 @@
+//! The point clients of `clients/` (Python, Go, Node), each swept through
+//! the `crashsweep` command on its example program: the buggy payouts job
+//! fails by name at every payment (`paid#1`, `paid#2`, `paid#3`: a crash
+//! between a payment and its save pays again), and the fixed one is clean.
+//!
+//! The runtimes are needed: `python3`, `go` and `node`. `.ci/run` installs
+//! Go from the distribution's packages. A missing runtime fails the test
+//! under CI (`CI` set to a true value) and is reported and skipped
+//! elsewhere, so a developer without Go still runs the rest.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn has(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+        || Command::new(program)
+            .arg("version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+}
+
+fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
+}
+
+/// Whether `program` is there; under CI its absence fails the test.
+fn runtime(program: &str) -> bool {
+    if has(program) {
+        return true;
+    }
+    assert!(
+        !under_ci(),
+        "{program} is not installed, and CI must sweep its client (.ci/run installs it)"
+    );
+    eprintln!("skipped: {program} is not installed");
+    false
+}
+
+/// `crashsweep --format json --world … --judge … -- ARGV`.
+fn crashsweep(argv: &[String]) -> (Output, serde_json::Value) {
+    let world = tempfile::tempdir().unwrap();
+    let judge = root().join("clients/examples/judge.py");
+    let out = Command::new(env!("CARGO_BIN_EXE_crashsweep"))
+        .arg("--format")
+        .arg("json")
+        .arg("--threads")
+        .arg("2")
+        .arg("--world")
+        .arg(world.path())
+        .arg("--judge")
+        .arg(format!("python3 {}", judge.display()))
+        .arg("--")
+        .args(argv)
+        .output()
+        .unwrap();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out, json)
+}
+
+fn failed_scenarios(json: &serde_json::Value) -> Vec<String> {
+    json["failures"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f["scenario"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Sweep the buggy and the fixed example given by `argv` (`--fixed` added
+/// for the fixed one).
+fn sweep_both(language: &str, argv: Vec<String>) {
+    let (out, json) = crashsweep(&argv);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{language} buggy: {stderr}");
+    let failed = failed_scenarios(&json);
+    for hit in ["paid#1", "paid#2", "paid#3"] {
+        assert!(
+            failed.iter().any(|f| f == hit),
+            "{language}: {hit} not among the failures {failed:?}\n{stderr}"
+        );
+    }
+    // Each failure line names its scenario and the command that reruns it.
+    assert!(
+        stderr.contains("paid#2") && stderr.contains("--scenario"),
+        "{stderr}"
+    );
+    let row = &json["rows"][0];
+    assert!(row["duplicates"].as_u64().unwrap_or(0) > 0, "{json}");
+    assert!(row["once"].as_u64().unwrap_or(0) >= 6, "{json}");
+
+    let mut fixed = argv;
+    fixed.push("--fixed".into());
+    let (out, json) = crashsweep(&fixed);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{language} fixed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(failed_scenarios(&json).is_empty(), "{json}");
+    let row = &json["rows"][0];
+    assert_eq!(row["duplicates"], 0, "{json}");
+    assert_eq!(row["missing"], 0, "{json}");
+    assert!(row["twice"].as_u64().unwrap_or(0) > 0, "{json}");
+}
+
+fn path(p: PathBuf) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn python_client_bug_found_and_fix_clean() {
+    if !runtime("python3") {
+        return;
+    }
+    let script = root().join("clients/python/examples/payouts.py");
+    sweep_both("python", vec!["python3".into(), path(script)]);
+}
+
+#[test]
+fn node_client_bug_found_and_fix_clean() {
+    if !runtime("node") {
+        return;
+    }
+    let script = root().join("clients/node/examples/payouts.js");
+    sweep_both("node", vec!["node".into(), path(script)]);
+}
+
+#[test]
+fn go_client_bug_found_and_fix_clean() {
+    if !runtime("go") {
+        return;
+    }
+    let bin = tempfile::tempdir().unwrap();
+    let exe = bin.path().join("payouts");
+    let cache = bin.path().join("gocache");
+    let out = Command::new("go")
+        .current_dir(root().join("clients/go"))
+        .args(["build", "-o"])
+        .arg(&exe)
+        .arg("./examples/payouts")
+        .env("GOTOOLCHAIN", "local")
+        .env("GOPROXY", "off")
+        .env("GOFLAGS", "-mod=mod")
+        .env("GOCACHE", &cache)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "go build: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    sweep_both("go", vec![path(exe)]);
+}
+
+#[test]
+fn the_rust_example_is_swept_by_the_command_too() {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_crashsweep"));
+    let exe = bin.parent().unwrap().join("examples/payouts");
+    sweep_both("rust", vec![path(exe)]);
+}
