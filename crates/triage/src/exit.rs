@@ -17,15 +17,17 @@ pub enum Exit {
     /// The run is done but at least one check failed.
     ChecksFailed,
     /// Bad input: bad arguments, unknown task or tool, a bad `--state`, an
-    /// invalid or unknown run ID, several unfinished runs to choose from.
+    /// invalid or unknown run ID, several unfinished runs to choose from,
+    /// `--new-run` while the task has an unfinished run.
     Usage,
     /// Another process holds the run's lock.
     Locked,
     /// The run is paused, waiting for a person (approval or a ladder
     /// question) and nobody could be asked; rerunning continues it.
     Paused,
-    /// The run cannot go on: a corrupt checkpoint or world, the restart
-    /// limit, a changed workspace, a failing model or tool, an I/O error.
+    /// The run cannot go on: a corrupt checkpoint or world, a world whose
+    /// checkpoint is lost, the restart limit, a changed workspace, a failing
+    /// model or tool, an I/O error.
     RunError,
     /// SIGTERM or SIGINT stopped the run at its next step, after the save
     /// that records where it stopped; rerunning continues it.
@@ -72,12 +74,14 @@ Exit codes:
   0    the run is done and every check of the task's catalog passed
   1    the run is done but some checks failed
   2    bad input: arguments, unknown task or tool, bad --state, invalid or
-       unknown run ID, more than one unfinished run (pick one with --run)
+       unknown run ID, more than one unfinished run (pick one with --run),
+       --new-run while the task has an unfinished run
   3    the run is locked by another process
   4    the run is paused waiting for a person (a gated call and no terminal
        to ask at, an answer of 'later', or a ladder question only a person
        can answer); rerun to continue
-  5    the run cannot go on: corrupt checkpoint or world, restart limit,
+  5    the run cannot go on: corrupt checkpoint or world, a world whose
+       checkpoint is lost (never removed or started afresh), restart limit,
        workspace changed, model or tool failure, I/O error
   6    stopped by SIGTERM or SIGINT at the run's next step, after the save
        that records where it stopped; run the same command again to

@@ -14,8 +14,11 @@
 //! ladder (the lookup finds it in the workspace), finishes the replay and
 //! prints which of the task's checks passed. SIGTERM or SIGINT stops a run
 //! at its next step, after the save that records where it stopped (exit 6);
-//! rerunning the command continues it. See `crates/triage/README.md`.
+//! rerunning the command continues it. Once the run is done, the same
+//! command prints its saved answer and checks and calls nothing;
+//! `--new-run` starts the task again. See `crates/triage/README.md`.
 
+mod adopt;
 mod checks;
 mod exit;
 mod faults;
@@ -24,6 +27,7 @@ mod live;
 mod output;
 mod remote;
 mod run;
+mod select;
 mod shutdown;
 mod task;
 mod world;
@@ -56,7 +60,10 @@ pub enum Approve {
 /// code_patch writes in). With OPENAI_API_KEY (or ANTHROPIC_API_KEY) set,
 /// the replies come from a live model; without a key, from the task's
 /// recording (see "Live mode" below). Without --run, resumes the task's one
-/// unfinished run in DIR, or starts a new one.
+/// unfinished run in DIR (a run killed before its first save included, under
+/// its own ID); if the task has none, reports its most recent finished run
+/// (its saved answer and checks, calling nothing, exiting 0 or 1 as it did);
+/// with no run of the task in DIR, or with --new-run, starts a new one.
 #[derive(Debug, Parser)]
 #[command(name = "triage", version, after_help = live::after_help())]
 pub struct Cli {
@@ -90,12 +97,18 @@ pub struct Cli {
     #[arg(long, value_name = "ID")]
     pub run: Option<String>,
 
+    /// Start a new run of the task even though it has a finished run here
+    /// (without it, the same command reports the finished run and calls
+    /// nothing). Refused while the task has an unfinished run.
+    #[arg(long, requires = "task", conflicts_with = "run")]
+    pub new_run: bool,
+
     /// Print one JSON object per line instead of readable lines.
     #[arg(long)]
     pub json: bool,
 
     /// Print the recorded tasks, one a line, name first, and exit.
-    #[arg(long, conflicts_with_all = ["task", "state", "die_after", "signal_after", "run", "tracker"])]
+    #[arg(long, conflicts_with_all = ["task", "state", "die_after", "signal_after", "run", "new_run", "tracker"])]
     pub list_tasks: bool,
 
     /// Read task files from DIR/*.json instead of the built-in tasks.
@@ -167,6 +180,7 @@ mod tests {
             "OPENAI_BASE_URL",
             "--model <NAME>",
             "--record <FILE>",
+            "--new-run",
         ] {
             assert!(help.contains(text), "{text:?} not in --help:\n{help}");
         }
@@ -190,5 +204,11 @@ mod tests {
         ])
         .is_err());
         assert!(Cli::try_parse_from(["triage", "--list-tasks", "--task", "x"]).is_err());
+        let new_run = ["triage", "--task", "x", "--state", "d", "--new-run"];
+        assert!(Cli::try_parse_from(new_run).is_ok());
+        assert!(
+            Cli::try_parse_from(["triage", "--state", "d", "--run", "r", "--new-run"]).is_err()
+        );
+        assert!(Cli::try_parse_from([&new_run[..], &["--run", "r"]].concat()).is_err());
     }
 }

@@ -3,10 +3,15 @@
 //! tracker service (`cargo run -p tracker -- serve`), with each call's key
 //! in the `Idempotency-Key` header.
 //!
-//! A run on the service files the task's seed issues there when it starts
-//! (keyed by `key(run, "seed-N")`, so a run that stops part-way and resumes
-//! files them once), then records that in `<run>.world/tracker-seeded`. Its
-//! checks count the service's records: give each run a fresh service.
+//! A run on the service files the task's seed issues there when it starts,
+//! then records that in `<run>.world/tracker-seeded`. A run killed between
+//! the two seeds again when it goes on (it is adopted under its own ID even
+//! if it was killed before its first save), and files each seed once: on a
+//! keyed service under the same key, `key(run, "seed-N")`, which the service
+//! answers with its first answer; on a keyless one, only the seeds the
+//! service does not hold yet (an issue with the same title and body counts
+//! as filed). Its checks count the service's records: give each run a fresh
+//! service.
 
 use std::sync::Arc;
 
@@ -20,6 +25,33 @@ use crate::world::World;
 
 /// The marker, in the run's world, that the seeds are on the service.
 const SEEDED: &str = "tracker-seeded";
+
+/// What seeding the service did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seeded {
+    /// Seeds sent to the service (keyed: possibly answered by a key it
+    /// already held).
+    pub filed: usize,
+    /// Seeds a keyless service already held, not sent again.
+    pub found: usize,
+    /// Whether the service is keyed.
+    pub keyed: bool,
+}
+
+impl Seeded {
+    /// A line for the output.
+    pub fn describe(&self) -> String {
+        let how = if self.keyed {
+            "keyed by key(run, \"seed-N\"), so a seed the service already holds is not filed twice"
+        } else {
+            "keyless: a seed already on the service (same title and body) is not filed again"
+        };
+        format!(
+            "the task's seed issues on the tracker service: {} filed, {} already there ({how})",
+            self.filed, self.found
+        )
+    }
+}
 
 /// The tracker of one run.
 #[derive(Debug)]
@@ -52,8 +84,12 @@ fn unreachable(url: &str, e: impl std::fmt::Display) -> Failure {
 
 impl RunTracker {
     /// The run's tracker: the service at `url` if given (seeded once for
-    /// this run), else the world's file.
-    pub fn open(url: Option<&str>, world: &World, run: &RunId) -> Result<RunTracker, Failure> {
+    /// this run; what seeding did, if it seeded now), else the world's file.
+    pub fn open(
+        url: Option<&str>,
+        world: &World,
+        run: &RunId,
+    ) -> Result<(RunTracker, Option<Seeded>), Failure> {
         let Some(url) = url else {
             // A world's tracker must be there: a missing tracker.json is
             // refused, never replaced by an empty one. Only a task that
@@ -65,7 +101,7 @@ impl RunTracker {
             } else {
                 Tracker::open_existing(dir, Mode::Keyed)?
             };
-            return Ok(RunTracker::Local(tracker));
+            return Ok((RunTracker::Local(tracker), None));
         };
         let http = HttpTracker::connect(url).map_err(|e| unreachable(url, e))?;
         let dir = world.dir()?;
@@ -73,17 +109,47 @@ impl RunTracker {
             .read(SEEDED)
             .map_err(|e| Failure::run("io", format!("{}: {e}", dir.path_of(SEEDED).display())))?
             .is_some();
+        let mut done = None;
         if !seeded {
-            for (i, seed) in world.task.tracker.iter().enumerate() {
-                let key = match http.mode() {
-                    Mode::Keyed => Some(durable::key(run.as_str(), &format!("seed-{i}"))),
-                    Mode::Keyless => None,
-                };
+            let keyed = http.mode() == Mode::Keyed;
+            // Keyless, a repeat cannot be recognised by its key: look first.
+            let held = if keyed {
+                Vec::new()
+            } else {
+                http.issues().map_err(|e| {
+                    unreachable(url, format!("cannot list its issues to seed it: {e}"))
+                })?
+            };
+            let mut tally = Seeded {
+                filed: 0,
+                found: 0,
+                keyed,
+            };
+            let seeds = &world.task.tracker;
+            for (i, seed) in seeds.iter().enumerate() {
+                if !keyed {
+                    let same = |title: &str, body: &str| title == seed.title && body == seed.body;
+                    let there = held.iter().filter(|h| same(&h.title, &h.body)).count();
+                    let before = seeds[..i]
+                        .iter()
+                        .filter(|s| same(&s.title, &s.body))
+                        .count();
+                    if there > before {
+                        tally.found += 1;
+                        continue;
+                    }
+                }
+                let key = keyed.then(|| durable::key(run.as_str(), &format!("seed-{i}")));
                 http.file_issue(&seed.title, &seed.body, key.as_deref())
                     .map_err(|e| {
                         unreachable(url, format!("cannot file the task's seed issue: {e}"))
                     })?;
+                tally.filed += 1;
             }
+            // The seeds are on the service and not yet recorded as such: a
+            // kill here leaves a run that seeds again when it goes on.
+            crashpoint::point!("seeds filed");
+            done = Some(tally);
             let opts = durable::WriteOptions {
                 sync: true,
                 points: false,
@@ -92,7 +158,7 @@ impl RunTracker {
                 Failure::run("io", format!("{}: {e}", dir.path_of(SEEDED).display()))
             })?;
         }
-        Ok(RunTracker::Http(Arc::new(http)))
+        Ok((RunTracker::Http(Arc::new(http)), done))
     }
 
     /// What the tools talk to.

@@ -14,7 +14,13 @@
 //!    is handed to the loop's [`Checkpoint::open`](agent::Checkpoint::open)
 //!    through the [`Dir`] seam ([`HeldLock`]), so one lock file covers the
 //!    whole life and a second process gets "locked" at once.
-//! 3. A new run's world is built whole before its checkpoint exists.
+//! 3. A new run's world is built whole before its checkpoint exists; a
+//!    world left without one (a run killed before its first save) is
+//!    adopted under its own ID, and a run's first save is marked in its
+//!    world before it calls anything ([`crate::adopt`]).
+//! 4. A finished run is reported, never redone: `--task` with no unfinished
+//!    run reports the task's most recent finished run, calling nothing;
+//!    `--new-run` starts another.
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -32,15 +38,17 @@ use durable::{Dir, DiskDir, LockGuard, RunId};
 use serde_json::{json, Value};
 use triage_tools::{Backend, CodePatch, IssueComment, IssueFile, Search};
 
+use crate::adopt;
 use crate::checks::{self, Evidence, Kind};
 use crate::exit::{Exit, Failure};
 use crate::files;
 use crate::live::Mode;
 use crate::output::{self, plural, PauseCause, Printer};
 use crate::remote::{self, RunTracker};
+use crate::select::{Selection, Wanted};
 use crate::shutdown::Shutdown;
 use crate::task::{self, Catalog, Task};
-use crate::world::{Collected, Selection, StateDir, World};
+use crate::world::{Collected, StateDir, World};
 use crate::{Approve, Cli};
 
 type Shared = Arc<Mutex<Printer>>;
@@ -115,19 +123,23 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         }
         None => StateDir::open(state)?,
     };
-    let task_name = task.as_ref().map(|t| t.name.as_str());
+    let wanted = Wanted {
+        task: task.as_ref().map(|t| t.name.as_str()),
+        run: cli.run.as_deref(),
+        new_run: cli.new_run,
+    };
     if cli.run.is_some() {
         // An unknown run is bad input: refuse it before the state lock's
         // file is created.
-        sd.select(task_name, cli.run.as_deref(), &[])?;
+        sd.select(wanted, None)?;
     }
     let state_guard = sd.lock()?;
     let collected = sd.collect()?;
     report_collected(printer, &collected);
-    let selection = sd.select(task_name, cli.run.as_deref(), &collected.starting)?;
-    let (run, fresh) = match selection {
+    let selection = sd.select(wanted, Some(&collected))?;
+    let (run, how) = match selection {
         Selection::New => match task.as_ref() {
-            Some(task) => (RunId::generate(&task.name, SystemTime::now()), true),
+            Some(task) => (RunId::generate(&task.name, SystemTime::now()), How::New),
             None => {
                 return Err(Failure::usage(
                     "usage",
@@ -135,17 +147,38 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
                 ))
             }
         },
-        Selection::Existing(run) => (run, false),
+        Selection::Existing(run) => (run, How::Existing),
+        Selection::Finished(run) => (run, How::Finished),
+        Selection::Adopt(run) => (run, How::Adopted),
     };
     output::lock(printer).run = Some(run.to_string());
     let lock_name = Checkpoint::lock_name(&run);
     let guard = take_lock(&sd, &lock_name)?;
+    // A world picked for adoption while another process held it (starting)
+    // may have gained its checkpoint before that process let go: then it is
+    // that run, resumed from its checkpoint.
+    let how = if how == How::Adopted && files::regular("the checkpoint", &sd.checkpoint_path(&run))?
+    {
+        How::Existing
+    } else {
+        how
+    };
 
-    // 3. The world: built for a new run, read for an existing one; then
-    // the temp files killed writers left in it are removed (we hold the
-    // run's lock, so no writer is alive).
-    let (world, before) = match (fresh, task.as_ref()) {
-        (true, Some(task)) => (sd.create_world(&run, task)?, None),
+    // 3. The world: built for a new run, read for an existing or adopted
+    // one; then the temp files killed writers left in it are removed (we
+    // hold the run's lock, so no writer is alive).
+    let (world, before) = match (how, task.as_ref()) {
+        (How::New, Some(task)) => (sd.create_world(&run, task)?, None),
+        (How::Adopted, _) => {
+            // Killed before its first save: its world goes on under its ID,
+            // and the loop saves its first checkpoint. Judged (again) now
+            // that we hold its lock.
+            let world = sd.adoptable(&run)?;
+            for (option, tool) in tool_options(cli) {
+                check_tool_option(&world.task, option, tool)?;
+            }
+            (world, None)
+        }
         _ => {
             // Read the checkpoint first: a corrupt one stops here, untouched.
             let path = sd.checkpoint_path(&run);
@@ -180,6 +213,13 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         }
     };
     drop(state_guard);
+    // A run with a checkpoint got past its first save: say so in its world
+    // (runs started before the mark existed get it here), so a world that
+    // later loses its checkpoint is refused, not adopted. A finished run is
+    // left as it is: restarting it writes nothing.
+    if before.as_ref().is_some_and(|s| s.phase != Phase::Done) {
+        adopt::mark_saved(&world.path, &run)?;
+    }
     let removed = world.remove_leftovers()?;
     if !removed.is_empty() {
         output::lock(printer).step(
@@ -210,24 +250,40 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
     header(
         printer,
         &sd,
-        &run,
+        (&run, how),
         &world,
         before.as_ref(),
         (&mode, &mode_text),
     );
     if already_done {
-        output::lock(printer).step(
+        let p = output::lock(printer);
+        p.step(
             "done",
             &format!("run {run} is already done: printing its saved answer, calling nothing"),
-            json!({"event": "already_done", "run": run.as_str()}),
+            json!({"event": "already_done", "run": run.as_str(),
+                   "picked": if how == How::Finished { "task" } else { "run" }}),
         );
+        if how == How::Finished {
+            p.detail(&format!(
+                "(the task's most recent run, finished: the same command reports it; to run task {} again as a new run, add --new-run)",
+                world.task.name
+            ));
+        }
     }
 
     // 4. The loop, on the world's tracker (or the tracker service) and
     // workspace.
-    let tracker = RunTracker::open(cli.tracker.as_deref(), &world, &run)?;
+    let (tracker, seeded) = RunTracker::open(cli.tracker.as_deref(), &world, &run)?;
     if let Some(line) = tracker.describe() {
         output::lock(printer).detail(&line);
+    }
+    if let Some(seeded) = seeded {
+        output::lock(printer).step(
+            "seeded",
+            &seeded.describe(),
+            json!({"event": "seeded", "filed": seeded.filed, "found": seeded.found,
+                   "keyed": seeded.keyed}),
+        );
     }
     let ws_path = world.workspace();
     let workspace: Arc<dyn Dir> = Arc::new(DiskDir::new(&ws_path).map_err(|e| {
@@ -246,12 +302,18 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         Approve::On if io::stdin().is_terminal() => Box::new(TerminalApprover::stdio()),
         Approve::On => Box::new(Unattended),
     };
+    let mark_failed: Arc<Mutex<Option<Failure>>> = Arc::new(Mutex::new(None));
     let observer = observer(
         Arc::clone(printer),
         Hooks {
             die_after: cli.die_after.clone(),
             signal_after: cli.signal_after.clone(),
             cancel: shutdown.cancel_flag(),
+            first_save: before.is_none().then(|| FirstSave {
+                world: world.path.clone(),
+                run: run.clone(),
+                failed: Arc::clone(&mark_failed),
+            }),
         },
     );
     let checkpoints = HeldLock {
@@ -282,16 +344,26 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
                 already_done,
                 live: mode.is_live(),
             };
-            Ok(report.print(&result, &tracker.issues()?, printer))
+            let exit = report.print(&result, &tracker.issues()?, printer);
+            // The run is done and reported, and the command has not exited
+            // yet: a kill here must not make the same command redo the job.
+            crashpoint::point!("exiting");
+            Ok(exit)
         }
-        Err(e) => Err(loop_failure(
-            e,
-            &run,
-            &world.task.name,
-            cli,
-            &shutdown,
-            printer,
-        )),
+        Err(e) => {
+            let failed = mark_failed.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(failure) = failed {
+                return Err(failure);
+            }
+            Err(loop_failure(
+                e,
+                &run,
+                &world.task.name,
+                cli,
+                &shutdown,
+                printer,
+            ))
+        }
     }
 }
 
@@ -423,11 +495,24 @@ fn check_tool_option(task: &Task, option: &str, tool: &str) -> Result<(), Failur
     .hint(format!("it calls {}", tools.join(", "))))
 }
 
+/// How the command came to work on its run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum How {
+    /// A new run, with a new ID and a new world.
+    New,
+    /// A run killed before its first save, continued under its ID.
+    Adopted,
+    /// A run with a checkpoint: `--run ID`, or the task's unfinished run.
+    Existing,
+    /// The task's most recent run, finished, picked without `--run`.
+    Finished,
+}
+
 /// The first lines: which run, where its files are.
 fn header(
     printer: &Shared,
     sd: &StateDir,
-    run: &RunId,
+    (run, how): (&RunId, How),
     world: &World,
     before: Option<&durable::Saved<agent::State>>,
     (mode, mode_text): (&Mode, &str),
@@ -435,6 +520,11 @@ fn header(
     let p = output::lock(printer);
     let checkpoint = sd.checkpoint_path(run);
     let text = match before {
+        None if how == How::Adopted => format!(
+            "adopted run {run} of task {}: it was killed before its first save, so it goes on \
+             under its own ID (the same idempotency keys) in its world; {mode_text}",
+            world.task.name
+        ),
         None => format!("new run {run} of task {}; {mode_text}", world.task.name),
         Some(s) => format!(
             "found run {run} of task {} in phase {} after {}; {mode_text}",
@@ -448,7 +538,8 @@ fn header(
         &text,
         json!({"event": "run", "run": run.as_str(), "task": world.task.name,
                "mode": mode.record(), "live": mode.is_live(),
-               "new": before.is_none(), "phase": before.map(|s| s.phase.as_str()),
+               "new": how == How::New, "adopted": how == How::Adopted,
+               "phase": before.map(|s| s.phase.as_str()),
                "started": world.meta.started,
                "state": sd.path(), "checkpoint": checkpoint, "world": world.path}),
     );
@@ -558,22 +649,47 @@ impl Model for DieAfterReply {
     }
 }
 
-/// What the observer does besides printing: the test hooks, and the cancel
-/// flag `--signal-after` waits on.
+/// What the observer does besides printing: the first-save mark, the test
+/// hooks, and the cancel flag `--signal-after` waits on.
 struct Hooks {
     die_after: Option<String>,
     signal_after: Option<String>,
     cancel: Arc<AtomicBool>,
+    /// A run without a checkpoint yet: mark its world once the loop's
+    /// start save is done.
+    first_save: Option<FirstSave>,
 }
 
-/// The loop's observer: print each event; with `--die-after TOOL` die as
-/// soon as a call of TOOL returns; with `--signal-after TOOL` send SIGTERM
-/// to this process once, as soon as a call of TOOL returns.
+/// Where to write the first-save mark ([`adopt::SAVED_MARK`]), and where to
+/// leave the failure if it cannot be written.
+struct FirstSave {
+    world: PathBuf,
+    run: RunId,
+    failed: Arc<Mutex<Option<Failure>>>,
+}
+
+/// The loop's observer: print each event; once a fresh run's start save is
+/// done, mark it in the world before the loop calls anything (if that
+/// fails, the failure is kept and the loop cancelled at its next step, so
+/// no call is made unmarked); with `--die-after TOOL` die as soon as a call
+/// of TOOL returns; with `--signal-after TOOL` send SIGTERM to this process
+/// once, as soon as a call of TOOL returns.
 fn observer(printer: Shared, hooks: Hooks) -> impl Fn(&Event) + Send {
     let signalled = AtomicBool::new(false);
     move |e: &Event| {
         let mut p = output::lock(&printer);
         p.event(e);
+        if let (Event::Started { .. }, Some(first)) = (e, &hooks.first_save) {
+            if let Err(failure) = adopt::mark_saved(&first.world, &first.run) {
+                let failure = failure.hint(format!(
+                    "the run's first checkpoint is saved and it called nothing; fix the cause \
+                     and rerun to continue it (the rerun writes the mark {} first)",
+                    adopt::SAVED_MARK
+                ));
+                *first.failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(failure);
+                hooks.cancel.store(true, Ordering::SeqCst);
+            }
+        }
         let Event::ToolReturned { tool, call, .. } = e else {
             return;
         };
@@ -809,7 +925,7 @@ pub fn shell_quote(text: &str) -> String {
 
 /// Say what [`StateDir::collect`] removed, if anything.
 fn report_collected(printer: &Shared, c: &Collected) {
-    if c.worlds.is_empty() && c.half_built.is_empty() && c.temps.is_empty() {
+    if c.half_built.is_empty() && c.temps.is_empty() && c.probes.is_empty() {
         return;
     }
     let mut parts = Vec::new();
@@ -820,17 +936,6 @@ fn report_collected(printer: &Shared, c: &Collected) {
             c.half_built.join(", ")
         ));
     }
-    if !c.worlds.is_empty() {
-        parts.push(format!(
-            "the {} of runs killed before their first save ({})",
-            plural(c.worlds.len(), "world"),
-            c.worlds
-                .iter()
-                .map(RunId::as_str)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
     if !c.temps.is_empty() {
         parts.push(format!(
             "{} of killed saves ({})",
@@ -838,12 +943,19 @@ fn report_collected(printer: &Shared, c: &Collected) {
             c.temps.join(", ")
         ));
     }
+    if !c.probes.is_empty() {
+        parts.push(format!(
+            "{} of killed starts ({})",
+            plural(c.probes.len(), "write probe"),
+            c.probes.join(", ")
+        ));
+    }
     output::lock(printer).step(
         "cleanup",
         &format!("removed {}", parts.join("; ")),
         json!({"event": "cleanup",
                "half_built": c.half_built,
-               "unstarted_worlds": c.worlds.iter().map(RunId::as_str).collect::<Vec<_>>(),
+               "probes": c.probes,
                "checkpoint_temps": c.temps}),
     );
 }

@@ -11,6 +11,8 @@
 //!     task.json         the task file as it was when the run started
 //!     tracker.json      the run's file-backed tracker (keyed)
 //!     workspace/        the files code_patch writes, seeded from the task
+//!     checkpointed      the run's first checkpoint was saved (crate::adopt)
+//!     tracker-seeded    with --tracker: the seeds are on the service
 //! ```
 //!
 //! Each run has its own world, so two runs of one task never see each
@@ -27,10 +29,12 @@
 //! run the first created, held, and exits "locked" (3).
 //!
 //! Crash leftovers are cleaned on every start, under that lock
-//! ([`StateDir::collect`]): half-built worlds (`.<run>.world.tmp`), worlds
-//! of runs killed before their first checkpoint (no checkpoint means no
-//! call was made, so the world holds only what the task seeded) with their
-//! lock files, and checkpoint temp files of runs no process holds. The
+//! ([`StateDir::collect`]): half-built worlds (`.<run>.world.tmp`, which
+//! hold no effects), the lock files of runs that have neither a world nor a
+//! checkpoint, and checkpoint temp files of runs no process holds. A
+//! world is never removed: one without a checkpoint is a run killed before
+//! its first save, which the next start adopts under the same ID, or a run
+//! that lost its checkpoint, which is refused (see [`crate::adopt`]). The
 //! temp files of the world's writers (the tracker's, the workspace
 //! patches') are removed when the run is next opened, under its lock
 //! ([`World::remove_leftovers`]). A world is whole or refused: a missing
@@ -49,7 +53,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use agent::{Checkpoint, Phase};
+use agent::Checkpoint;
 use durable::{Dir, DiskDir, LockGuard, RunId};
 use serde::{Deserialize, Serialize};
 
@@ -129,25 +133,20 @@ impl World {
     }
 }
 
-/// Which run the command works on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Selection {
-    /// No unfinished run of the task: start a new one.
-    New,
-    /// Continue (or, if done, report) this run.
-    Existing(RunId),
-}
-
 /// What [`StateDir::collect`] found and removed.
 #[derive(Debug, Default)]
 pub struct Collected {
-    /// Worlds of runs that never saved a checkpoint and that no process
-    /// holds, removed with their lock and temp files.
-    pub worlds: Vec<RunId>,
+    /// Runs with a world and no checkpoint that no process holds: killed
+    /// before their first save (or, if their world shows more, runs that
+    /// lost their checkpoint). Left as they are.
+    pub unsaved: Vec<RunId>,
     /// Half-built worlds (`.<run>.world.tmp`) a killed start left, removed.
     pub half_built: Vec<String>,
     /// Checkpoint temp files of runs no process holds, removed.
     pub temps: Vec<String>,
+    /// Write probes (`.triage-probe-<pid>`) of starts killed while checking
+    /// the directory, removed.
+    pub probes: Vec<String>,
     /// Runs whose world exists without a checkpoint and whose lock another
     /// process holds: starting right now.
     pub starting: Vec<RunId>,
@@ -311,6 +310,29 @@ impl StateDir {
         Ok(runs)
     }
 
+    /// Whether `<run>.world` exists, whatever it is (a world that is not a
+    /// directory is refused when opened, never taken for no world).
+    pub fn has_world(&self, run: &RunId) -> Result<bool, Failure> {
+        let path = self.world_path(run);
+        match fs::symlink_metadata(&path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(io_failure("look at", &path, &e)),
+        }
+    }
+
+    /// Every run with a world entry here (`<run>.world`), by ID.
+    pub fn worlds(&self) -> Result<Vec<RunId>, Failure> {
+        let mut runs: Vec<RunId> = self
+            .names()?
+            .iter()
+            .filter_map(|n| n.strip_suffix(WORLD_SUFFIX))
+            .filter_map(|stem| RunId::parse(stem).ok())
+            .collect();
+        runs.sort();
+        Ok(runs)
+    }
+
     /// Read a run's metadata; `None` if it has no world.
     pub fn meta(&self, run: &RunId) -> Result<Option<Meta>, Failure> {
         let path = self.world_path(run).join(META);
@@ -356,14 +378,33 @@ impl StateDir {
     }
 
     /// Clean up after crashes; call under [`StateDir::lock`]. Removes the
-    /// half-built worlds of killed starts, the worlds of runs that never
-    /// saved a checkpoint (a run saves its first checkpoint before it calls
-    /// anything, so such a world holds only what the task seeded), and the
-    /// checkpoint temp files of runs no process holds. A run whose lock
-    /// another process holds is left alone.
+    /// half-built worlds of killed starts (built in a hidden directory and
+    /// never renamed into place, so no run ever used them), the lock files
+    /// of runs with neither a world nor a checkpoint, the checkpoint temp
+    /// files of runs no process holds, and the write probes of killed
+    /// starts: none of them holds an effect. Never removes a world: those
+    /// without a checkpoint are listed in [`Collected::unsaved`] (or
+    /// [`Collected::starting`], if another process holds their lock) for
+    /// [`StateDir::select`] to adopt or refuse. A run whose lock another
+    /// process holds is left alone.
     pub fn collect(&self) -> Result<Collected, Failure> {
         let mut c = Collected::default();
         let names = self.names()?;
+        for name in &names {
+            // A probe of a start killed between creating and removing it; a
+            // live start's probe removed here still showed it could write.
+            let probe = name
+                .strip_prefix(PROBE_PREFIX)
+                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+            let path = self.path.join(name);
+            if probe && fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                match fs::remove_file(&path) {
+                    Ok(()) => c.probes.push(name.clone()),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(io_failure("remove the leftover probe", &path, &e)),
+                }
+            }
+        }
         for name in &names {
             // `.<run>.world.tmp`: only a start under the state lock builds
             // there, and we hold that lock.
@@ -419,144 +460,28 @@ impl StateDir {
                 .map_err(|e| io_failure("remove temp files of", &self.checkpoint_path(&run), &e))?;
             c.temps.extend(temps);
             if !names.contains(&checkpoint) {
-                let world = self.world_path(&run);
-                if fs::symlink_metadata(&world).is_ok_and(|m| m.is_dir()) {
-                    fs::remove_dir_all(&world)
-                        .map_err(|e| io_failure("remove the unstarted world", &world, &e))?;
-                    c.worlds.push(run.clone());
-                }
-                // The lock file goes with the run; we hold it, so nobody
-                // else is in it.
-                let lock_path = self.dir.path_of(&lock_name);
-                match fs::remove_file(&lock_path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(io_failure("remove", &lock_path, &e)),
+                if self.has_world(&run)? {
+                    // Killed before its first save (or its checkpoint is
+                    // lost): the world is the run, kept with its lock file.
+                    c.unsaved.push(run.clone());
+                } else {
+                    // Neither world nor checkpoint: a start killed while
+                    // building, or a save's temp file alone. The lock file
+                    // goes; we hold it, so nobody else is in it.
+                    let lock_path = self.dir.path_of(&lock_name);
+                    match fs::remove_file(&lock_path) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(io_failure("remove", &lock_path, &e)),
+                    }
                 }
             }
             drop(guard);
         }
-        if !(c.worlds.is_empty() && c.half_built.is_empty() && c.temps.is_empty()) {
+        if !(c.half_built.is_empty() && c.temps.is_empty() && c.probes.is_empty()) {
             files::sync_dir(&self.path)?;
         }
         Ok(c)
-    }
-
-    /// Pick the run to work on (call under [`StateDir::lock`], after
-    /// [`StateDir::collect`], whose `starting` runs count as unfinished).
-    ///
-    /// * `--run ID`: that run, which must exist here and belong to `task` if
-    ///   one is given; an ID that could leave the directory is refused.
-    /// * otherwise the task's one unfinished run (phase other than done), a
-    ///   new run if it has none, and an error listing them if it has several.
-    ///   A checkpoint of the task that cannot be read — corrupt, or an entry
-    ///   that is not a regular file — is an error: it may be the unfinished
-    ///   run, and it is never silently replaced.
-    pub fn select(
-        &self,
-        task: Option<&str>,
-        run: Option<&str>,
-        starting: &[RunId],
-    ) -> Result<Selection, Failure> {
-        if let Some(id) = run {
-            let run = RunId::parse(id).map_err(Failure::from)?;
-            if !files::regular("the checkpoint", &self.checkpoint_path(&run))? {
-                let hint = match self.runs()?.as_slice() {
-                    [] => format!("{} holds no runs", self.path.display()),
-                    runs => format!(
-                        "runs here: {}",
-                        runs.iter()
-                            .map(RunId::as_str)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                };
-                return Err(Failure::usage(
-                    "no_such_run",
-                    format!("no run {run} in {}", self.path.display()),
-                )
-                .hint(hint));
-            }
-            if let Some(task) = task {
-                if let Some(meta) = self.meta(&run)? {
-                    if meta.task != task {
-                        return Err(Failure::usage(
-                            "wrong_task",
-                            format!("run {run} runs task {:?}, not {task:?}", meta.task),
-                        )
-                        .hint("leave out --task, or pass the run's own task"));
-                    }
-                }
-            }
-            return Ok(Selection::Existing(run));
-        }
-        let Some(task) = task else {
-            return Err(Failure::usage(
-                "usage",
-                "--task NAME or --run ID is required",
-            ));
-        };
-        let belongs = |run: &RunId, meta: Option<&Meta>| match meta {
-            Some(meta) => meta.task == task,
-            // A run whose metadata is missing or unreadable still counts as
-            // the task's if its ID says so: better a clear error about its
-            // world than a silent fresh start beside it.
-            None => run
-                .as_str()
-                .strip_prefix(task)
-                .is_some_and(|rest| rest.starts_with('-')),
-        };
-        let mut unfinished: Vec<(RunId, String)> = Vec::new();
-        let runs = self.runs()?;
-        for run in starting {
-            // A run whose first checkpoint appeared since the clean-up is
-            // counted below, by its checkpoint.
-            if !runs.contains(run) && belongs(run, self.meta(run).ok().flatten().as_ref()) {
-                unfinished.push((run.clone(), "starting".to_owned()));
-            }
-        }
-        for run in runs {
-            let meta = self.meta(&run).ok().flatten();
-            if !belongs(&run, meta.as_ref()) {
-                continue;
-            }
-            let unreadable = |f: Failure| {
-                f.hint(format!(
-                    "it belongs to task {task:?} and may be its unfinished run; \
-                     the file was left as it is: inspect or move it away, \
-                     or name another run with --run"
-                ))
-            };
-            let path = self.checkpoint_path(&run);
-            if !files::regular("the checkpoint", &path).map_err(unreadable)? {
-                continue; // removed since the listing
-            }
-            match Checkpoint::load(self.dir.as_ref(), &run) {
-                Ok(Some(state)) if state.phase == Phase::Done => {}
-                Ok(Some(state)) => unfinished.push((run, state.phase.to_string())),
-                Ok(None) => {}
-                Err(e) => return Err(unreadable(Failure::from(e))),
-            }
-        }
-        match unfinished.len() {
-            0 => Ok(Selection::New),
-            1 => Ok(Selection::Existing(unfinished.remove(0).0)),
-            n => Err(Failure::usage(
-                "several_runs",
-                format!(
-                    "task {task:?} has {n} unfinished runs in {}",
-                    self.path.display()
-                ),
-            )
-            .hint(format!(
-                "pick one with --run: {}",
-                unfinished
-                    .iter()
-                    .map(|(r, p)| format!("{r} ({p})"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))),
-        }
     }
 
     /// Build the world of a new run of `task`: its metadata, a copy of the
@@ -621,6 +546,9 @@ impl StateDir {
             files::sync_dir(&tmp)?;
             fs::rename(&tmp, &world).map_err(|e| io_failure("rename", &tmp, &e))?;
             files::sync_dir(&self.path)?;
+            // The world is in place and the run has no checkpoint yet: a
+            // kill here leaves a run the next start adopts.
+            crashpoint::point!("world built");
             Ok(World {
                 path: world.clone(),
                 meta,
@@ -730,21 +658,34 @@ const STATE_LOCK_WAIT: Duration = Duration::from_secs(60);
 /// The tracker's file inside a world.
 const TRACKER_FILE: &str = "tracker.json";
 
-/// Check that a new file can be created in `dir`, without leaving one.
+/// The name of the file [`tempfile_probe`] creates, before the pid.
+const PROBE_PREFIX: &str = ".triage-probe-";
+
+/// Check that a new file can be created in `dir`, without leaving one. A
+/// kill between the two leaves `.triage-probe-<pid>`, which the next start's
+/// clean-up removes ([`StateDir::collect`]); so a probe removed under us was
+/// still created, and one already named by our pid is a killed process's
+/// (pids are reused), removed and made again.
 fn tempfile_probe(dir: &Path) -> io::Result<()> {
-    let probe = dir.join(format!(".triage-probe-{}", std::process::id()));
-    File::options().write(true).create_new(true).open(&probe)?;
-    fs::remove_file(&probe)
+    let probe = dir.join(format!("{PROBE_PREFIX}{}", std::process::id()));
+    let create = || File::options().write(true).create_new(true).open(&probe);
+    match create() {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(&probe)?;
+            create()?;
+        }
+        Err(e) => return Err(e),
+    }
+    match fs::remove_file(&probe) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::task::Catalog;
-
-    fn task() -> Task {
-        Catalog::BuiltIn.all().unwrap().remove(0)
-    }
 
     #[test]
     fn bad_state_paths_are_refused_without_creating_anything() {
@@ -761,74 +702,13 @@ mod tests {
     }
 
     #[test]
-    fn worlds_are_whole_and_selection_follows_the_rules() {
+    fn a_probe_left_under_our_pid_is_stale_and_none_is_left_behind() {
         let tmp = tempfile::tempdir().unwrap();
-        let sd = StateDir::open(&tmp.path().join("state")).unwrap();
-        let t = task();
-        assert_eq!(sd.select(Some(&t.name), None, &[]).unwrap(), Selection::New);
-
-        let run = RunId::generate(&t.name, SystemTime::now());
-        let w = sd.create_world(&run, &t).unwrap();
-        assert!(w.workspace().is_dir());
-        for rel in t.workspace.keys() {
-            assert!(w.workspace().join(rel).is_file(), "{rel}");
-        }
-        assert!(
-            sd.create_world(&run, &t).is_err(),
-            "never over an existing world"
-        );
-        let names: Vec<_> = fs::read_dir(sd.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names.len(), 1, "no temp directory left: {names:?}");
-
-        // A world without a checkpoint is not a run yet.
-        assert_eq!(sd.select(Some(&t.name), None, &[]).unwrap(), Selection::New);
-        let opened = Checkpoint::open(sd.dir(), &run, durable::Options::default()).unwrap();
-        drop(opened);
-        assert_eq!(
-            sd.select(Some(&t.name), None, &[]).unwrap(),
-            Selection::Existing(run.clone())
-        );
-        assert_eq!(sd.select(Some("other"), None, &[]).unwrap(), Selection::New);
-        assert_eq!(
-            sd.select(None, Some(run.as_str()), &[]).unwrap(),
-            Selection::Existing(run.clone())
-        );
-        assert_eq!(
-            sd.select(Some("other"), Some(run.as_str()), &[])
-                .unwrap_err()
-                .kind,
-            "wrong_task"
-        );
-        assert_eq!(
-            sd.select(None, Some("../x"), &[]).unwrap_err().kind,
-            "invalid_run_id"
-        );
-        assert_eq!(
-            sd.select(None, Some("nope"), &[]).unwrap_err().kind,
-            "no_such_run"
-        );
-
-        let reopened = sd.open_world(&run).unwrap();
-        assert_eq!(reopened.meta.task, t.name);
-        assert_eq!(reopened.task.text, t.text);
-
-        // A second unfinished run makes the choice ambiguous.
-        let run2 = RunId::generate(&t.name, SystemTime::now());
-        sd.create_world(&run2, &t).unwrap();
-        drop(Checkpoint::open(sd.dir(), &run2, durable::Options::default()).unwrap());
-        let e = sd.select(Some(&t.name), None, &[]).unwrap_err();
-        assert_eq!(e.kind, "several_runs");
-        assert!(e.hint.unwrap().contains(run2.as_str()));
-
-        // A corrupt checkpoint of the task stops the choice.
-        fs::write(sd.checkpoint_path(&run2), "{").unwrap();
-        assert_eq!(
-            sd.select(Some(&t.name), None, &[]).unwrap_err().kind,
-            "corrupt_checkpoint"
-        );
-        assert_eq!(fs::read_to_string(sd.checkpoint_path(&run2)).unwrap(), "{");
+        let stale = tmp
+            .path()
+            .join(format!("{PROBE_PREFIX}{}", std::process::id()));
+        fs::write(&stale, "").unwrap();
+        tempfile_probe(tmp.path()).unwrap();
+        assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 0);
     }
 }

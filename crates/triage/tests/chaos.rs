@@ -140,24 +140,21 @@ fn iteration(seed: u64, tally: &mut Tally) -> Result<(), String> {
     let mut log = Vec::new();
     for life in 0..=MAX_KILLS + 1 {
         lives += 1;
-        // A kill that landed after the final save leaves a done run: a
-        // further `--task` would rightly start a new run, so the next
-        // life reports this one by its ID.
+        // A kill that landed after the final save leaves a done run: the
+        // same command reports it, calling nothing (and exits 0), as it
+        // would for a person or a supervisor that reruns until exit 0.
         let existing = if state.exists() {
             runs(&state)
         } else {
             Vec::new()
         };
-        let done_run = existing
-            .into_iter()
-            .find(|r| checkpoint(&state, r).phase == Phase::Done);
-        let args: Vec<&str> = match &done_run {
-            Some(run) => {
-                tally.killed_when_done += 1;
-                vec!["--run", run.as_str(), "--state", s]
-            }
-            None => by_task.to_vec(),
-        };
+        if existing
+            .iter()
+            .any(|r| checkpoint(&state, r).phase == Phase::Done)
+        {
+            tally.killed_when_done += 1;
+        }
+        let args: Vec<&str> = by_task.to_vec();
         let mut child = command(&args).spawn().map_err(|e| e.to_string())?;
         let killed = if life < kills {
             tally.kills_sent += 1;

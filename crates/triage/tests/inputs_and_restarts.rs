@@ -56,9 +56,17 @@ fn restarting_a_finished_run_prints_the_saved_answer_and_calls_nothing() {
     }
     assert_eq!(snapshot(&state), before, "nothing was written");
 
-    // Without --run, a task whose runs are all done starts a new run: run
-    // IDs are never reused.
-    triage(&["--task", &task.name, "--state", s])
+    // Without --run, the same: a task whose runs are all done has its most
+    // recent one reported, and nothing is called or written.
+    let same = triage(&["--task", &task.name, "--state", s]);
+    same.expect_code(0)
+        .expect_stdout(&format!("done      run {run} is already done"))
+        .expect_stdout("add --new-run")
+        .expect_stdout(&all_passed(&task));
+    assert_eq!(snapshot(&state), before, "nothing was written");
+
+    // --new-run starts a new run: run IDs are never reused.
+    triage(&["--task", &task.name, "--state", s, "--new-run"])
         .expect_code(0)
         .expect_stdout("run       new run s2-known-sync-timeout-");
     assert_eq!(runs(&state).len(), 2);

@@ -530,6 +530,7 @@ pub fn one_run_files(
         format!("{run}.json"),
         format!("{run}.lock"),
         format!("{run}.world/"),
+        format!("{run}.world/checkpointed"),
         format!("{run}.world/run.json"),
         format!("{run}.world/task.json"),
         format!("{run}.world/tracker.json"),
