@@ -26,6 +26,11 @@ pub struct BenchArgs {
     /// (snapshots/disk.txt).
     #[arg(long)]
     disk: bool,
+    /// Only the process sweeps: the cost of one process life (spawn, the
+    /// point protocol's handshake at one point, exit) next to an in-process
+    /// life, and the scenarios per second of the triage process sweep.
+    #[arg(long)]
+    process: bool,
     /// Only the growth benchmark: the five designs and the long jobs, each
     /// configuration in a child process (wall, CPU, peak memory).
     #[arg(long)]
@@ -367,6 +372,9 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     if args.disk {
         return disk(samples.min(5));
     }
+    if args.process {
+        return process(samples);
+    }
 
     println!("== crash points ({samples} samples, median)");
     let n = 20_000_000;
@@ -516,5 +524,101 @@ fn nets(samples: usize) -> Result<(), String> {
         "ratio on/off                     {:>8.2}x",
         with.as_secs_f64() / without.as_secs_f64()
     );
+    Ok(())
+}
+
+/// A subject whose life passes one point in this process.
+struct OnePoint;
+
+impl sweep::Subject for OnePoint {
+    type World = ();
+    fn name(&self) -> String {
+        "one point".into()
+    }
+    fn counters(&self) -> Vec<sweep::Counter> {
+        vec![sweep::Counter::new("none")]
+    }
+    fn world(&self) {}
+    fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("one point");
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> sweep::Verdict {
+        sweep::Verdict::new().count("none", 0)
+    }
+}
+
+/// The process benchmark: a life in a child process against one in this
+/// process (each a clean "sweep" of depth 0: one world, one life, the
+/// judge), and the triage process sweep's scenarios per second.
+fn process(samples: usize) -> Result<(), String> {
+    use sweep::process::Process;
+    println!("== process lives ({samples} samples, median)");
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let child = Process::new(
+        "point child",
+        [exe.as_os_str(), "point-child".as_ref(), "1".as_ref()],
+    )
+    .judge_with(|_| Ok(sweep::Verdict::new().count("none", 0)))
+    .counters(vec![sweep::Counter::new("none")]);
+    let clean = Config {
+        depth: 0,
+        threads: Some(1),
+        clean_runs: 1,
+        ..Config::default()
+    };
+    let lives = 50;
+    let time_lives = |s: &dyn sweep::DynSubject| -> Result<Duration, String> {
+        let mut times = Vec::new();
+        for _ in 0..samples {
+            let t = Instant::now();
+            for _ in 0..lives {
+                black_box(s.sweep(&clean, &|_| {}).map_err(|e| e.to_string())?);
+            }
+            times.push(t.elapsed() / lives);
+        }
+        Ok(median(times))
+    };
+    let in_process = time_lives(&OnePoint)?;
+    let in_child = time_lives(&child)?;
+    println!(
+        "in-process life (world, life, judge)   {:>10.1} µs",
+        in_process.as_secs_f64() * 1e6
+    );
+    println!(
+        "process life (fork+exec, one point, exit, a world directory) {:>10.1} µs",
+        in_child.as_secs_f64() * 1e6
+    );
+    println!(
+        "ratio process/in-process               {:>10.0}x",
+        in_child.as_secs_f64() / in_process.as_secs_f64()
+    );
+
+    println!("\n== the triage process sweep (its own tracker, 2 threads)");
+    let triage = crate::process::subject(crate::process::Tracker::Local)?;
+    for depth in [1u32, 2] {
+        let runs = if depth == 1 { samples.min(3) } else { 1 };
+        let mut times = Vec::new();
+        let mut n = 0;
+        for _ in 0..runs {
+            let config = Config {
+                depth,
+                threads: Some(2),
+                ..Config::default()
+            };
+            let t = Instant::now();
+            let (report, stats) =
+                sweep::run_counted(&triage, &config, &|_| {}).map_err(|e| e.to_string())?;
+            times.push(t.elapsed());
+            n = stats.scenarios;
+            black_box(report);
+        }
+        let d = median(times);
+        println!(
+            "depth {depth}: {n:>5} scenarios in {:>7.2} s (median of {runs}) = {:>6.1} scenarios/s",
+            d.as_secs_f64(),
+            n as f64 / d.as_secs_f64()
+        );
+    }
     Ok(())
 }

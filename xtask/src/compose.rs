@@ -530,7 +530,7 @@ impl Registry {
     fn name_subjects(&self, subjects: &[&str]) -> String {
         let mut out: Vec<String> = Vec::new();
         let mut rest: Vec<&str> = subjects.to_vec();
-        for fam in [Family::Designs, Family::Loop, Family::Bank] {
+        for fam in [Family::Designs, Family::Loop, Family::Bank, Family::Process] {
             let all: Vec<&str> = self
                 .subjects
                 .iter()

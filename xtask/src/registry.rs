@@ -32,6 +32,8 @@ pub enum Family {
     Loop,
     /// The bank-transfer example.
     Bank,
+    /// The `triage` binary itself, swept as a process.
+    Process,
 }
 
 impl Family {
@@ -40,6 +42,7 @@ impl Family {
             Family::Designs => "designs",
             Family::Loop => "loop",
             Family::Bank => "bank",
+            Family::Process => "triage-process",
         }
     }
 }
@@ -118,6 +121,13 @@ pub fn subjects() -> Vec<SubjectInfo> {
             family: Family::Loop,
         });
     }
+    for (name, tracker) in PROCESS_TRACKERS {
+        v.push(SubjectInfo {
+            name: name.to_owned(),
+            title: crate::process::title(tracker),
+            family: Family::Process,
+        });
+    }
     for (name, b) in bank_variants() {
         v.push(SubjectInfo {
             name: name.to_owned(),
@@ -142,6 +152,14 @@ fn bank_variants() -> [(&'static str, bank::Variant); 2] {
         ("bank-buggy", bank::Variant::FirstSaveAfterPayment),
     ]
 }
+
+/// The triage process sweep's subjects: the `triage` binary with its run's
+/// own tracker, and with the tracker service keyed and keyless.
+const PROCESS_TRACKERS: [(&str, crate::process::Tracker); 3] = [
+    ("triage-process", crate::process::Tracker::Local),
+    ("triage-process-service", crate::process::Tracker::Keyed),
+    ("triage-process-keyless", crate::process::Tracker::Keyless),
+];
 
 /// The tracker dimension's values.
 const TRACKERS: [(&str, tracker::LogLayout); 2] = [
@@ -227,6 +245,19 @@ pub fn entries() -> Vec<Entry> {
             title: Rc::new(move || title.clone()),
         });
     }
+    for (name, tracker) in PROCESS_TRACKERS {
+        v.push(Entry {
+            spec: Spec::new(name),
+            family: Family::Process,
+            legacy: name.to_owned(),
+            storage: false,
+            job: false,
+            build: Rc::new(move |_, _| {
+                crate::process::subject(tracker).map(|s| Box::new(s) as Box<dyn DynSubject>)
+            }),
+            title: Rc::new(move || crate::process::title(tracker)),
+        });
+    }
     for (name, b) in bank_variants() {
         let subject = bank::Payday(b);
         v.push(Entry {
@@ -289,6 +320,11 @@ pub fn why_not(family: Family, subject: &str, flag: &str) -> String {
         (Family::Bank, _) => {
             "the bank example is swept as it is: its two subjects are its whole space".into()
         }
+        (Family::Process, _) => {
+            "the triage process sweep runs the real binary on its recorded task as it is; \
+             its subjects (local tracker, service keyed, service keyless) are its whole space"
+                .into()
+        }
         _ => format!("no variant of {subject} takes it (see --list)"),
     }
 }
@@ -302,6 +338,7 @@ pub fn why_not_together(family: Family) -> &'static str {
         }
         Family::Loop => "the loop's power-loss sweep runs the plain job, without a situation",
         Family::Bank => "the bank example takes no dimension",
+        Family::Process => "the triage process sweep takes no dimension",
     }
 }
 

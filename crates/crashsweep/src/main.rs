@@ -53,8 +53,12 @@ struct Args {
     world: Option<PathBuf>,
     /// The judge: a shell command run in the world copy after the final
     /// life, printing one JSON object of counters.
-    #[arg(long, value_name = "CMD")]
-    judge: String,
+    #[arg(long, value_name = "CMD", required_unless_present = "merge")]
+    judge: Option<String>,
+    /// Merge the partial JSON reports written by `--partition K/N --format
+    /// json` into the sweep's table, running nothing.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["program", "partition"])]
+    merge: Vec<PathBuf>,
     /// The restart after a crash, as a shell command (default: the program's
     /// command again).
     #[arg(long, value_name = "CMD")]
@@ -83,7 +87,7 @@ struct Args {
     #[command(flatten)]
     flags: SweepFlags,
     /// The program and its arguments.
-    #[arg(last = true, required = true, value_name = "PROGRAM")]
+    #[arg(last = true, required_unless_present = "merge", value_name = "PROGRAM")]
     program: Vec<OsString>,
 }
 
@@ -107,6 +111,10 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args, raw: &[OsString]) -> u8 {
+    if !args.merge.is_empty() {
+        return merge(args);
+    }
+    let judge = args.judge.clone().unwrap_or_default();
     let name = args.name.clone().unwrap_or_else(|| {
         let program = PathBuf::from(&args.program[0]);
         let last = args.program.last().map(PathBuf::from).unwrap_or_default();
@@ -120,7 +128,7 @@ fn run(args: &Args, raw: &[OsString]) -> u8 {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "program".into())
     });
-    let mut process = Process::new(&name, &args.program).judge_command(&args.judge);
+    let mut process = Process::new(&name, &args.program).judge_command(&judge);
     if let Some(w) = &args.world {
         process = process.world_from(w);
     }
@@ -164,6 +172,25 @@ fn run(args: &Args, raw: &[OsString]) -> u8 {
         &mut std::io::stdout(),
         &mut std::io::stderr(),
     )
+}
+
+/// `--merge FILE…`: the shards' table, and their failures.
+fn merge(args: &Args) -> u8 {
+    let merged = match sweep::cli::merge_files(&args.merge) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    print!("{}", sweep::cli::render(&merged, args.flags.format, false));
+    let rerun =
+        |_: usize, sc: &Scenario| format!("crashsweep … --scenario {}", quote(&sc.to_string()));
+    let (lines, failed) = sweep::cli::failure_lines(&merged, &rerun);
+    for l in lines {
+        eprintln!("{l}");
+    }
+    u8::from(failed > 0)
 }
 
 /// This command line with `--scenario NAME` (and without flags that do not

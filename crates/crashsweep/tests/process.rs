@@ -3,11 +3,11 @@
 //! thread count, a hung program is killed at its limit, and
 //! `CRASHSWEEP_DIE_AT` kills a program without a harness.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use sweep::process::Process;
+use sweep::process::{Process, ProcessWorld};
 use sweep::{Config, Failure, Scenario, Verdict};
 
 /// The example program, built by `cargo test` next to this crate's binary.
@@ -24,8 +24,8 @@ fn payouts() -> PathBuf {
 }
 
 /// Duplicates and missing payees in the world's ledger.
-fn judge(dir: &Path) -> Result<Verdict, String> {
-    let ledger = std::fs::read_to_string(dir.join("ledger.txt")).unwrap_or_default();
+fn judge(world: &ProcessWorld) -> Result<Verdict, String> {
+    let ledger = std::fs::read_to_string(world.dir().join("ledger.txt")).unwrap_or_default();
     let mut dups = 0;
     let mut missing = 0;
     for payee in ["alice", "bob", "carol"] {
@@ -212,6 +212,15 @@ fn a_program_that_cannot_start_is_a_typed_error() {
         .unwrap_err();
     let text = e.to_string();
     assert!(text.contains("could not start"), "{text}");
+    // A program that reports no point is refused, naming the clients.
+    let e = Process::new("no points", ["true"])
+        .judge_with(judge)
+        .discover()
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("without reporting a crash point"),
+        "{e}"
+    );
     let e = Process::new("no world", [payouts()])
         .world_from("/nonexistent/world")
         .discover()

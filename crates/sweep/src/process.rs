@@ -92,6 +92,12 @@ pub enum ProcessError {
         /// Why.
         reason: String,
     },
+    /// The program ran to its end without reporting a point.
+    #[error("{subject}: the program ran to its end without reporting a crash point over the point protocol: mark its crash points with a client (crashpoint::point! in Rust with crashpoint's `enabled` feature, crashsweep.point in Python, crashsweep.Point in Go, point in Node); see docs/point-protocol.md")]
+    NoPoints {
+        /// The subject.
+        subject: String,
+    },
     /// The judge gave no counter at all.
     #[error("{subject}: the judge printed no counter (an empty JSON object): nothing could fail; print e.g. {{\"duplicates\": 0}}")]
     NoCounters {
@@ -100,8 +106,9 @@ pub enum ProcessError {
     },
 }
 
-/// A judge of a [`Process`] world: given the world directory, the counts.
-pub type JudgeFn = dyn Fn(&Path) -> Result<Verdict, String> + Send + Sync;
+/// A judge of a [`Process`] world: given the world (its directory, the
+/// lives' logs, the service's URL), the counts.
+pub type JudgeFn = dyn Fn(&ProcessWorld) -> Result<Verdict, String> + Send + Sync;
 
 enum Judge {
     /// A shell command run in the world directory; prints a JSON object.
@@ -139,6 +146,8 @@ pub struct Process {
 #[derive(Debug)]
 pub struct ProcessWorld {
     lives: u32,
+    /// Hits the programs of this world reported, over all lives.
+    hits: u64,
     ends: Vec<String>,
     /// The service of this world, if the subject has one: its URL, and the
     /// process, killed when the world is dropped.
@@ -250,10 +259,11 @@ impl Process {
         self
     }
 
-    /// The judge is a closure given the world directory.
+    /// The judge is a closure given the world ([`ProcessWorld::dir`], its
+    /// [`logs`](ProcessWorld::logs), its [`service_url`](ProcessWorld::service_url)).
     pub fn judge_with(
         mut self,
-        f: impl Fn(&Path) -> Result<Verdict, String> + Send + Sync + 'static,
+        f: impl Fn(&ProcessWorld) -> Result<Verdict, String> + Send + Sync + 'static,
     ) -> Process {
         self.judge = Judge::Fn(Box::new(f));
         self
@@ -313,6 +323,11 @@ impl Process {
         })?;
         self.run_life(&mut world)
             .map_err(|e| discovery(e.to_string()))?;
+        if world.hits == 0 {
+            return Err(ProcessError::NoPoints {
+                subject: self.name.clone(),
+            });
+        }
         let verdict = self.try_judge(&world).map_err(discovery)?;
         if verdict.counts.is_empty() {
             return Err(ProcessError::NoCounters {
@@ -353,6 +368,7 @@ impl Process {
         Ok(ProcessWorld {
             root,
             lives: 0,
+            hits: 0,
             ends: Vec::new(),
             service,
         })
@@ -360,7 +376,7 @@ impl Process {
 
     fn try_judge(&self, world: &ProcessWorld) -> Result<Verdict, String> {
         match &self.judge {
-            Judge::Fn(f) => f(&world.dir()),
+            Judge::Fn(f) => f(world),
             Judge::Command(cmd) => {
                 let cmd = world.expand(OsStr::new(cmd)).to_string_lossy().into_owned();
                 let mut command = Command::new("sh");
@@ -451,7 +467,7 @@ impl Process {
             child: Some(child),
             shown: shown.clone(),
         };
-        let result = relay(&ours, &mut running, &mut world.ends, life)?;
+        let result = relay(&ours, &mut running, world, life)?;
         let status = match result {
             Relayed::Exited => running.wait_or_stop()?,
             Relayed::Protocol(why) => {
@@ -483,9 +499,10 @@ enum Relayed {
 fn relay(
     ours: &UnixStream,
     running: &mut Running,
-    ends: &mut Vec<String>,
+    world: &mut ProcessWorld,
     life: u32,
 ) -> Result<Relayed, LifeError> {
+    let ends = &mut world.ends;
     ours.set_read_timeout(Some(POLL))?;
     let mut reader = BufReader::new(ours.try_clone()?);
     let mut writer = ours.try_clone()?;
@@ -502,6 +519,7 @@ fn relay(
                         "it wrote {text:?}, not `hit NAME`"
                     )));
                 };
+                world.hits += 1;
                 if let Err(payload) =
                     panic::catch_unwind(AssertUnwindSafe(|| crashpoint::hit(name)))
                 {
