@@ -8,7 +8,9 @@
 //!
 //! With the tracker service, each scenario starts its own
 //! `tracker serve` on a free loopback port (keyed, or `--keyless`), and the
-//! command gets `--tracker URL`.
+//! command gets `--tracker URL`. The service's own points are swept too: a
+//! crash at one kills the service and `triage` together, and the next life
+//! starts the service again on its records.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -115,7 +117,7 @@ pub fn subject(tracker: Tracker) -> Result<Process, String> {
         .judge_with(judge)
         .counters(counters());
     if let Some(s) = service {
-        p = p.service(s);
+        p = p.service(s).crash_service();
     }
     p.discover().map_err(|e| e.to_string())
 }

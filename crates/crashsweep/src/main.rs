@@ -70,6 +70,11 @@ struct Args {
     /// CRASHSWEEP_SERVICE). E.g. 'tracker serve --dir . --addr 127.0.0.1:0'.
     #[arg(long, value_name = "CMD")]
     service: Option<String>,
+    /// Sweep the service's crash points too (it speaks the point protocol):
+    /// a crash at one kills the service and the program together, and the
+    /// next life starts the service again in its directory.
+    #[arg(long, requires = "service")]
+    crash_service: bool,
     /// The subject's name in the table (default: the program's file name).
     #[arg(long)]
     name: Option<String>,
@@ -134,6 +139,9 @@ fn run(args: &Args, raw: &[OsString]) -> u8 {
     }
     if let Some(svc) = &args.service {
         process = process.service(["sh", "-c", &format!("exec {svc}")]);
+        if args.crash_service {
+            process = process.crash_service();
+        }
     }
     if let Some(r) = &args.restart {
         process = process.restart(["sh", "-c", r.as_str()]);

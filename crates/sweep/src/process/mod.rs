@@ -138,6 +138,7 @@ pub struct Process {
     counters: Vec<Counter>,
     count_only: Vec<String>,
     service: Option<Vec<OsString>>,
+    service_points: bool,
 }
 
 /// The world of a [`Process`]: a scratch directory holding the program's
@@ -149,9 +150,9 @@ pub struct ProcessWorld {
     /// Hits the programs of this world reported, over all lives.
     hits: u64,
     ends: Vec<String>,
-    /// The service of this world, if the subject has one: its URL, and the
-    /// process, killed when the world is dropped.
-    service: Option<(String, Running)>,
+    /// The service of this world, if the subject has one, killed when the
+    /// world is dropped.
+    service: Option<service::Service>,
     // Last: removed after the service is killed.
     root: tempfile::TempDir,
 }
@@ -178,13 +179,13 @@ impl ProcessWorld {
 
     /// The URL of this world's service, if the subject has one.
     pub fn service_url(&self) -> Option<&str> {
-        self.service.as_ref().map(|(url, _)| url.as_str())
+        self.service.as_ref().map(service::Service::url)
     }
 
     /// `arg` with `{service}` replaced by the service's URL.
     fn expand(&self, arg: &OsStr) -> OsString {
-        match (&self.service, arg.to_str()) {
-            (Some((url, _)), Some(s)) if s.contains("{service}") => {
+        match (self.service_url(), arg.to_str()) {
+            (Some(url), Some(s)) if s.contains("{service}") => {
                 OsString::from(s.replace("{service}", url))
             }
             _ => arg.to_owned(),
@@ -214,6 +215,7 @@ impl Process {
             counters: Vec::new(),
             count_only: Vec::new(),
             service: None,
+            service_points: false,
         }
     }
 
@@ -223,14 +225,24 @@ impl Process {
     /// output, e.g. `tracker serve --dir . --addr 127.0.0.1:0`. `{service}`
     /// in the program's argv, the restart's and the judge's command is
     /// replaced by that URL, which is also in `CRASHSWEEP_SERVICE` for the
-    /// lives and the judge. The service is killed when the scenario ends;
-    /// it is not crashed (its points, if any, are no-ops).
+    /// lives and the judge. The service is killed when the scenario ends.
+    /// Its points are no-ops unless [`Process::crash_service`].
     pub fn service<I, A>(mut self, argv: I) -> Process
     where
         I: IntoIterator<Item = A>,
         A: AsRef<OsStr>,
     {
         self.service = Some(argv.into_iter().map(|a| a.as_ref().to_owned()).collect());
+        self
+    }
+
+    /// Sweep the service's points too: it is started with the point
+    /// protocol's descriptor, its hits join the life's (one sequence), and a
+    /// crash at one of them kills the service and the program together, as
+    /// a machine that goes down; the next life starts the service again on
+    /// the same directory (at a new URL, which `{service}` follows).
+    pub fn crash_service(mut self) -> Process {
+        self.service_points = true;
         self
     }
 
@@ -362,7 +374,11 @@ impl Process {
         }
         std::fs::create_dir(root.path().join("logs")).map_err(|e| e.to_string())?;
         let service = match &self.service {
-            Some(argv) => Some(start_service(argv, &root.path().join("service"))?),
+            Some(argv) => Some(service::Service::start(
+                argv,
+                &root.path().join("service"),
+                self.service_points,
+            )?),
             None => None,
         };
         Ok(ProcessWorld {
@@ -419,6 +435,9 @@ impl Process {
         let Some((program, args)) = argv.split_first() else {
             return Err(format!("{}: the program's command line is empty", self.name).into());
         };
+        if let Some(service) = world.service.as_mut() {
+            service.ensure_running()?;
+        }
         world.lives += 1;
         let life = world.lives;
         let shown = show_argv(argv);
@@ -441,28 +460,14 @@ impl Process {
             .stdin(Stdio::null())
             .stdout(File::create(world.log(life, "out"))?)
             .stderr(File::create(world.log(life, "err"))?);
-        // SAFETY: only dup2 and fcntl, which are async-signal-safe, between
-        // fork and exec: the child's end of the pair becomes descriptor 3,
-        // open across exec (dup2 clears close-on-exec on the copy; if it is
-        // 3 already, fcntl clears it).
-        unsafe {
-            cmd.pre_exec(move || {
-                let ok = if fd == child_fd {
-                    libc::fcntl(child_fd, libc::F_SETFD, 0) >= 0
-                } else {
-                    libc::dup2(fd, child_fd) >= 0
-                };
-                if ok {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::last_os_error())
-                }
-            });
-        }
+        pass_fd(&mut cmd, fd);
         let child = cmd
             .spawn()
             .map_err(|e| format!("{shown} could not start: {e}"))?;
         drop(theirs);
+        // The service's hits go to this life's scope while it runs, and a
+        // crash at one of them kills this program too.
+        let _in_life = world.service.as_ref().map(|s| s.life_started(child.id()));
         let mut running = Running {
             child: Some(child),
             shown: shown.clone(),
@@ -476,6 +481,9 @@ impl Process {
             }
         };
         let end = describe_status(status);
+        if let Some(s) = &world.service {
+            world.ends.extend(s.take_ends());
+        }
         world.ends.push(format!("life {life}: {shown} {end}"));
         if status.success() {
             Ok(())
@@ -572,6 +580,30 @@ struct Running {
     shown: String,
 }
 
+/// A descriptor the child gets as number 3 across exec, set up between
+/// fork and exec.
+fn pass_fd(cmd: &mut Command, fd: i32) {
+    const CHILD_FD: i32 = 3;
+    // SAFETY: only dup2 and fcntl, which are async-signal-safe, between
+    // fork and exec: the descriptor becomes number 3, open across exec
+    // (dup2 clears close-on-exec on the copy; if it is 3 already, fcntl
+    // clears it).
+    unsafe {
+        cmd.pre_exec(move || {
+            let ok = if fd == CHILD_FD {
+                libc::fcntl(CHILD_FD, libc::F_SETFD, 0) >= 0
+            } else {
+                libc::dup2(fd, CHILD_FD) >= 0
+            };
+            if ok {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+}
+
 impl Running {
     /// Wait for its end; if the scope is cancelled meanwhile (the time
     /// limit), kill it and stop the scope.
@@ -663,63 +695,6 @@ impl Subject for Process {
     }
 }
 
-/// Start a world's service in `dir` and read its URL from its first line.
-fn start_service(argv: &[OsString], dir: &Path) -> Result<(String, Running), String> {
-    let Some((program, args)) = argv.split_first() else {
-        return Err("the service's command line is empty".into());
-    };
-    let shown = show_argv(argv);
-    std::fs::create_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let err = File::create(dir.join("service.err")).map_err(|e| e.to_string())?;
-    let mut child = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .env_remove(FD_VAR)
-        .env_remove(VERSION_VAR)
-        .env_remove(DIE_AT_VAR)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(err)
-        .spawn()
-        .map_err(|e| format!("the service {shown} could not start: {e}"))?;
-    let stdout = child.stdout.take();
-    let mut running = Running {
-        child: Some(child),
-        shown: shown.clone(),
-    };
-    let Some(stdout) = stdout else {
-        return Err(format!("the service {shown} has no standard output"));
-    };
-    let mut lines = BufReader::new(stdout);
-    let mut first = String::new();
-    if let Err(e) = lines.read_line(&mut first) {
-        let _ = running.kill();
-        return Err(format!("the service {shown}: {e}"));
-    }
-    let Some(url) = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://") || w.starts_with("https://"))
-        .map(str::to_owned)
-    else {
-        let status = running.kill().map(describe_status).unwrap_or_default();
-        let log = std::fs::read_to_string(dir.join("service.err")).unwrap_or_default();
-        return Err(format!(
-            "the service {shown} printed {:?} first, not its URL (it {status}){}",
-            first.trim(),
-            tail(&log)
-        ));
-    };
-    // Whatever else it prints is read and dropped, so it never blocks on
-    // a full pipe.
-    std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        while lines.read_until(b'\n', &mut sink).is_ok_and(|n| n > 0) {
-            sink.clear();
-        }
-    });
-    Ok((url, running))
-}
-
 /// The judge's JSON object as counts.
 fn parse_counts(stdout: &str) -> Result<Verdict, String> {
     let value: serde_json::Value =
@@ -804,6 +779,8 @@ fn list_tree(dir: &Path, prefix: &Path, out: &mut Vec<String>) {
         }
     }
 }
+
+mod service;
 
 #[cfg(test)]
 mod tests {
