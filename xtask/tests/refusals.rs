@@ -19,11 +19,16 @@ fn xtask(args: &[&str]) -> (Option<i32>, String) {
 
 #[test]
 fn depth_99_is_refused_with_the_estimate_before_any_scenario_runs() {
+    // Past the depth limit: refused as too deep, before anything runs.
     let (code, err) = xtask(&["sweep", "--depth", "99"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("deeper than 16 are refused"), "{err}");
+    // Within it, but far too many scenarios: refused with the estimate.
+    let (code, err) = xtask(&["sweep", "--depth", "16"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("scenarios"), "{err}");
     assert!(err.contains("1000000"), "names the limit: {err}");
-    assert!(err.contains("e1"), "gives the estimate: {err}");
+    assert!(err.contains("e20 scenarios"), "gives the estimate: {err}");
 }
 
 #[test]

@@ -12,6 +12,19 @@ pub enum Error {
         /// What went wrong.
         reason: Box<crate::Failure>,
     },
+    /// Deeper than [`MAX_DEPTH`](crate::MAX_DEPTH) crashes in a row: no
+    /// real program is restarted that often in one scenario, and the same
+    /// limit holds for [`Report::merge`](crate::Report::merge).
+    #[error(
+        "depth {depth} asks for {depth} crashes in a row; sweeps deeper than {max} are refused \
+         (the same limit as merging shards): sweep at depth {max} or less"
+    )]
+    TooDeep {
+        /// The depth asked for.
+        depth: u32,
+        /// The limit.
+        max: u32,
+    },
     /// The build aborts on panic, so an injected crash would kill the
     /// sweep's process.
     #[error(

@@ -131,3 +131,8 @@ pub use subject::{LifeContext, LifeError, Subject};
 pub use table::{depth_title, markdown, table, Row};
 
 pub use crashpoint::Hit;
+
+/// The most crashes in a row a sweep runs ([`Config::depth`]) and a merged
+/// report may claim: [`run`] refuses a deeper sweep
+/// ([`Error::TooDeep`]) and [`Report::merge`] a deeper shard.
+pub const MAX_DEPTH: u32 = 16;

@@ -484,10 +484,12 @@ impl Report {
         let Some(mut first) = parts.next() else {
             return Err(Error::Merge("no reports given".into()));
         };
-        if first.depth > MAX_DEPTH {
+        if first.depth > crate::MAX_DEPTH {
             return Err(Error::Merge(format!(
-                "{:?} claims depth {}; sweeps deeper than {MAX_DEPTH} crashes in a row are not real",
-                first.subject, first.depth
+                "{:?} claims depth {}; sweeps deeper than {} crashes in a row are not real",
+                first.subject,
+                first.depth,
+                crate::MAX_DEPTH
             )));
         }
         let mut seen = vec![first.partition];
@@ -580,7 +582,3 @@ impl Report {
         self.scenarios.retain(|s| s.failure.is_some());
     }
 }
-
-/// The deepest sweep a merged report may claim: the scenario count grows as
-/// (points per life)^depth, so anything deeper is a damaged file, not a run.
-const MAX_DEPTH: u32 = 16;

@@ -209,6 +209,12 @@ pub(crate) fn run_inner<S: Subject>(
             return Err(Error::BadPartition { k, n });
         }
     }
+    if config.depth > crate::MAX_DEPTH {
+        return Err(Error::TooDeep {
+            depth: config.depth,
+            max: crate::MAX_DEPTH,
+        });
+    }
     let states = states_of(subject, config)?;
     // Points passed outside any scope on this sweep's threads (its workers,
     // this thread) count for this sweep alone.

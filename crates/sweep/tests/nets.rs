@@ -504,13 +504,14 @@ fn a_sweep_too_big_is_refused_at_once_with_its_estimate() {
             judge: |_| Verdict::new(),
             counters: vec![],
         };
-        sweep::run(&s, &cfg(99))
+        sweep::run(&s, &cfg(16).clone_with_limit(100_000))
     })
     .unwrap_err();
     let Error::TooManyScenarios { estimate, .. } = e else {
         panic!("{e}")
     };
-    assert!(estimate > 1e6);
+    // 2 + 4 + … + 2^16.
+    assert_eq!(estimate, 131_070.0);
     let raised = Config {
         max_scenarios: 10_000,
         ..cfg(12)
@@ -628,4 +629,53 @@ fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) 
     });
     rx.recv_timeout(Duration::from_secs(secs))
         .unwrap_or_else(|_| panic!("still running after {secs} s: hung"))
+}
+
+/// One point per life.
+struct OnePoint;
+impl Subject for OnePoint {
+    type World = ();
+    fn name(&self) -> String {
+        "one point".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![]
+    }
+    fn world(&self) {}
+    fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("only");
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> Verdict {
+        Verdict::new()
+    }
+}
+
+/// `run` and `merge` share one depth limit: the deepest sweep `run` runs
+/// is the deepest shard `merge` takes, and one deeper is refused by both.
+/// (Before, `run` swept depth 20 and `merge` refused it.)
+#[test]
+fn run_and_merge_share_one_depth_limit() {
+    let deepest = sweep::Config {
+        depth: sweep::MAX_DEPTH,
+        partition: Some((1, 1)),
+        ..cfg(1)
+    };
+    let r = sweep::run(&OnePoint, &deepest).unwrap();
+    assert_eq!(r.scenarios.len() as u32, sweep::MAX_DEPTH);
+    let merged = sweep::Report::merge(vec![r]).unwrap();
+    assert_eq!(merged.depth, sweep::MAX_DEPTH);
+    let e = sweep::run(
+        &OnePoint,
+        &sweep::Config {
+            depth: sweep::MAX_DEPTH + 1,
+            ..cfg(1)
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, Error::TooDeep { depth, max } if depth == sweep::MAX_DEPTH + 1 && max == sweep::MAX_DEPTH),
+        "{e}"
+    );
+    assert!(e.to_string().contains("refused"), "{e}");
 }
