@@ -818,6 +818,16 @@ impl<'a, S: Subject> Replayer<'a, S> {
         }
         if let Some(first) = &result.failure {
             let again = self.replay(sc, Vec::new(), Some(clean));
+            // A hung life is stopped wherever it is when the time limit
+            // comes: hung again in the same life is the same result,
+            // whatever hit it stopped at (and whatever the world then holds).
+            let hung_again = matches!(
+                (first, &again.result.failure),
+                (Failure::Hung { life: a, .. }, Some(Failure::Hung { life: b, .. })) if a == b
+            );
+            if hung_again {
+                return;
+            }
             if again.result.failure != result.failure || again.result.verdict != result.verdict {
                 result.failure = Some(Failure::Flaky {
                     first: Box::new(first.clone()),

@@ -488,6 +488,27 @@ fn a_life_past_the_time_limit_fails_as_hung_and_the_sweep_goes_on() {
     assert_eq!(last_hit.point, "retry");
 }
 
+/// With failures rerun (the default), a hung scenario stays hung although
+/// its rerun stops at another `retry#N`. (Before, the two stops differed and
+/// the scenario was reported flaky.)
+#[test]
+fn a_hung_scenario_rerun_is_hung_not_flaky() {
+    let config = Config {
+        scenario_timeout: Some(Duration::from_millis(50)),
+        ..cfg(1)
+    };
+    assert!(config.rerun_failures);
+    let r = sweep::run(&Hangs, &config).unwrap();
+    assert_eq!(r.flaky().count(), 0, "{:?}", r.scenarios);
+    let f: Vec<_> = r.failures().collect();
+    assert_eq!(f.len(), 1);
+    assert!(
+        matches!(f[0].failure, Some(Failure::Hung { .. })),
+        "{:?}",
+        f[0].failure
+    );
+}
+
 #[test]
 fn a_sweep_too_big_is_refused_at_once_with_its_estimate() {
     // hits + hits² + … + hits^depth, for each crash state.
