@@ -97,6 +97,12 @@ pub enum Failure {
         /// The name counted.
         name: String,
     },
+    /// The judge did not set a counter that must stay zero, so it cannot
+    /// have been checked here (a branch of the judge that forgets it).
+    RequiredNotSet {
+        /// The counter's name.
+        name: String,
+    },
     /// Required counters are not zero (beyond their baseline).
     Broken {
         /// Each broken counter's title and value.
@@ -189,6 +195,11 @@ impl fmt::Display for Failure {
             Failure::UndeclaredCounter { name } => write!(
                 f,
                 "the judge counted {name:?}, which no counter declares (a misspelt counter?)"
+            ),
+            Failure::RequiredNotSet { name } => write!(
+                f,
+                "the judge did not set the required counter {name:?} for this scenario, so it \
+                 was not checked: set it in every branch of the judge (to 0 when nothing is wrong)"
             ),
             Failure::Broken { counters, notes } => {
                 f.write_str(&broken_counters(counters))?;

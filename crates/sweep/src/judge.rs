@@ -115,8 +115,9 @@ impl Verdict {
 }
 
 /// Why `verdict` fails against `counters`, or `None` if it does not: a name
-/// no counter declares, or required counters
-/// that are not zero (beyond their baseline), with the judge's notes.
+/// no counter declares, a required counter it does not set, or required
+/// counters that are not zero (beyond their baseline), with the judge's
+/// notes.
 pub(crate) fn verdict_failure(
     verdict: &Verdict,
     clean: Option<&Verdict>,
@@ -128,6 +129,16 @@ pub(crate) fn verdict_failure(
         .find(|(n, _)| !counters.iter().any(|c| &c.name == n))
     {
         return Some(Failure::UndeclaredCounter { name: name.clone() });
+    }
+    // A required counter the judge forgot in this verdict reads 0 and would
+    // pass unseen: every verdict sets every required counter.
+    if let Some(c) = counters
+        .iter()
+        .find(|c| c.required_zero && !verdict.counts.iter().any(|(n, _)| *n == c.name))
+    {
+        return Some(Failure::RequiredNotSet {
+            name: c.name.clone(),
+        });
     }
     broken_invariants(verdict, clean, counters)
 }

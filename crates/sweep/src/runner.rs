@@ -451,7 +451,7 @@ fn checked_clean_run<S: Subject>(
         .result
         .failure
         .as_ref()
-        .filter(|f| !matches!(f, Failure::Broken { .. }))
+        .filter(|f| !matches!(f, Failure::Broken { .. } | Failure::RequiredNotSet { .. }))
     {
         return Err(Error::CleanRunFailed {
             subject: subject.name(),

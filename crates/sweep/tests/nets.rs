@@ -700,3 +700,47 @@ fn run_and_merge_share_one_depth_limit() {
     );
     assert!(e.to_string().contains("refused"), "{e}");
 }
+
+/// Its judge sets the required counter `dups` only when no life crashed:
+/// after a crash the branch that forgets it would read 0 and pass.
+struct ForgetsAfterACrash;
+impl Subject for ForgetsAfterACrash {
+    type World = u64;
+    fn name(&self) -> String {
+        "forgets after a crash".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("dups").required()]
+    }
+    fn world(&self) -> u64 {
+        0
+    }
+    fn life(&self, lives: &mut u64) -> Result<(), sweep::LifeError> {
+        *lives += 1;
+        crashpoint::point!("paid");
+        Ok(())
+    }
+    fn judge(&self, lives: &u64) -> Verdict {
+        if *lives == 1 {
+            Verdict::new().count("dups", 0)
+        } else {
+            // The duplicate is here, but the judge forgot to count it.
+            Verdict::new()
+        }
+    }
+}
+
+/// Every verdict is checked for every required counter, not only the clean
+/// run's. (Before, the scenario after a crash passed.)
+#[test]
+fn a_required_counter_forgotten_after_a_crash_fails_the_scenario() {
+    let r = sweep::run(&ForgetsAfterACrash, &cfg(1)).unwrap();
+    let f: Vec<_> = r.failures().collect();
+    assert_eq!(f.len(), 1, "{:?}", r.scenarios);
+    let Some(Failure::RequiredNotSet { name }) = &f[0].failure else {
+        panic!("{:?}", f[0].failure)
+    };
+    assert_eq!(name, "dups");
+    let text = f[0].failure.as_ref().unwrap().to_string();
+    assert!(text.contains("did not set the required counter"), "{text}");
+}
