@@ -289,6 +289,9 @@ fn in_release(args: &BenchArgs) -> Result<(), String> {
     if args.growth {
         cmd.arg("--growth");
     }
+    if args.process {
+        cmd.arg("--process");
+    }
     let calls: Vec<String> = args.calls.iter().map(usize::to_string).collect();
     cmd.args(["--calls", &calls.join(",")]);
     cmd.args(["--brute-up-to", &args.brute_up_to.to_string()]);
