@@ -168,3 +168,64 @@ fn the_rust_example_is_swept_by_the_command_too() {
     let exe = bin.parent().unwrap().join("examples/payouts");
     sweep_both("rust", vec![path(exe)]);
 }
+
+/// `crashsweep ARGS -- the Rust example`, output and exit code.
+fn rust_example(args: &[&str], fixed: bool) -> Output {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_crashsweep"));
+    let exe = bin.parent().unwrap().join("examples/payouts");
+    let world = tempfile::tempdir().unwrap();
+    let judge = root().join("clients/examples/judge.py");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crashsweep"));
+    cmd.args(args)
+        .arg("--world")
+        .arg(world.path())
+        .arg("--judge")
+        .arg(format!("python3 {}", judge.display()))
+        .arg("--")
+        .arg(exe);
+    if fixed {
+        cmd.arg("--fixed");
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn a_scenario_is_rerun_by_name_with_its_timeline() {
+    let out = rust_example(&["--scenario", "paid#2"], false);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("crashed at paid#2"), "{stdout}");
+    assert!(stdout.contains("killed by signal 9 (SIGKILL)"), "{stdout}");
+    assert!(stdout.contains("duplicates"), "{stdout}");
+}
+
+#[test]
+fn shards_merge_into_the_whole_table_and_threads_change_nothing() {
+    let whole = rust_example(&["--depth", "1", "--threads", "1"], true);
+    assert!(whole.status.success(), "{whole:?}");
+    let two = rust_example(&["--depth", "1", "--threads", "2"], true);
+    assert_eq!(whole.stdout, two.stdout, "1 thread and 2 give one table");
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for k in 1..=2 {
+        let part = format!("{k}/2");
+        let out = rust_example(
+            &["--depth", "1", "--partition", &part, "--format", "json"],
+            true,
+        );
+        assert!(out.status.success(), "{out:?}");
+        let f = dir.path().join(format!("part-{k}.json"));
+        std::fs::write(&f, &out.stdout).unwrap();
+        files.push(f);
+    }
+    let merged = Command::new(env!("CARGO_BIN_EXE_crashsweep"))
+        .arg("--merge")
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(merged.status.success(), "{merged:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&merged.stdout),
+        String::from_utf8_lossy(&whole.stdout)
+    );
+}
