@@ -26,8 +26,9 @@ fn has(program: &str) -> bool {
             .is_ok_and(|o| o.status.success())
 }
 
+/// Whether `CI` is set to a true value, as the snapshot checks read it.
 fn under_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
+    sweep::snapshot::under_ci(std::env::var("CI").ok().as_deref())
 }
 
 /// Whether `program` is there; under CI its absence fails the test.

@@ -399,15 +399,13 @@ impl Process {
                 if let Some(url) = world.service_url() {
                     command.env(SERVICE_VAR, url);
                 }
-                let out = command
+                command
                     .arg("-c")
                     .arg(&cmd)
                     .current_dir(world.dir())
                     .env(LOGS_VAR, world.logs())
-                    .envs(self.env.iter().map(|(k, v)| (k, v)))
-                    .env_remove(FD_VAR)
-                    .env_remove(VERSION_VAR)
-                    .env_remove(DIE_AT_VAR)
+                    .envs(self.env.iter().map(|(k, v)| (k, v)));
+                let out = without_protocol(&mut command)
                     .stdin(Stdio::null())
                     .output()
                     .map_err(|e| format!("the judge `{cmd}` could not start: {e}"))?;
@@ -578,6 +576,14 @@ fn relay(
 struct Running {
     child: Option<Child>,
     shown: String,
+}
+
+/// Keep a harness's protocol variables out of `cmd`'s environment (the
+/// judge, a service without swept points, a life before its own are set).
+pub(super) fn without_protocol(cmd: &mut Command) -> &mut Command {
+    cmd.env_remove(FD_VAR)
+        .env_remove(VERSION_VAR)
+        .env_remove(DIE_AT_VAR)
 }
 
 /// A descriptor the child gets as number 3 across exec, set up between

@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crashpoint::Handle;
 
-use super::{describe_status, pass_fd, show_argv, tail, Running};
-use super::{DIE_AT_VAR, FD_VAR, VERSION, VERSION_VAR};
+use super::{describe_status, pass_fd, show_argv, tail, without_protocol, Running};
+use super::{FD_VAR, VERSION, VERSION_VAR};
 
 /// What the service's relay thread shares with the lives.
 #[derive(Debug, Default)]
@@ -116,11 +116,8 @@ impl Service {
             .open(&err_path)
             .map_err(|e| format!("{}: {e}", err_path.display()))?;
         let mut cmd = Command::new(program);
-        cmd.args(args)
-            .current_dir(&self.dir)
-            .env_remove(FD_VAR)
-            .env_remove(VERSION_VAR)
-            .env_remove(DIE_AT_VAR)
+        cmd.args(args).current_dir(&self.dir);
+        without_protocol(&mut cmd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(err);
