@@ -1,5 +1,5 @@
 //! `cargo xtask chaos --iterations N --seed S`: the triage command's chaos
-//! test (`crates/triage/tests/chaos.rs`) for longer runs. It starts the
+//! test (`crates/triage/tests/it/chaos.rs`) for longer runs. It starts the
 //! real `triage` binary on a real directory with synced saves, kills it
 //! with SIGKILL after a random delay, resumes it until done, and checks
 //! from the files that every effect happened exactly once, every check
@@ -30,10 +30,10 @@ pub fn run(args: &ChaosArgs) -> Result<ExitCode, String> {
         "--package",
         "triage",
         "--test",
-        "chaos",
+        "it",
         "--",
         "--exact",
-        "chaos_kill_and_resume_until_done",
+        "chaos::chaos_kill_and_resume_until_done",
         "--nocapture",
     ])
     .env("TRIAGE_CHAOS_ITERATIONS", args.iterations.to_string())
@@ -43,7 +43,7 @@ pub fn run(args: &ChaosArgs) -> Result<ExitCode, String> {
     }
     let status = cmd
         .status()
-        .map_err(|e| format!("cannot run cargo test -p triage --test chaos: {e}"))?;
+        .map_err(|e| format!("cannot run cargo test -p triage --test it chaos: {e}"))?;
     Ok(if status.success() {
         ExitCode::SUCCESS
     } else {

@@ -191,7 +191,7 @@ pub fn exact_re(name: &str) -> String {
     format!("^{}$", regex_syntax::escape(name))
 }
 
-/// The Markdown table of the note issue 18 asks for.
+/// The Markdown table of the mutation results, for a review note.
 pub fn table(rows: &[(String, Counts)]) -> String {
     let mut s = String::from(
         "| crate | caught | missed | unviable | timeouts | score |\n| --- | --- | --- | --- | --- | --- |\n",

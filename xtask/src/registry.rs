@@ -17,7 +17,7 @@ use sweep::DynSubject;
 
 // The real loop's sweep subject (moving to its own crate: change this line).
 
-use crate::compose::{Dim, Spec};
+use crate::compose::spec::{Dim, Spec};
 use crate::StorageArg;
 
 type Build = Rc<dyn Fn(Option<&Path>, StorageArg) -> Result<Box<dyn DynSubject>, String>>;

@@ -17,7 +17,9 @@
 //! runtime polls elsewhere with [`scoped`] (or `spawn_task`, with the `tokio`
 //! feature): see [`task`].
 //!
-//! ```
+// The example records and crashes, so it runs only where points are on.
+#![cfg_attr(feature = "enabled", doc = "```")]
+#![cfg_attr(not(feature = "enabled"), doc = "```ignore")]
 //! fn save() {
 //!     crashpoint::point!("mid-save");
 //!     crashpoint::point!("after rename");
@@ -49,14 +51,16 @@
 //! before. A real panic inside a scope comes back as [`Outcome::Panicked`],
 //! never mistaken for an injected crash.
 //!
-//! Without the `enabled` feature (on by default) [`point!`] compiles to
+//! Without the `enabled` feature (off by default) [`point!`] compiles to
 //! nothing, and every scope records no hits.
 
 pub mod protocol;
 pub mod task;
+mod unscoped;
 #[cfg(feature = "tokio")]
 pub use task::{join_task, spawn_task};
 pub use task::{scoped, Scoped};
+pub use unscoped::{current_owner, watch_unscoped, Owner, UnscopedWatch};
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -64,7 +68,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::thread;
 
@@ -367,8 +371,8 @@ pub fn __hit(name: &'static str) {
         hit_in_scope(name);
     } else if protocol::speaks() {
         protocol::hit(name);
-    } else if WATCHES.load(Ordering::Relaxed) > 0 {
-        unscoped_hit(name);
+    } else if unscoped::WATCHES.load(Ordering::Relaxed) > 0 {
+        unscoped::unscoped_hit(name);
     }
 }
 
@@ -393,154 +397,6 @@ fn intern(name: &str) -> &'static str {
             names.push(leaked);
             leaked
         }
-    }
-}
-
-/// A tally of passes over points, each name with its count, in the order
-/// first seen.
-type Tally = Vec<(&'static str, u64)>;
-
-/// How many [`UnscopedWatch`]es are alive.
-static WATCHES: AtomicUsize = AtomicUsize::new(0);
-/// Passes over each point on threads that no watch owns and that run in no
-/// scope, while a watch is alive: the process-wide "stray" tally.
-static STRAY: Mutex<Tally> = Mutex::new(Vec::new());
-
-thread_local! {
-    /// The watch this thread works for (see [`Owner`]), if any.
-    static OWNER: RefCell<Option<Owner>> = const { RefCell::new(None) };
-}
-
-fn tally_lock(tally: &Mutex<Tally>) -> MutexGuard<'_, Tally> {
-    tally.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn count(tally: &mut Tally, name: &'static str) {
-    match tally.iter_mut().find(|(n, _)| *n == name) {
-        Some((_, c)) => *c += 1,
-        None => tally.push((name, 1)),
-    }
-}
-
-fn owned(tally: &Tally) -> Vec<(String, u64)> {
-    tally.iter().map(|(n, c)| ((*n).to_owned(), *c)).collect()
-}
-
-#[cold]
-#[inline(never)]
-fn unscoped_hit(name: &'static str) {
-    let counted = OWNER.with(|o| match o.try_borrow() {
-        Ok(owner) => match owner.as_ref() {
-            Some(owner) => {
-                count(&mut tally_lock(&owner.tally), name);
-                true
-            }
-            None => false,
-        },
-        Err(_) => false,
-    });
-    if !counted {
-        count(&mut tally_lock(&STRAY), name);
-    }
-}
-
-/// While alive, counts the passes over points outside any scope — hits no
-/// scope records and no crash can land on — in two tallies:
-///
-/// * [`UnscopedWatch::hits`]: passes on the threads the watch *owns*: those
-///   running under its [`Owner`] (a sweep's own threads: the one that runs
-///   it and its workers) and the threads they start with [`spawn`]. These
-///   belong to whoever holds the watch and nobody else.
-/// * [`UnscopedWatch::stray`]: passes on threads nobody owns — a thread
-///   started with `std::thread::spawn` instead of [`spawn`], a runtime's
-///   worker — since the watch started. Rust cannot tell which code started
-///   such a thread, so this tally is process-wide: in a test binary it may
-///   hold another test's points. Read it as a warning, never compare it.
-#[derive(Debug)]
-pub struct UnscopedWatch {
-    stray_start: Tally,
-    owner: Owner,
-}
-
-/// The owner of an [`UnscopedWatch`]'s threads: a thread that runs under it
-/// (see [`Owner::enter`] and [`Owner::adopt_thread`]) counts its passes
-/// outside any scope for that watch alone. Cheap to clone.
-#[derive(Clone, Debug, Default)]
-pub struct Owner {
-    tally: Arc<Mutex<Tally>>,
-}
-
-impl Owner {
-    /// Run `f` with the current thread owned by this owner; the thread's
-    /// previous owner (if any) is restored afterwards, even if `f` panics.
-    pub fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
-        struct Restore(Option<Owner>);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                let prev = self.0.take();
-                OWNER.with(|o| *o.borrow_mut() = prev);
-            }
-        }
-        let prev = OWNER.with(|o| o.borrow_mut().replace(self.clone()));
-        let _restore = Restore(prev);
-        f()
-    }
-
-    /// Own the current thread for the rest of its life (a worker thread of
-    /// a pool made for one sweep, from the pool's start handler).
-    pub fn adopt_thread(&self) {
-        OWNER.with(|o| *o.borrow_mut() = Some(self.clone()));
-    }
-}
-
-/// The owner of the current thread, if any: carried into threads started
-/// with [`spawn`].
-pub fn current_owner() -> Option<Owner> {
-    OWNER.with(|o| o.borrow().clone())
-}
-
-/// Start counting passes over points outside any scope (see [`UnscopedWatch`]).
-pub fn watch_unscoped() -> UnscopedWatch {
-    WATCHES.fetch_add(1, Ordering::SeqCst);
-    UnscopedWatch {
-        stray_start: tally_lock(&STRAY).clone(),
-        owner: Owner::default(),
-    }
-}
-
-impl UnscopedWatch {
-    /// The owner whose threads count for this watch alone.
-    pub fn owner(&self) -> &Owner {
-        &self.owner
-    }
-
-    /// Each point passed outside any scope on a thread this watch owns,
-    /// with how many times, in the order first seen.
-    pub fn hits(&self) -> Vec<(String, u64)> {
-        owned(&tally_lock(&self.owner.tally))
-    }
-
-    /// Each point passed outside any scope on a thread no watch owns since
-    /// the watch started, with how many times, in the order first seen by
-    /// the process-wide tally. May include other code's points.
-    pub fn stray(&self) -> Vec<(String, u64)> {
-        tally_lock(&STRAY)
-            .iter()
-            .filter_map(|(n, c)| {
-                let before = self
-                    .stray_start
-                    .iter()
-                    .find(|(m, _)| m == n)
-                    .map_or(0, |(_, b)| *b);
-                (*c > before).then(|| ((*n).to_owned(), c - before))
-            })
-            .collect()
-    }
-}
-
-impl Drop for UnscopedWatch {
-    fn drop(&mut self) {
-        WATCHES.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -1,13 +1,13 @@
 use super::*;
-use proptest::prelude::*;
-
-fn names(hits: &[Hit]) -> Vec<String> {
-    hits.iter().map(Hit::to_string).collect()
-}
 
 #[cfg(feature = "enabled")]
 mod enabled {
     use super::*;
+    use proptest::prelude::*;
+
+    fn names(hits: &[Hit]) -> Vec<String> {
+        hits.iter().map(Hit::to_string).collect()
+    }
 
     #[test]
     fn outside_a_scope_points_do_nothing() {
@@ -187,77 +187,4 @@ fn a_cancelled_scope_stops_at_its_next_hit() {
     assert_eq!(handle.cancelled(), Some(Hit::new("b", 1)));
     assert_eq!(handle.last_hit(), None, "hits were taken by the outcome");
     assert_eq!(life.hits, [Hit::new("a", 1)]);
-}
-
-#[cfg(feature = "enabled")]
-#[test]
-fn unscoped_hits_are_counted_only_while_watched() {
-    // Before any watch: not counted.
-    std::thread::spawn(|| point!("unscoped-before"))
-        .join()
-        .unwrap();
-    let watch = watch_unscoped();
-    std::thread::spawn(|| {
-        point!("unscoped-test-point");
-        point!("unscoped-test-point");
-    })
-    .join()
-    .unwrap();
-    // A point inside a scope is not unscoped.
-    let _ = record(|| point!("scoped-test-point"));
-    // A plain thread is nobody's: a stray pass.
-    assert!(!watch.hits().iter().any(|(n, _)| n == "unscoped-test-point"));
-    let hits = watch.stray();
-    assert!(
-        hits.contains(&("unscoped-test-point".to_owned(), 2)),
-        "{hits:?}"
-    );
-    assert!(!hits
-        .iter()
-        .any(|(n, _)| n == "scoped-test-point" || n == "unscoped-before"));
-}
-
-#[cfg(feature = "enabled")]
-#[test]
-fn an_owned_thread_counts_for_its_watch_alone() {
-    let mine = watch_unscoped();
-    let theirs = watch_unscoped();
-    mine.owner().enter(|| {
-        point!("owned-test-point");
-        // A thread started with `spawn` outside a scope keeps the owner.
-        join(spawn(|| point!("owned-spawned-point")));
-    });
-    // After `enter`, the thread is nobody's again.
-    std::thread::spawn(|| {
-        point!("owned-stray-point");
-    })
-    .join()
-    .unwrap();
-    let adopted = theirs.owner().clone();
-    std::thread::spawn(move || {
-        adopted.adopt_thread();
-        point!("adopted-test-point");
-        point!("adopted-test-point");
-    })
-    .join()
-    .unwrap();
-    assert_eq!(
-        mine.hits(),
-        [
-            ("owned-test-point".to_owned(), 1),
-            ("owned-spawned-point".to_owned(), 1)
-        ]
-    );
-    assert_eq!(theirs.hits(), [("adopted-test-point".to_owned(), 2)]);
-    for w in [&mine, &theirs] {
-        let stray = w.stray();
-        assert!(
-            stray.contains(&("owned-stray-point".to_owned(), 1)),
-            "{stray:?}"
-        );
-        assert!(!stray.iter().any(|(n, _)| n.starts_with("owned-test")
-            || n.starts_with("adopted")
-            || n.starts_with("owned-spawned")));
-    }
-    assert!(current_owner().is_none());
 }

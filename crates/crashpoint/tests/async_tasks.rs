@@ -2,7 +2,7 @@
 //! nothing; on a multi-thread runtime a spawned task's points are lost
 //! unless the task is wrapped in `crashpoint::scoped` (or spawned with
 //! `spawn_task`, feature `tokio`). During a sweep those lost points are
-//! reported as unscoped hits (sweep's `tests/async_tasks.rs`).
+//! reported as unscoped hits (sweep's `tests/it/async_tasks.rs`).
 
 use crashpoint::Hit;
 

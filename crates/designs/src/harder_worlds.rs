@@ -151,7 +151,7 @@ impl Writer {
     pub fn title(self) -> &'static str {
         match self {
             Writer::Real => "real writer",
-            Writer::SyncsOff => "syncs off (seed)",
+            Writer::SyncsOff => "syncs off (book)",
             Writer::NoFileSync => "no file fsync",
             Writer::NoDirSync => "no dir fsync",
             Writer::InPlace => "overwrite in place",

@@ -1,4 +1,4 @@
-//! The named variants beyond the book chapter's table (issue 7): each is one
+//! The named variants beyond the book chapter's table: each is one
 //! of the five designs run with [`Modes`] — power loss instead of a panic, a
 //! person who errs, a model that answers a repeated question differently, a
 //! tracker that crashes. Its slug is what `cargo xtask sweep --variant`

@@ -1,4 +1,4 @@
-//! The sweeps beyond the book chapter's stated limits (issue 7), every
+//! The sweeps beyond the book chapter's stated limits, every
 //! scenario run, compared with the reviewed snapshot `snapshots/beyond.txt`.
 
 use std::path::PathBuf;
@@ -104,7 +104,7 @@ fn power_section() -> String {
         out.push_str(&format!("  {:<9} {}\n", s.slug(), s.title()));
     }
     out.push_str(
-        "The seed's sweep is the `process` column of the `syncs off (seed)` row: it passes,\n\
+        "The book chapter's sweep is the `process` column of the `syncs off (book)` row: it passes,\n\
          and so does every mutation; it checks the order of the saves, not that they reach the disk.\n\n",
     );
     out.push_str(&tables::power_grid(p));
@@ -151,7 +151,7 @@ fn person_section() -> String {
 fn model_section() -> String {
     let mut out = String::from("## 3. A model that changes its mind\n\n");
     out.push_str(
-        "Asked again for a turn, the model repeats itself (the seed), mints new call IDs,\n\
+        "Asked again for a turn, the model repeats itself (the book chapter's model), mints new call IDs,\n\
          or gives other calls (new IDs, opposite order, reworded). Duplicates are counted\n\
          by intent: a reworded issue counts as the one it stands for.\n\n",
     );
@@ -162,7 +162,7 @@ fn model_section() -> String {
 fn labels_section() -> String {
     let mut out = String::from("## 5. Outcome labels\n\n");
     out.push_str(
-        "Every crash of the seed's five sweeps (once and twice), by where the latest call that\n\
+        "Every crash of the book chapter's five sweeps (once and twice), by where the latest call that\n\
          changes the tracker stood when the life died, and how the restart settled it.\n\
          Columns: save once per turn, save after the reply, + idempotency keys,\n\
          + attempt markers no keys, keys and markers.\n\n",
@@ -198,7 +198,7 @@ fn tracker_section() -> String {
 
 fn snapshot_text() -> String {
     let mut out = String::from(
-        "# Beyond the seed's stated limits (issue 7): reviewed output of crates/designs/tests/beyond.rs\n\n",
+        "# Beyond the book chapter's stated limits: reviewed output of crates/designs/tests/beyond.rs\n\n",
     );
     out.push_str(&power_section());
     out.push('\n');
@@ -206,9 +206,9 @@ fn snapshot_text() -> String {
     out.push('\n');
     out.push_str(&model_section());
     out.push('\n');
-    out.push_str(&labels_section());
-    out.push('\n');
     out.push_str(&tracker_section());
+    out.push('\n');
+    out.push_str(&labels_section());
     out
 }
 

@@ -25,7 +25,7 @@
 //! `dups`, `missing` and `gate` must be zero in every scenario; for keyed
 //! variants `asks` too.
 //!
-//! **Power loss** ([`power_variants`], issue 7 §1 on the real loop): the
+//! **Power loss** ([`power_variants`], on the real loop): the
 //! plain job, keyed and keyless, with the checkpoint directory and the
 //! workspace in [`PowerDir`](durable::testing::PowerDir)s of one [`CrashState`](durable::testing::CrashState). Each life boots them
 //! and shuts them down when it ends without a crash, so the boot after a

@@ -112,6 +112,25 @@ impl LoopVariant {
         slug
     }
 
+    /// The command line that sweeps this variant alone, in composed form
+    /// (`--variant loop-keyed --crash-state lose --mutation no-dir-fsync`):
+    /// what a failure's rerun hint prints.
+    pub fn command_args(self) -> String {
+        let mut args = format!("--variant loop-{}", self.keys_word());
+        match self.situation {
+            Situation::Plain => {}
+            Situation::FailAfterAccept => args.push_str(" --situation fail-after-accept"),
+            Situation::ApprovalGate => args.push_str(" --situation approval-gate"),
+        }
+        if let Some(p) = self.power {
+            args.push_str(&format!(" --crash-state {}", p.state.slug()));
+            if p.writer != Writer::Real {
+                args.push_str(&format!(" --mutation {}", p.writer.slug()));
+            }
+        }
+        args
+    }
+
     /// The row title: `loop keyed`, `loop keyless, approval gate`,
     /// `loop keyed | power: lose | no dir fsync`, …
     pub fn title(self) -> String {

@@ -1,4 +1,4 @@
-//! The real loop under power loss (issue 7 §1 on the `agent` loop): the
+//! The real loop under power loss (the `agent` loop): the
 //! checkpoint directory and the workspace lose what was not synced when a
 //! life dies, in each of the six crash states. The real writer (temp file,
 //! fsync, rename, fsync the directory) must come through every scenario with
@@ -101,12 +101,12 @@ fn mutation_section(writer: Writer, runs: &[(LoopSubject, Report)]) -> String {
             };
             let v = in_state(s, state);
             out.push_str(&format!(
-                "{}: {} failing; first: {} ({})\n    rerun: cargo xtask sweep --variant {} --scenario \"{}\"\n",
+                "{}: {} failing; first: {} ({})\n    rerun: cargo xtask sweep {} --scenario \"{}\"\n",
                 v.title(),
                 1 + failing.count(),
                 first.scenario,
                 first.failure.as_ref().map(sweep::Failure::cause).unwrap_or_default(),
-                v.slug(),
+                v.command_args(),
                 first.scenario
             ));
         }
@@ -213,11 +213,9 @@ fn the_real_writer_comes_through_every_power_cut_and_dropped_fsyncs_are_caught()
     }
 
     let rows: Vec<Row> = real.iter().flat_map(|(_, r)| r.rows()).collect();
-    // The header names the file's old place (crates/agent): the reviewed
-    // snapshot stays byte-identical until its owner updates it.
     let mut out = String::from(
-        "# The real loop under power loss (issue 7 §1 on crates/agent): reviewed output of \
-         crates/agent/tests/loop_power.rs; real writer at depth 2, mutations at depth 1\n\n",
+        "# The real agent loop under power loss: reviewed output of \
+         crates/loop-sweep/tests/loop_power.rs; real writer at depth 2, mutations at depth 1\n\n",
     );
     out.push_str("Crash states (what a power cut keeps of the operations not yet synced):\n");
     for s in CrashState::ALL {

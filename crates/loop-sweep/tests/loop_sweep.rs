@@ -1,4 +1,4 @@
-//! The loop's own crash sweep (issue 4 §2): the real loop, every crash
+//! The loop's own crash sweep: the real loop, every crash
 //! point, single and double, six variants, compared with the reviewed table
 //! in `snapshots/loop.txt`.
 

@@ -1,12 +1,13 @@
 //! An object-safe view of any [`Subject`], for a program that keeps
 //! subjects of different world types in one list.
 
+use crate::config::Config;
 use crate::crash_state::CrashState;
 use crate::error::Error;
+use crate::progress::Progress;
 use crate::report::{Report, ScenarioResult};
-use crate::runner::{run_one, run_with, Config, Progress};
+use crate::runner::{run_counted, run_one, run_with, Stats};
 use crate::scenario::Scenario;
-use crate::share::{run_counted, Stats};
 use crate::subject::Subject;
 
 /// An object-safe view of any [`Subject`], so a program can keep subjects of

@@ -96,37 +96,46 @@
 //! println!("{}", sweep::table(&[report.row()]));
 //! ```
 
+mod brute;
 #[cfg(feature = "cli")]
 pub mod cli;
+mod config;
 mod crash_state;
 mod disks;
 mod dyn_subject;
 mod error;
 mod failure;
+mod fingerprint;
 mod judge;
+mod nets;
+mod plan;
 #[cfg(unix)]
 pub mod process;
+mod progress;
+mod replay;
 mod report;
 mod runner;
 mod scenario;
 mod share;
+mod sink;
 pub mod snapshot;
 mod subject;
 mod table;
+mod watchdog;
 
+pub use config::{Config, DEFAULT_MAX_SCENARIOS, DEFAULT_SCENARIO_TIMEOUT};
 pub use crash_state::{BadCrashState, CrashState};
 pub use disks::CrashDisks;
 pub use dyn_subject::DynSubject;
 pub use error::{Divergence, Error};
 pub use failure::{Failure, Life};
+pub use fingerprint::Fingerprint;
 pub use judge::{Baseline, Counter, Verdict};
+pub use plan::estimate_scenarios;
+pub use progress::Progress;
 pub use report::{CounterTally, LifeTrace, Report, ScenarioResult, StateRow, Tally};
-pub use runner::{
-    estimate_scenarios, run, run_one, run_with, unwinding_missing, Config, Progress,
-    DEFAULT_MAX_SCENARIOS, DEFAULT_SCENARIO_TIMEOUT,
-};
+pub use runner::{run, run_counted, run_one, run_with, unwinding_missing, Stats};
 pub use scenario::{ParseScenarioError, Scenario};
-pub use share::{run_counted, Fingerprint, Stats};
 pub use subject::{LifeContext, LifeError, Subject};
 pub use table::{depth_title, markdown, table, Row};
 

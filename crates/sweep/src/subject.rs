@@ -3,8 +3,8 @@
 //! and the [`LifeContext`] the runner boots and shuts down each life with.
 
 use crate::crash_state::CrashState;
+use crate::fingerprint::Fingerprint;
 use crate::judge::{Counter, Verdict};
-use crate::share::Fingerprint;
 
 /// Why a life stopped on its own (not by a crash): any error converts into
 /// it with `?`, a `String` or `&str` included.

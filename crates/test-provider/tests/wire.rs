@@ -1,5 +1,5 @@
 //! The response bodies in the two wire formats, and the transcripts turned
-//! into them (issue 18: the mutants the crate's own tests missed).
+//! into them (the mutants the crate's own tests missed).
 
 use serde_json::{json, Value};
 use test_provider::{anthropic, openai, Response};

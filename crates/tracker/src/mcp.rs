@@ -277,7 +277,7 @@ impl ServerHandler for McpServer {
 
 #[cfg(test)]
 mod tests {
-    //! The MCP layer's pieces, one by one (what `tests/binary.rs` drives
+    //! The MCP layer's pieces, one by one (what `tests/it/binary.rs` drives
     //! end to end through the `tracker mcp` binary).
     use super::*;
 

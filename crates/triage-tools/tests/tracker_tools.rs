@@ -1,6 +1,6 @@
 //! `issue_file`, `issue_comment` and `search` on the in-process tracker:
 //! what each sends, answers and declares, and the refile guard's reading of
-//! the conversation (issue 18: the mutants the crate's own tests missed).
+//! the conversation (the mutants the crate's own tests missed).
 
 use std::sync::Arc;
 

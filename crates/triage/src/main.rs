@@ -28,6 +28,7 @@ mod output;
 mod remote;
 mod run;
 mod select;
+mod shell;
 mod shutdown;
 mod task;
 mod world;

@@ -39,207 +39,21 @@
 //! }
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+mod cut;
+
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::crash_state::CrashState;
-use super::enumerate::{Contents, CutRecord, Names, Op, PersistenceModel, Space};
+use super::enumerate::{CutRecord, Op, PersistenceModel, Space};
 use super::lock_table::{next_temp_name, LockTable};
 use crate::dir::{check_name, Dir, LockGuard};
-
-/// The plan and the log of an enumerating directory.
-#[derive(Clone, Debug)]
-struct Enumerated {
-    model: PersistenceModel,
-    /// The state each cut applies, in order of the cuts.
-    plan: Vec<usize>,
-    /// What each cut so far had to choose from.
-    log: Vec<CutRecord>,
-}
-
-#[derive(Clone, Default)]
-struct Inner {
-    state: Option<CrashState>,
-    /// `Some`: cuts apply enumerated states instead of `state`.
-    enumerated: Option<Enumerated>,
-    /// Names as a reader sees them now.
-    names: BTreeMap<String, u64>,
-    /// Contents as a reader sees them now; a node without an entry is empty.
-    data: HashMap<u64, Arc<[u8]>>,
-    /// Names as of the last `sync_dir`.
-    durable_names: BTreeMap<String, u64>,
-    /// Contents as of each file's last `sync`; absent means empty.
-    durable_data: HashMap<u64, Arc<[u8]>>,
-    /// Operations not yet made durable, oldest first.
-    pending: Vec<Op>,
-    next_node: u64,
-    next_temp: u64,
-    /// A process booted and has not shut down.
-    running: bool,
-    cuts: u64,
-}
+use cut::{not_found, Enumerated, Inner};
 
 fn empty() -> Arc<[u8]> {
     Arc::from(&[][..])
-}
-
-impl Inner {
-    fn new_node(&mut self) -> u64 {
-        self.next_node += 1;
-        self.next_node
-    }
-
-    fn node(&self, name: &str) -> io::Result<u64> {
-        self.names.get(name).copied().ok_or_else(|| not_found(name))
-    }
-
-    /// The disk after a cut in `state`: the durable views with the chosen
-    /// unsynced operations applied in order.
-    fn survivors(&self, state: CrashState) -> (Names, Contents) {
-        let mut names = self.durable_names.clone();
-        let mut data = self.durable_data.clone();
-        let half = self.pending.len() / 2;
-        for (i, op) in self.pending.iter().enumerate() {
-            let keep = match state {
-                CrashState::Process => true,
-                CrashState::LoseUnsynced => false,
-                CrashState::KeepEntries | CrashState::TornContents => op.is_entry(),
-                CrashState::KeepContents => !op.is_entry(),
-                CrashState::InOrderHalf => i < half,
-            };
-            if !keep {
-                continue;
-            }
-            match op {
-                Op::Write { node, data: d } => {
-                    data.insert(*node, Arc::clone(d));
-                }
-                Op::Create { name, node } => {
-                    names.insert(name.clone(), *node);
-                }
-                Op::Rename { from, to } => {
-                    if let Some(n) = names.remove(from) {
-                        names.insert(to.clone(), n);
-                    }
-                }
-                Op::Remove { name } => {
-                    names.remove(name);
-                }
-            }
-        }
-        if state == CrashState::TornContents {
-            // Each file with unsynced contents keeps the first half of its
-            // latest contents (bounded: one tear per file).
-            let mut latest: BTreeMap<u64, &Arc<[u8]>> = BTreeMap::new();
-            for op in &self.pending {
-                if let Op::Write { node, data: d } = op {
-                    latest.insert(*node, d);
-                }
-            }
-            for (node, d) in latest {
-                data.insert(node, Arc::from(&d[..d.len() / 2]));
-            }
-        }
-        (names, data)
-    }
-
-    fn cut(&mut self, state: CrashState) {
-        let (names, data) = self.survivors(state);
-        self.apply(names, data);
-    }
-
-    /// Cut the power in the next state of an enumerating directory's plan
-    /// (state 0 when the plan is used up), and log the cut.
-    fn cut_enumerated(&mut self) {
-        let Some(en) = self.enumerated.as_ref() else {
-            return;
-        };
-        let model = en.model;
-        let want = en.plan.get(en.log.len()).copied().unwrap_or(0);
-        let record = self.cut_choosing(&model, want);
-        if let Some(en) = self.enumerated.as_mut() {
-            en.log.push(record);
-        }
-    }
-
-    /// Cut the power keeping state `want` (the last if there are fewer) of
-    /// those `model` allows now.
-    fn cut_choosing(&mut self, model: &PersistenceModel, want: usize) -> CutRecord {
-        let space = Space::new(
-            &self.durable_names,
-            &self.durable_data,
-            &self.pending,
-            model,
-        );
-        let combinations = space.combinations();
-        let (mut states, sampled) = space.states(model.bound);
-        let chosen = want.min(states.len().saturating_sub(1));
-        let record = CutRecord {
-            states: states.len(),
-            combinations,
-            sampled,
-            chosen,
-        };
-        if chosen < states.len() {
-            let (names, data) = states.swap_remove(chosen);
-            self.apply(names, data);
-        } else {
-            // No state at all cannot happen (the durable disk is one);
-            // keep the durable views.
-            let (names, data) = self.survivors(CrashState::LoseUnsynced);
-            self.apply(names, data);
-        }
-        record
-    }
-
-    /// A cut in the directory's own state or plan.
-    fn cut_now(&mut self) {
-        if self.enumerated.is_some() {
-            self.cut_enumerated();
-        } else {
-            let state = self.state.unwrap_or(CrashState::LoseUnsynced);
-            self.cut(state);
-        }
-    }
-
-    fn apply(&mut self, names: Names, data: Contents) {
-        let live: BTreeSet<u64> = names.values().copied().collect();
-        let data: Contents = data
-            .into_iter()
-            .filter(|(n, d)| live.contains(n) && !d.is_empty())
-            .collect();
-        self.names = names.clone();
-        self.durable_names = names;
-        self.data = data.clone();
-        self.durable_data = data;
-        self.pending.clear();
-        self.cuts += 1;
-        debug_assert!(self.names == self.durable_names && self.pending.is_empty());
-    }
-
-    /// Forget contents nobody can reach any more: no name, durable name or
-    /// pending operation refers to them.
-    fn collect_garbage(&mut self) {
-        let mut live: BTreeSet<u64> = self
-            .names
-            .values()
-            .chain(self.durable_names.values())
-            .copied()
-            .collect();
-        for op in &self.pending {
-            match op {
-                Op::Write { node, .. } | Op::Create { node, .. } => {
-                    live.insert(*node);
-                }
-                Op::Rename { .. } | Op::Remove { .. } => {}
-            }
-        }
-        self.data.retain(|n, _| live.contains(n));
-        self.durable_data.retain(|n, _| live.contains(n));
-    }
 }
 
 /// An in-memory directory that models what a power cut keeps.
@@ -501,13 +315,6 @@ impl fmt::Debug for PowerDir {
             .field("cuts", &inner.cuts)
             .finish()
     }
-}
-
-fn not_found(name: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::NotFound,
-        format!("power:/{name}: no such file"),
-    )
 }
 
 impl Dir for PowerDir {

@@ -3,12 +3,16 @@
 mod bad_input;
 mod crash;
 mod dir_conformance;
+mod enumerated;
+mod enumerated_sweep;
 mod fence;
 mod format;
 mod lock;
 mod mutants_checkpoint;
 mod mutants_disk;
 mod not_a_file;
+mod points_on;
+mod syscalls;
 
 use std::sync::Arc;
 

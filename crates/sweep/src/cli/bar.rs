@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::runner::Progress;
+use crate::progress::Progress;
 
 /// Per-level counts of planned and finished scenarios.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crashpoint::Handle;
 
-use super::{describe_status, pass_fd, show_argv, tail, without_protocol, Running};
+use super::child::{describe_status, pass_fd, show_argv, tail, without_protocol, Running};
 use super::{FD_VAR, VERSION, VERSION_VAR};
 
 /// What the service's relay thread shares with the lives.

@@ -1,0 +1,12 @@
+//! Integration tests of the agent crate, in one binary so they link once
+//! (`tests/state` is the checkpointed state's own binary).
+
+mod agent_loop;
+#[cfg(feature = "mcp-tools")]
+mod mcp_answers;
+#[cfg(feature = "mcp-tools")]
+mod mcp_tools;
+#[cfg(feature = "mcp-tools")]
+mod pipe;
+#[cfg(all(feature = "openai", feature = "anthropic"))]
+mod provider;

@@ -1,0 +1,310 @@
+//! One sweep command, resolved into a [`Plan`], run: each subject swept with
+//! the [`Config`] the flags ask for, the results printed, the table compared
+//! with its snapshot (or blessed), the failures told with their rerun
+//! commands — or one scenario rerun by name.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::args::{Format, SweepFlags};
+use super::output::{self, failure_lines, failures_json, render, scenario_json};
+use super::{bar, Env, EXIT_FAILED, EXIT_PASSED, EXIT_USAGE};
+use crate::config::Config;
+use crate::crash_state::CrashState;
+use crate::dyn_subject::DynSubject;
+use crate::report::Report;
+use crate::scenario::Scenario;
+
+/// One sweep command, resolved: the subjects to sweep, the snapshot to
+/// compare with (if this run is the one it reviews), counters a definition
+/// requires, and how to write the command that reruns a scenario.
+pub struct Plan<'a> {
+    /// The subjects, in table order.
+    pub subjects: Vec<&'a dyn DynSubject>,
+    /// The reviewed table this run is compared with, if any.
+    pub snapshot: Option<PathBuf>,
+    /// Counters required to be zero on top of the subjects' own.
+    pub required: Vec<String>,
+    /// The crash states to sweep, for each subject those of them it has
+    /// ([`DynSubject::crash_states`]); empty, or none that a subject has:
+    /// its [default states](DynSubject::default_crash_states).
+    pub crash_states: Vec<CrashState>,
+    /// The depth when `--depth` is not given.
+    pub default_depth: u32,
+    /// The command that reruns scenario `sc` of subject `i`.
+    pub rerun: &'a dyn Fn(usize, &Scenario) -> String,
+}
+
+/// A message for people and the exit code that goes with it.
+type Refusal = (u8, String);
+
+/// Run `plan` as `flags` say, printing to `out` (results) and `err`
+/// (progress, failures, refusals); returns the exit code.
+pub fn execute(
+    plan: &Plan<'_>,
+    flags: &SweepFlags,
+    env: &Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    match try_execute(plan, flags, env, out, err) {
+        Ok(code) => code,
+        Err((code, msg)) => {
+            let _ = writeln!(err, "error: {msg}");
+            code
+        }
+    }
+}
+
+fn try_execute(
+    plan: &Plan<'_>,
+    flags: &SweepFlags,
+    env: &Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Refusal> {
+    let usage = |m: String| (EXIT_USAGE, m);
+    if let Some(name) = &flags.scenario {
+        let sc: Scenario = name
+            .parse()
+            .map_err(|e| usage(format!("--scenario {name:?}: {e}")))?;
+        return rerun(plan, &sc, flags.format, out);
+    }
+    if flags.bless {
+        if plan.snapshot.is_none() {
+            return Err(usage(
+                "--bless rewrites the reviewed snapshot of a run as registered: \
+                 drop the subject names, --depth, --crash-state and --partition"
+                    .into(),
+            ));
+        }
+        if crate::snapshot::under_ci(env.ci.as_deref()) {
+            return Err(usage(format!(
+                "--bless is refused under CI (CI={}): snapshots are reviewed, not rewritten",
+                env.ci.as_deref().unwrap_or_default()
+            )));
+        }
+    }
+    let config = sweep_config(plan, flags);
+    let bar = bar::Bar::new(env.progress);
+    let mut reports = Vec::new();
+    for s in &plan.subjects {
+        let has = s.crash_states();
+        let config = Config {
+            crash_states: plan
+                .crash_states
+                .iter()
+                .filter(|st| has.contains(st))
+                .cloned()
+                .collect(),
+            ..config.clone()
+        };
+        let states = if config.crash_states.is_empty() {
+            s.default_crash_states().len()
+        } else {
+            config.crash_states.len()
+        };
+        bar.start(&s.name(), config.depth, states);
+        let result = s.sweep(&config, &|p| bar.note(p));
+        let mut report = match result {
+            Ok(r) => r,
+            Err(e) => {
+                bar.finish();
+                return Err(usage(e.to_string()));
+            }
+        };
+        for counter in &plan.required {
+            report.require(counter).map_err(|e| {
+                usage(format!(
+                    "the sweep definition requires a counter its subject lacks: {e}"
+                ))
+            })?;
+        }
+        reports.push(report);
+    }
+    bar.finish();
+    let write_err = |e: std::io::Error| usage(format!("cannot write the output: {e}"));
+    if flags.format == Format::Json {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&render(&reports, Format::Json, flags.partition.is_some()))
+                .unwrap_or_default();
+        v["failures"] = failures_json(&reports, plan.rerun);
+        if let Some(reports) = v.as_object_mut().and_then(|m| m.remove("reports")) {
+            v["reports"] = reports;
+        }
+        out.write_all(output::pretty(&v).as_bytes())
+            .map_err(write_err)?;
+    } else {
+        out.write_all(render(&reports, flags.format, false).as_bytes())
+            .map_err(write_err)?;
+    }
+    let mut code = EXIT_PASSED;
+    if let Some(snap) = &plan.snapshot {
+        let table = crate::table(&reports.iter().flat_map(Report::rows).collect::<Vec<_>>());
+        if flags.bless {
+            std::fs::write(snap, &table)
+                .map_err(|e| usage(format!("cannot write {}: {e}", snap.display())))?;
+            let _ = writeln!(err, "wrote {}", snap.display());
+        } else if let Err(diff) = crate::snapshot::compare(
+            snap,
+            &table,
+            "If the new output is right, accept it by rerunning this command with --bless, \
+             and say in review why the numbers moved.",
+        ) {
+            let _ = writeln!(err, "{diff}");
+            code = EXIT_FAILED;
+        }
+    }
+    let (lines, failed) = failure_lines(&reports, plan.rerun);
+    for l in lines {
+        let _ = writeln!(err, "{l}");
+    }
+    if failed > 0 {
+        code = EXIT_FAILED;
+    }
+    Ok(code)
+}
+
+/// Rerun `sc` on each subject that has its crash state.
+fn rerun(
+    plan: &Plan<'_>,
+    sc: &Scenario,
+    format: Format,
+    out: &mut dyn Write,
+) -> Result<u8, Refusal> {
+    let subjects: Vec<&dyn DynSubject> = plan
+        .subjects
+        .iter()
+        .copied()
+        .filter(|s| s.crash_states().contains(&sc.state))
+        .collect();
+    if subjects.is_empty() {
+        let names: Vec<String> = plan.subjects.iter().map(|s| s.name()).collect();
+        return Err((
+            EXIT_USAGE,
+            format!(
+                "--scenario \"{sc}\": no subject runs in crash state {} (the subjects are {})",
+                sc.state,
+                names.join(", ")
+            ),
+        ));
+    }
+    let mut failed = false;
+    let mut docs = Vec::new();
+    for s in subjects {
+        let r = s.scenario(sc);
+        failed |= r.failure.is_some();
+        if format == Format::Json {
+            docs.push(scenario_json(&s.name(), &r));
+        } else {
+            let _ = writeln!(out, "subject: {}", s.name());
+            let _ = write!(out, "{}", r.timeline());
+        }
+    }
+    if format == Format::Json {
+        let _ = write!(
+            out,
+            "{}",
+            output::pretty(&serde_json::json!({ "scenarios": docs }))
+        );
+    }
+    Ok(if failed { EXIT_FAILED } else { EXIT_PASSED })
+}
+
+/// The sweep's [`Config`] as `flags` and `plan` ask for it (before each
+/// subject's crash states are chosen).
+fn sweep_config(plan: &Plan<'_>, flags: &SweepFlags) -> Config {
+    Config {
+        depth: flags.depth.unwrap_or(plan.default_depth),
+        threads: flags.threads,
+        partition: flags.partition,
+        scenario_timeout: flags.timeout(),
+        max_scenarios: flags.max_scenarios,
+        share: !flags.no_share,
+        // Only rows and failures are printed: keep tallies of the passing
+        // scenarios (a shard's partial report keeps them all, for merging).
+        tally: flags.partition.is_none(),
+        required: plan.required.clone(),
+        ..Config::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        flags: SweepFlags,
+    }
+
+    fn flags(args: &[&str]) -> SweepFlags {
+        Flags::try_parse_from(std::iter::once("t").chain(args.iter().copied()))
+            .unwrap()
+            .flags
+    }
+
+    fn plan(required: &[&str]) -> Plan<'static> {
+        Plan {
+            subjects: Vec::new(),
+            snapshot: None,
+            required: required.iter().map(|s| (*s).to_owned()).collect(),
+            crash_states: Vec::new(),
+            default_depth: 3,
+            rerun: &|_, _| String::new(),
+        }
+    }
+
+    /// Every flag reaches the sweep's configuration.
+    #[test]
+    fn the_flags_become_the_sweeps_config() {
+        let c = sweep_config(
+            &plan(&["dup"]),
+            &flags(&[
+                "--depth",
+                "1",
+                "--threads",
+                "3",
+                "--scenario-timeout",
+                "2.5",
+                "--max-scenarios",
+                "7",
+                "--no-share",
+                "--partition",
+                "2/4",
+            ]),
+        );
+        assert_eq!(c.depth, 1);
+        assert_eq!(c.threads, Some(3));
+        assert_eq!(c.partition, Some((2, 4)));
+        assert!(!c.trace);
+        assert_eq!(
+            c.scenario_timeout,
+            Some(std::time::Duration::from_millis(2500))
+        );
+        assert_eq!(c.max_scenarios, 7);
+        assert!(!c.share);
+        assert!(!c.tally, "a shard keeps every tally for merging");
+        assert_eq!(c.required, vec!["dup".to_owned()]);
+    }
+
+    /// Without flags: the plan's depth, sharing on, tallies kept, the
+    /// default limits.
+    #[test]
+    fn no_flags_give_the_plans_depth_and_the_defaults() {
+        let c = sweep_config(&plan(&[]), &flags(&[]));
+        assert_eq!(c.depth, 3);
+        assert_eq!(c.threads, None);
+        assert_eq!(c.partition, None);
+        assert_eq!(c.scenario_timeout, Some(crate::DEFAULT_SCENARIO_TIMEOUT));
+        assert_eq!(c.max_scenarios, crate::DEFAULT_MAX_SCENARIOS);
+        assert!(c.share);
+        assert!(c.tally);
+        assert!(c.required.is_empty());
+        let none = sweep_config(&plan(&[]), &flags(&["--scenario-timeout", "0"]));
+        assert_eq!(none.scenario_timeout, None);
+    }
+}

@@ -1,0 +1,91 @@
+//! How to sweep: the [`Config`] a caller hands the runner, and its
+//! defaults.
+
+use std::time::Duration;
+
+use crate::crash_state::CrashState;
+// For the links of the docs below.
+#[cfg(doc)]
+use crate::{Error, Failure, Report, Subject};
+
+/// How to sweep.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// How many lives in a row crash: 0 runs the clean run only, 1 adds one
+    /// scenario per hit, 2 (the default) also crashes each restart once at
+    /// every hit it reaches, and so on.
+    pub depth: u32,
+    /// Worker threads; `None` lets rayon choose (one per core).
+    pub threads: Option<usize>,
+    /// Run only shard `k` of `n` (1-based): scenarios are assigned by a stable
+    /// hash of their name, so a scenario keeps its shard when others are
+    /// added. Scenarios of other shards that are needed to find deeper ones
+    /// still run, but are not reported.
+    pub partition: Option<(u32, u32)>,
+    /// Keep each life's hits and the world's description in every result
+    /// (memory-hungry; for reruns of single scenarios).
+    pub trace: bool,
+    /// The crash states to sweep, each a full sweep of its own whose
+    /// scenarios' names start with the state; empty: the subject's
+    /// [`default_crash_states`](Subject::default_crash_states). A state the
+    /// subject does not list in [`crash_states`](Subject::crash_states) is
+    /// refused ([`Error::UnknownCrashState`]).
+    pub crash_states: Vec<CrashState>,
+    /// A scenario still running after this long is stopped at its next point
+    /// and fails as [`Failure::Hung`]; the sweep goes on. `None`: no limit.
+    ///
+    /// Rust cannot stop a thread from outside: a life that never passes
+    /// another point (blocked on a channel, a loop with no point in it) is
+    /// not stopped; the sweep waits for it, and prints once to stderr which
+    /// scenario it waits for and the last hit that life passed.
+    pub scenario_timeout: Option<Duration>,
+    /// Refuse, before running any scenario, a sweep whose estimated scenario
+    /// count (from the clean run's hits, the depth and the states) is above
+    /// this ([`Error::TooManyScenarios`]).
+    pub max_scenarios: u64,
+    /// Run every failing scenario once more; one whose result changes is
+    /// flaky ([`Failure::Flaky`]), neither a pass nor a fail.
+    pub rerun_failures: bool,
+    /// Run the clean run this many times (at least 1) and compare their hits
+    /// and verdicts ([`Error::Nondeterministic`]).
+    pub clean_runs: u32,
+    /// Share lives between scenarios when the subject opts in
+    /// ([`Subject::snapshot`] and [`Subject::fingerprint`]): the report is the
+    /// same byte for byte, with far fewer lives run. `false` replays every
+    /// scenario from a fresh world (brute force). Ignored with `trace`.
+    pub share: bool,
+    /// Keep only the failing and flaky scenarios and tally the rest as their
+    /// results arrive ([`Report::tallies`]): memory stays bounded by the
+    /// failures, not by the scenario count, and the report's rows, tables,
+    /// failures and JSON rows are the same. Ignored with `trace`.
+    pub tally: bool,
+    /// Counters to require zero on top of the subject's own, as
+    /// [`Report::require`] does after the fact, but applied to each result
+    /// as it arrives (so that a tallied sweep can require them). Names the
+    /// subject does not declare are left to [`Report::require`] to refuse.
+    pub required: Vec<String>,
+}
+
+/// [`Config::scenario_timeout`]'s default.
+pub const DEFAULT_SCENARIO_TIMEOUT: Duration = Duration::from_secs(60);
+/// [`Config::max_scenarios`]'s default.
+pub const DEFAULT_MAX_SCENARIOS: u64 = 1_000_000;
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            depth: 2,
+            threads: None,
+            partition: None,
+            trace: false,
+            crash_states: Vec::new(),
+            scenario_timeout: Some(DEFAULT_SCENARIO_TIMEOUT),
+            max_scenarios: DEFAULT_MAX_SCENARIOS,
+            rerun_failures: true,
+            clean_runs: 2,
+            share: true,
+            tally: false,
+            required: Vec::new(),
+        }
+    }
+}

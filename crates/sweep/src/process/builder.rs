@@ -1,0 +1,246 @@
+//! A [`Process`] described step by step — its program, restart, world
+//! template, judge, environment, service and counters — then checked, its
+//! counters learned by a clean run ([`Process::discover`]); and the fresh
+//! world of each scenario it makes.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::path::PathBuf;
+
+use super::error::ProcessError;
+use super::service;
+use super::world::{copy_tree, ProcessWorld};
+use crate::judge::{Counter, Verdict};
+
+/// A judge of a [`Process`] world: given the world (its directory, the
+/// lives' logs, the service's URL), the counts.
+pub type JudgeFn = dyn Fn(&ProcessWorld) -> Result<Verdict, String> + Send + Sync;
+
+pub(super) enum Judge {
+    /// A shell command run in the world directory; prints a JSON object.
+    Command(String),
+    /// A closure.
+    Fn(Box<JudgeFn>),
+}
+
+impl fmt::Debug for Judge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Judge::Command(c) => write!(f, "Command({c:?})"),
+            Judge::Fn(_) => write!(f, "Fn(..)"),
+        }
+    }
+}
+
+/// A real program swept as a child process (see the [module docs](super)).
+#[derive(Debug)]
+pub struct Process {
+    pub(super) name: String,
+    pub(super) argv: Vec<OsString>,
+    pub(super) restart: Option<Vec<OsString>>,
+    template: Option<PathBuf>,
+    pub(super) judge: Judge,
+    pub(super) env: Vec<(OsString, OsString)>,
+    pub(super) counters: Vec<Counter>,
+    count_only: Vec<String>,
+    service: Option<Vec<OsString>>,
+    service_points: bool,
+}
+
+impl Process {
+    /// The program `argv` (its first item the program, found on `PATH` as a
+    /// shell would), named `name` in tables. The restart after a crash runs
+    /// the same command unless [`Process::restart`] says otherwise; the
+    /// world starts empty unless [`Process::world_from`] names a template;
+    /// the judge, until [`Process::judge_command`] or
+    /// [`Process::judge_with`], counts nothing.
+    pub fn new<I, A>(name: &str, argv: I) -> Process
+    where
+        I: IntoIterator<Item = A>,
+        A: AsRef<OsStr>,
+    {
+        Process {
+            name: name.to_owned(),
+            argv: argv.into_iter().map(|a| a.as_ref().to_owned()).collect(),
+            restart: None,
+            template: None,
+            judge: Judge::Fn(Box::new(|_| Ok(Verdict::new()))),
+            env: Vec::new(),
+            counters: Vec::new(),
+            count_only: Vec::new(),
+            service: None,
+            service_points: false,
+        }
+    }
+
+    /// Start a service for every world: `argv` runs (before the first life)
+    /// in a directory of the world's own beside the program's, and must
+    /// print its URL (`http://HOST:PORT…`) in its first line on standard
+    /// output, e.g. `tracker serve --dir . --addr 127.0.0.1:0`. `{service}`
+    /// in the program's argv, the restart's and the judge's command is
+    /// replaced by that URL, which is also in `CRASHSWEEP_SERVICE` for the
+    /// lives and the judge. The service is killed when the scenario ends.
+    /// Its points are no-ops unless [`Process::crash_service`].
+    pub fn service<I, A>(mut self, argv: I) -> Process
+    where
+        I: IntoIterator<Item = A>,
+        A: AsRef<OsStr>,
+    {
+        self.service = Some(argv.into_iter().map(|a| a.as_ref().to_owned()).collect());
+        self
+    }
+
+    /// Sweep the service's points too: it is started with the point
+    /// protocol's descriptor, its hits join the life's (one sequence), and a
+    /// crash at one of them kills the service and the program together, as
+    /// a machine that goes down; the next life starts the service again on
+    /// the same directory (at a new URL, which `{service}` follows).
+    pub fn crash_service(mut self) -> Process {
+        self.service_points = true;
+        self
+    }
+
+    /// Lives after the first run this command instead.
+    pub fn restart<I, A>(mut self, argv: I) -> Process
+    where
+        I: IntoIterator<Item = A>,
+        A: AsRef<OsStr>,
+    {
+        self.restart = Some(argv.into_iter().map(|a| a.as_ref().to_owned()).collect());
+        self
+    }
+
+    /// Every scenario's world starts as a copy of this directory.
+    pub fn world_from(mut self, template: impl Into<PathBuf>) -> Process {
+        self.template = Some(template.into());
+        self
+    }
+
+    /// The judge is `sh -c COMMAND`, run in the world directory after the
+    /// final life; it prints one JSON object whose values are counts
+    /// (whole numbers ≥ 0). Exiting non-zero, or printing anything else,
+    /// fails the scenario with what it printed.
+    pub fn judge_command(mut self, command: &str) -> Process {
+        self.judge = Judge::Command(command.to_owned());
+        self
+    }
+
+    /// The judge is a closure given the world ([`ProcessWorld::dir`], its
+    /// [`logs`](ProcessWorld::logs), its [`service_url`](ProcessWorld::service_url)).
+    pub fn judge_with(
+        mut self,
+        f: impl Fn(&ProcessWorld) -> Result<Verdict, String> + Send + Sync + 'static,
+    ) -> Process {
+        self.judge = Judge::Fn(Box::new(f));
+        self
+    }
+
+    /// Set a variable in every life's environment (and the judge's).
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Process {
+        self.env
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// Declare the judge's counters (instead of [`Process::discover`]).
+    pub fn counters(mut self, counters: Vec<Counter>) -> Process {
+        self.counters = counters;
+        self
+    }
+
+    /// A counter [`Process::discover`] finds that only counts: a column, not
+    /// a failure when above zero (by default every counter the judge prints
+    /// must be zero in every scenario).
+    pub fn count_only(mut self, name: &str) -> Process {
+        self.count_only.push(name.to_owned());
+        self
+    }
+
+    /// Check the subject and learn its counters: run the program once to
+    /// the end (no crash) and the judge on its world, and declare each key
+    /// the judge prints, in its order, as a counter that must stay zero
+    /// (unless [`Process::count_only`]). Counters declared with
+    /// [`Process::counters`] are kept as they are.
+    pub fn discover(mut self) -> Result<Process, ProcessError> {
+        if self.argv.is_empty() {
+            return Err(ProcessError::NoProgram {
+                subject: self.name.clone(),
+            });
+        }
+        if let Some(t) = &self.template {
+            if let Err(reason) = std::fs::read_dir(t) {
+                return Err(ProcessError::BadTemplate {
+                    subject: self.name.clone(),
+                    path: t.clone(),
+                    reason: reason.to_string(),
+                });
+            }
+        }
+        if !self.counters.is_empty() {
+            return Ok(self);
+        }
+        let discovery = |reason: String| ProcessError::Discovery {
+            subject: self.name.clone(),
+            reason,
+        };
+        let mut world = self.try_world().map_err(|reason| ProcessError::World {
+            subject: self.name.clone(),
+            reason,
+        })?;
+        self.run_life(&mut world)
+            .map_err(|e| discovery(e.to_string()))?;
+        if world.hits == 0 {
+            return Err(ProcessError::NoPoints {
+                subject: self.name.clone(),
+            });
+        }
+        let verdict = self.try_judge(&world).map_err(discovery)?;
+        if verdict.counts.is_empty() {
+            return Err(ProcessError::NoCounters {
+                subject: self.name.clone(),
+            });
+        }
+        self.counters = verdict
+            .counts
+            .iter()
+            .map(|(n, _)| {
+                let c = Counter::new(n);
+                if self.count_only.contains(n) {
+                    c
+                } else {
+                    c.required()
+                }
+            })
+            .collect();
+        Ok(self)
+    }
+
+    pub(super) fn try_world(&self) -> Result<ProcessWorld, String> {
+        let root = tempfile::Builder::new()
+            .prefix("crashsweep-world-")
+            .tempdir()
+            .map_err(|e| format!("a temporary directory: {e}"))?;
+        let dir = root.path().join("world");
+        match &self.template {
+            Some(t) => copy_tree(t, &dir)
+                .map_err(|e| format!("copying {} to {}: {e}", t.display(), dir.display()))?,
+            None => std::fs::create_dir(&dir).map_err(|e| e.to_string())?,
+        }
+        std::fs::create_dir(root.path().join("logs")).map_err(|e| e.to_string())?;
+        let service = match &self.service {
+            Some(argv) => Some(service::Service::start(
+                argv,
+                &root.path().join("service"),
+                self.service_points,
+            )?),
+            None => None,
+        };
+        Ok(ProcessWorld {
+            root,
+            lives: 0,
+            hits: 0,
+            ends: Vec::new(),
+            service,
+        })
+    }
+}

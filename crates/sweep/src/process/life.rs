@@ -1,0 +1,166 @@
+//! One life of a process subject: the program started as a child process
+//! with the point protocol's descriptor, each hit it reports relayed into
+//! the life's scope and answered, and the program killed where the scope
+//! crashes (or at the time limit).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::ExitStatusExt;
+use std::panic::{self, AssertUnwindSafe};
+use std::process::{Command, Stdio};
+
+use super::builder::Process;
+use super::child::{describe_status, pass_fd, show_argv, tail, Running, POLL};
+use super::world::ProcessWorld;
+use super::{DIE_AT_VAR, FD_VAR, SERVICE_VAR, VERSION, VERSION_VAR};
+use crate::subject::LifeError;
+
+impl Process {
+    /// One life: run the program (or the restart) to its end, relaying its
+    /// hits into the current scope.
+    pub(super) fn run_life(&self, world: &mut ProcessWorld) -> Result<(), LifeError> {
+        let argv = match (&self.restart, world.lives) {
+            (Some(r), n) if n > 0 => r,
+            _ => &self.argv,
+        };
+        let Some((program, args)) = argv.split_first() else {
+            return Err(format!("{}: the program's command line is empty", self.name).into());
+        };
+        if let Some(service) = world.service.as_mut() {
+            service.ensure_running()?;
+        }
+        world.lives += 1;
+        let life = world.lives;
+        let shown = show_argv(argv);
+        let (ours, theirs) = UnixStream::pair()?;
+        let fd = theirs.as_raw_fd();
+        // The child gets its end as descriptor 3: a low number, which Node
+        // (for one) marks close-on-exec at its start-up, so the program's
+        // own children do not inherit it.
+        let child_fd: i32 = 3;
+        let mut cmd = Command::new(world.expand(program));
+        if let Some(url) = world.service_url() {
+            cmd.env(SERVICE_VAR, url);
+        }
+        cmd.args(args.iter().map(|a| world.expand(a)))
+            .current_dir(world.dir())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env(FD_VAR, child_fd.to_string())
+            .env(VERSION_VAR, VERSION)
+            .env_remove(DIE_AT_VAR)
+            .stdin(Stdio::null())
+            .stdout(File::create(world.log(life, "out"))?)
+            .stderr(File::create(world.log(life, "err"))?);
+        pass_fd(&mut cmd, fd);
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("{shown} could not start: {e}"))?;
+        drop(theirs);
+        // The service's hits go to this life's scope while it runs, and a
+        // crash at one of them kills this program too.
+        let _in_life = world.service.as_ref().map(|s| s.life_started(child.id()));
+        let mut running = Running {
+            child: Some(child),
+            shown: shown.clone(),
+        };
+        let result = relay(&ours, &mut running, world, life)?;
+        let status = match result {
+            Relayed::Exited => running.wait_or_stop()?,
+            Relayed::Protocol(why) => {
+                running.kill()?;
+                return Err(format!("{shown} broke the point protocol: {why}").into());
+            }
+        };
+        let end = describe_status(status);
+        if let Some(s) = &world.service {
+            world.ends.extend(s.take_ends());
+        }
+        world.ends.push(format!("life {life}: {shown} {end}"));
+        if status.success() {
+            Ok(())
+        } else {
+            let err = std::fs::read_to_string(world.log(life, "err")).unwrap_or_default();
+            Err(format!("{shown} {end}{}", tail(&err)).into())
+        }
+    }
+}
+
+/// How a relay of a program's hits ended (other than by unwinding).
+enum Relayed {
+    /// The program closed the descriptor (it exited).
+    Exited,
+    /// It wrote something that is not a hit.
+    Protocol(String),
+}
+
+/// Read the program's hits and answer them until it exits. A hit the scope
+/// crashes at (or a cancel) unwinds from here after the child was killed.
+fn relay(
+    ours: &UnixStream,
+    running: &mut Running,
+    world: &mut ProcessWorld,
+    life: u32,
+) -> Result<Relayed, LifeError> {
+    let ends = &mut world.ends;
+    ours.set_read_timeout(Some(POLL))?;
+    let mut reader = BufReader::new(ours.try_clone()?);
+    let mut writer = ours.try_clone()?;
+    let mut line = Vec::new();
+    loop {
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => return Ok(Relayed::Exited),
+            Ok(_) if line.last() != Some(&b'\n') => return Ok(Relayed::Exited),
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+                line.clear();
+                let Some(name) = text.strip_prefix("hit ").filter(|n| !n.is_empty()) else {
+                    return Ok(Relayed::Protocol(format!(
+                        "it wrote {text:?}, not `hit NAME`"
+                    )));
+                };
+                world.hits += 1;
+                if let Err(payload) =
+                    panic::catch_unwind(AssertUnwindSafe(|| crashpoint::hit(name)))
+                {
+                    // The crash (or a cancel) lands here: the program is
+                    // blocked at this very point until it is killed.
+                    let status = running.kill()?;
+                    ends.push(format!(
+                        "life {life}: {} {} at {name}",
+                        running.shown,
+                        describe_status(status)
+                    ));
+                    if status.signal() != Some(libc::SIGKILL) {
+                        panic!(
+                            "{} was to be killed at point {name:?}, but it {}",
+                            running.shown,
+                            describe_status(status)
+                        );
+                    }
+                    panic::resume_unwind(payload);
+                }
+                if writer.write_all(b"go\n").is_err() {
+                    // It is gone: its exit status says why.
+                    return Ok(Relayed::Exited);
+                }
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if let Some(scope) = crashpoint::current() {
+                    if scope.cancel_requested() {
+                        let status = running.kill()?;
+                        ends.push(format!(
+                            "life {life}: {} {} at the time limit",
+                            running.shown,
+                            describe_status(status)
+                        ));
+                        scope.stop();
+                    }
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}

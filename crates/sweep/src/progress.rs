@@ -1,0 +1,24 @@
+//! Progress of a running sweep, as the runner reports it to a progress
+//! bar: scenarios planned and finished, level by level.
+
+/// Progress of a running sweep, for a progress bar.
+///
+/// `depth` is the scenario's level (1 = one crash). A scenario's children
+/// are planned as soon as it finishes, so once every scenario of level `d`
+/// has finished, the count planned at level `d + 1` is final: a bar over one
+/// level at a time has a total that does not grow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// This many more scenarios of level `depth` are planned.
+    Planned {
+        /// The level of the planned scenarios.
+        depth: usize,
+        /// How many more.
+        count: u64,
+    },
+    /// One more scenario of level `depth` has finished.
+    Finished {
+        /// The level of the finished scenario.
+        depth: usize,
+    },
+}

@@ -1,0 +1,332 @@
+//! The replayer: one scenario run from a fresh world, life by life — each
+//! crashing life checked to crash where the scenario's name says, the final
+//! life run to its end — and the world judged after.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crashpoint::{Handle, Hit, Outcome};
+
+use crate::config::Config;
+use crate::failure::{Failure, Life};
+use crate::judge::{verdict_failure, Counter, Verdict};
+use crate::report::{LifeTrace, ScenarioResult};
+use crate::scenario::Scenario;
+use crate::subject::{LifeContext, Subject};
+use crate::watchdog::Watchdog;
+
+pub(crate) struct Ran {
+    pub(crate) result: ScenarioResult,
+    pub(crate) last_hits: Vec<Hit>,
+    /// In an enumerating state: how many disks the cut after each crash
+    /// could have left, for each boot after a crash that got that far.
+    pub(crate) cut_disks: Vec<u32>,
+}
+
+/// Replays scenarios of one subject, with what stays the same for all of
+/// them computed once (the counters are asked for once per sweep, not once
+/// per scenario).
+pub(crate) struct Replayer<'a, S> {
+    pub(crate) subject: &'a S,
+    pub(crate) counters: Vec<Counter>,
+    trace: bool,
+    watchdog: &'a Watchdog,
+    /// Lives run so far (for [`Stats`](crate::Stats)).
+    pub(crate) lives: AtomicU64,
+}
+
+/// How a final life went: its failure (if any), how it ended in words, its
+/// hits, and whether it was stopped for running too long.
+pub(crate) struct FinalRun {
+    pub(crate) failure: Option<Failure>,
+    end: String,
+    pub(crate) hits: Vec<Hit>,
+    pub(crate) hung: bool,
+}
+
+impl<'a, S: Subject> Replayer<'a, S> {
+    pub(crate) fn new(subject: &'a S, trace: bool, watchdog: &'a Watchdog) -> Self {
+        Replayer {
+            subject,
+            counters: subject.counters(),
+            trace,
+            watchdog,
+            lives: AtomicU64::new(0),
+        }
+    }
+
+    /// The deadline of a scenario (or a shared life) starting now.
+    pub(crate) fn deadline(&self) -> Instant {
+        Instant::now() + self.watchdog.limit.unwrap_or(Duration::ZERO)
+    }
+
+    /// Run every failing scenario once more, if the config says so: a result
+    /// that changes makes the scenario flaky.
+    pub(crate) fn settle(
+        &self,
+        sc: &Scenario,
+        result: &mut ScenarioResult,
+        clean: &Verdict,
+        config: &Config,
+    ) {
+        if !config.rerun_failures {
+            return;
+        }
+        if let Some(first) = &result.failure {
+            let again = self.replay(sc, Vec::new(), Some(clean));
+            // A hung life is stopped wherever it is when the time limit
+            // comes: hung again in the same life is the same result,
+            // whatever hit it stopped at (and whatever the world then holds).
+            let hung_again = matches!(
+                (first, &again.result.failure),
+                (Failure::Hung { life: a, .. }, Some(Failure::Hung { life: b, .. })) if a == b
+            );
+            if hung_again {
+                return;
+            }
+            if again.result.failure != result.failure || again.result.verdict != result.verdict {
+                result.failure = Some(Failure::Flaky {
+                    first: Box::new(first.clone()),
+                    again: again.result.failure.map(Box::new),
+                });
+            }
+        }
+    }
+
+    /// One life in `handle`'s scope, booted and (unless it crashed) shut
+    /// down; `Err` if the boot failed.
+    pub(crate) fn life(
+        &self,
+        world: &mut S::World,
+        ctx: &LifeContext,
+        handle: &Handle,
+        deadline: Instant,
+        scenario: &Scenario,
+        cut_disks: &mut Vec<u32>,
+    ) -> Result<crashpoint::Life<Result<(), crate::LifeError>>, String> {
+        self.subject
+            .boot(world, ctx)
+            .map_err(|e| format!("the boot failed: {e}"))?;
+        if ctx.after_crash() && self.subject.enumerates(ctx.state()) {
+            if let Some(n) = self.subject.crash_disks(world) {
+                cut_disks.push(n.max(1));
+            }
+        }
+        self.lives.fetch_add(1, Ordering::Relaxed);
+        let id = self.watchdog.register(handle, deadline, scenario);
+        let life = handle.run(|| self.subject.life(world));
+        self.watchdog.forget(id);
+        if matches!(life.outcome, Outcome::Finished(_)) {
+            self.subject.shutdown(world, ctx);
+        }
+        Ok(life)
+    }
+
+    fn hung(&self, handle: &Handle, life: Life) -> Option<Failure> {
+        let last_hit = handle.cancelled()?;
+        Some(Failure::Hung {
+            life,
+            last_hit,
+            limit_ms: self.watchdog.limit.map_or(0, Failure::millis),
+        })
+    }
+
+    pub(crate) fn replay(
+        &self,
+        scenario: &Scenario,
+        order: Vec<u32>,
+        clean: Option<&Verdict>,
+    ) -> Ran {
+        let deadline = self.deadline();
+        let mut world = self.subject.world();
+        let mut failure = None;
+        let mut lives = Vec::new();
+        let mut after_crash = false;
+        let mut cut_disks = Vec::new();
+        for (n, target) in scenario.hits.iter().enumerate() {
+            let ctx = LifeContext::new(scenario.state.clone(), n + 1, after_crash)
+                .with_disk(scenario.disk_after(n));
+            let handle = Handle::new(Some(target.clone()));
+            let which = Life::Crashing(n + 1);
+            let life = match self.life(
+                &mut world,
+                &ctx,
+                &handle,
+                deadline,
+                scenario,
+                &mut cut_disks,
+            ) {
+                Ok(life) => life,
+                Err(error) => {
+                    failure = Some(Failure::Stopped {
+                        life: which,
+                        before: Some(target.clone()),
+                        error,
+                    });
+                    break;
+                }
+            };
+            let (end, fail) = match &life.outcome {
+                Outcome::Crashed(_) => match self.hung(&handle, which) {
+                    Some(h) => (h.to_string(), Some(h)),
+                    None => (format!("crashed at {target}"), None),
+                },
+                Outcome::Finished(Ok(())) => (
+                    format!("finished before reaching {target}: the crash did not fire"),
+                    Some(Failure::CrashDidNotFire {
+                        life: which,
+                        target: target.clone(),
+                    }),
+                ),
+                Outcome::Finished(Err(e)) => (
+                    format!("stopped with an error before reaching {target}: {e}"),
+                    Some(Failure::Stopped {
+                        life: which,
+                        before: Some(target.clone()),
+                        error: e.to_string(),
+                    }),
+                ),
+                Outcome::Panicked(m) => (
+                    format!("panicked: {m}"),
+                    Some(Failure::Panicked {
+                        life: which,
+                        message: m.clone(),
+                    }),
+                ),
+            };
+            after_crash = true;
+            if self.trace {
+                lives.push(LifeTrace::new(Some(target), &life.hits, end));
+            }
+            if fail.is_some() {
+                failure = fail;
+                break;
+            }
+        }
+        let mut last_hits = Vec::new();
+        if failure.is_none() {
+            let fin = self.final_life(&mut world, scenario, after_crash, deadline, &mut cut_disks);
+            failure = fin.failure;
+            if self.trace && !(fin.hits.is_empty() && fin.end.is_empty()) {
+                lives.push(LifeTrace::new(None, &fin.hits, fin.end));
+            }
+            last_hits = fin.hits;
+        }
+        let verdict = self.judge(&world, &mut failure, clean);
+        let world_text = self.trace.then(|| self.subject.describe(&world));
+        Ran {
+            result: ScenarioResult {
+                scenario: scenario.clone(),
+                order,
+                verdict,
+                failure,
+                lives,
+                world: world_text,
+            },
+            last_hits,
+            cut_disks,
+        }
+    }
+
+    /// The final life of `scenario` on `world` (booted, run with no crash,
+    /// shut down if it returned).
+    pub(crate) fn final_life(
+        &self,
+        world: &mut S::World,
+        scenario: &Scenario,
+        after_crash: bool,
+        deadline: Instant,
+        cut_disks: &mut Vec<u32>,
+    ) -> FinalRun {
+        let n = scenario.depth() + 1;
+        let which = Life::Final(n);
+        let ctx = LifeContext::new(scenario.state.clone(), n, after_crash)
+            .with_disk(scenario.disk_after(n - 1));
+        let handle = Handle::new(None);
+        match self.life(world, &ctx, &handle, deadline, scenario, cut_disks) {
+            Err(error) => FinalRun {
+                failure: Some(Failure::Stopped {
+                    life: which,
+                    before: None,
+                    error,
+                }),
+                end: String::new(),
+                hits: Vec::new(),
+                hung: false,
+            },
+            Ok(life) => {
+                let mut hung = false;
+                let (end, failure) = match &life.outcome {
+                    Outcome::Finished(Ok(())) => ("finished".to_owned(), None),
+                    Outcome::Finished(Err(e)) => (
+                        format!("stopped with an error: {e}"),
+                        Some(Failure::Stopped {
+                            life: which,
+                            before: None,
+                            error: e.to_string(),
+                        }),
+                    ),
+                    Outcome::Crashed(h) => match self.hung(&handle, which) {
+                        Some(f) => {
+                            hung = true;
+                            (f.to_string(), Some(f))
+                        }
+                        None => (
+                            format!("crashed at {h} with no crash injected"),
+                            Some(Failure::Uninjected {
+                                life: which,
+                                hit: h.clone(),
+                            }),
+                        ),
+                    },
+                    Outcome::Panicked(m) => (
+                        format!("panicked: {m}"),
+                        Some(Failure::Panicked {
+                            life: which,
+                            message: m.clone(),
+                        }),
+                    ),
+                };
+                FinalRun {
+                    failure,
+                    end,
+                    hits: life.hits,
+                    hung,
+                }
+            }
+        }
+    }
+
+    /// The judge's verdict on `world`; a judge that panics or crashes fails
+    /// the scenario (unless a life already did), and so does a verdict that
+    /// breaks a required counter or counts an undeclared one.
+    pub(crate) fn judge(
+        &self,
+        world: &S::World,
+        failure: &mut Option<Failure>,
+        clean: Option<&Verdict>,
+    ) -> Verdict {
+        let verdict = self.judge_only(world, failure);
+        if failure.is_none() {
+            *failure = verdict_failure(&verdict, clean, &self.counters);
+        }
+        verdict
+    }
+
+    /// The judge's verdict on `world`; a judge that panics or crashes fails
+    /// the scenario, unless a life already did.
+    pub(crate) fn judge_only(&self, world: &S::World, failure: &mut Option<Failure>) -> Verdict {
+        let judged = crashpoint::record(|| self.subject.judge(world));
+        match judged.outcome {
+            Outcome::Finished(v) => v,
+            Outcome::Panicked(m) => {
+                failure.get_or_insert(Failure::JudgePanicked { message: m });
+                Verdict::new()
+            }
+            Outcome::Crashed(h) => {
+                failure.get_or_insert(Failure::JudgeCrashed { hit: h });
+                Verdict::new()
+            }
+        }
+    }
+}

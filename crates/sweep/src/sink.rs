@@ -1,0 +1,53 @@
+//! One crash state's sweep as its scenarios see it: the [`Run`] they
+//! share, and the [`Sink`] their results go to as they arrive (tallied, and
+//! kept only if they failed).
+
+use std::sync::Mutex;
+
+use crate::config::Config;
+use crate::judge::{broken_invariants, Counter, Verdict};
+use crate::progress::Progress;
+use crate::report::{ScenarioResult, Tally};
+
+/// What every scenario of one crash state's sweep shares: the config, the
+/// clean run's verdict, the progress callback and where results go.
+pub(crate) struct Run<'r> {
+    pub(crate) config: &'r Config,
+    pub(crate) clean: &'r Verdict,
+    pub(crate) progress: &'r (dyn Fn(Progress) + Sync),
+    pub(crate) sink: &'r Sink<'r>,
+}
+
+/// Where a sweep's results go as they arrive: each is tallied, and kept
+/// only if it failed (or every one, when the sweep keeps all).
+pub(crate) struct Sink<'r> {
+    pub(crate) clean: &'r Verdict,
+    pub(crate) counters: &'r [Counter],
+    pub(crate) required: bool,
+    pub(crate) keep_all: bool,
+    pub(crate) inner: Mutex<Gathered>,
+}
+
+pub(crate) struct Gathered {
+    pub(crate) tally: Tally,
+    pub(crate) kept: Vec<ScenarioResult>,
+    pub(crate) count: u64,
+}
+
+impl Sink<'_> {
+    /// One scenario's result (of the shard), in any order.
+    pub(crate) fn push(&self, mut result: ScenarioResult) {
+        if self.required && result.failure.is_none() {
+            result.failure = broken_invariants(&result.verdict, Some(self.clean), self.counters);
+        }
+        let values = (!self.keep_all).then(|| Tally::values(&result, self.clean, self.counters));
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.count += 1;
+        if let Some(values) = values {
+            g.tally.add(&result, &values);
+        }
+        if self.keep_all || result.failure.is_some() {
+            g.kept.push(result);
+        }
+    }
+}

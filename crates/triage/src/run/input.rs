@@ -1,0 +1,77 @@
+//! Phase 1 of a run: the input that can be checked without touching the
+//! state directory (task, run ID, mode, prices, tracker URL, the options
+//! that name a tool), so bad input creates nothing.
+
+use agent::provider::Prices;
+use durable::RunId;
+
+use crate::exit::Failure;
+use crate::live::Mode;
+use crate::remote;
+use crate::task::{self, Catalog, Task};
+use crate::Cli;
+
+/// What phase 1 read: the task named (if any), the mode the environment
+/// asks for, and the model's prices.
+pub(crate) struct Input {
+    pub(crate) task: Option<Task>,
+    pub(crate) env_mode: Mode,
+    pub(crate) prices: Prices,
+}
+
+/// Check the input that needs no state directory: bad input is refused
+/// before anything is created.
+pub(crate) fn check_input(cli: &Cli, catalog: &Catalog) -> Result<Input, Failure> {
+    let task = cli.task.as_deref().map(|n| catalog.get(n)).transpose()?;
+    if let Some(id) = &cli.run {
+        RunId::parse(id).map_err(Failure::from)?;
+    }
+    let env_mode = Mode::from_env(cli.model.as_deref(), |k| std::env::var(k).ok())
+        .map_err(|e| Failure::usage("live", e.to_string()))?;
+    let prices = Prices::parse(cli.price.as_deref().unwrap_or(""))
+        .map_err(|e| Failure::usage("price", e.to_string()))?;
+    if let Some(url) = &cli.tracker {
+        remote::check_url(url)?;
+    }
+    for (option, tool) in tool_options(cli) {
+        let known = task::tool_names();
+        if !known.contains(tool) {
+            return Err(
+                Failure::usage("unknown_tool", format!("{option} {tool:?}: no such tool"))
+                    .hint(format!("the tools are {}", known.join(", "))),
+            );
+        }
+        if let Some(task) = &task {
+            check_tool_option(task, option, tool)?;
+        }
+    }
+    Ok(Input {
+        task,
+        env_mode,
+        prices,
+    })
+}
+
+/// The options that name a tool: `--die-after`, `--signal-after`.
+pub(crate) fn tool_options(cli: &Cli) -> impl Iterator<Item = (&'static str, &String)> {
+    [
+        ("--die-after", cli.die_after.as_ref()),
+        ("--signal-after", cli.signal_after.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(option, tool)| tool.map(|t| (option, t)))
+}
+
+/// `--die-after TOOL` (and `--signal-after TOOL`) must name a tool the task
+/// calls.
+pub(crate) fn check_tool_option(task: &Task, option: &str, tool: &str) -> Result<(), Failure> {
+    let tools = task.tools();
+    if tools.contains(&tool) {
+        return Ok(());
+    }
+    Err(Failure::usage(
+        "unknown_tool",
+        format!("{option} {tool}: task {} never calls {tool}", task.name),
+    )
+    .hint(format!("it calls {}", tools.join(", "))))
+}

@@ -1,0 +1,200 @@
+//! What a run prints about itself: the header (which run, where its files
+//! are), the clean-up of crash leftovers, a finished run found again, and
+//! the end of a finished run (answer, checks, summary).
+
+use durable::RunId;
+use serde_json::json;
+
+use super::{How, Shared};
+use crate::checks::{self, Evidence, Kind};
+use crate::exit::Exit;
+use crate::live::Mode;
+use crate::output::{self, plural};
+use crate::world::{Collected, StateDir, World};
+
+/// What the end of a finished run prints.
+pub(crate) struct Report<'a> {
+    pub(crate) sd: &'a StateDir,
+    pub(crate) run: &'a RunId,
+    pub(crate) world: &'a World,
+    pub(crate) already_done: bool,
+    /// Live mode: the checks that compare with the recording are skipped.
+    pub(crate) live: bool,
+}
+
+impl Report<'_> {
+    /// Evaluate the task's checks against the world and the answer, print
+    /// them with the answer and a summary, and say how the command ends.
+    pub(crate) fn print(
+        &self,
+        result: &agent::RunResult,
+        issues: &[tracker::Issue],
+        printer: &Shared,
+    ) -> Exit {
+        let (run, world) = (self.run, self.world);
+        let evidence = Evidence {
+            issues,
+            workspace: &world.workspace(),
+            answer: &result.answer,
+            turns: result.turns,
+            tokens: (result.usage.input_tokens, result.usage.output_tokens),
+            recorded_tokens: world.task.recorded_tokens,
+        };
+        // `turns` and `paid_once` compare the run with the recorded
+        // replies; a live model's replies are not those.
+        let (catalog, skipped): (Vec<_>, Vec<_>) =
+            world.task.checks.iter().cloned().partition(|c| {
+                !(self.live && matches!(c.kind, Kind::Turns { .. } | Kind::PaidOnce))
+            });
+        let verdicts = checks::evaluate(&catalog, &evidence);
+        let passed = verdicts.iter().filter(|v| v.passed).count();
+        let exit = if passed == verdicts.len() {
+            Exit::Done
+        } else {
+            Exit::ChecksFailed
+        };
+        let p = output::lock(printer);
+        p.step(
+            "answer",
+            &result.answer,
+            json!({"event": "answer", "answer": result.answer}),
+        );
+        p.checks(&verdicts);
+        if !skipped.is_empty() {
+            p.detail(&format!(
+                "live mode: {} check(s) that compare with the recording skipped ({})",
+                skipped.len(),
+                skipped
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        let u = &result.usage;
+        let failed = if exit == Exit::Done {
+            String::new()
+        } else {
+            format!("; {} FAILED", plural(verdicts.len() - passed, "check"))
+        };
+        let checkpoint = self.sd.checkpoint_path(run);
+        p.step(
+            "summary",
+            &format!(
+                "run {run} is done: {}, {}, {} in / {} out tokens, ${:.4}{failed}",
+                plural(result.turns as usize, "turn"),
+                plural(result.resumes as usize, "restart"),
+                u.input_tokens,
+                u.output_tokens,
+                u.dollars,
+            ),
+            json!({"event": "summary", "run": run.as_str(), "task": world.task.name,
+                   "status": exit.name(), "exit": exit.code(),
+                   "answer": result.answer, "turns": result.turns,
+                   "resumes": result.resumes, "usage": u,
+                   "already_done": self.already_done,
+                   "checks": verdicts.iter().map(|v| json!({"name": v.name, "passed": v.passed, "detail": v.detail})).collect::<Vec<_>>(),
+                   "passed": passed, "total": verdicts.len(),
+                   "checkpoint": checkpoint, "world": world.path}),
+        );
+        p.detail(&format!("checkpoint {}", checkpoint.display()));
+        exit
+    }
+}
+
+/// The first lines: which run, where its files are.
+pub(crate) fn header(
+    printer: &Shared,
+    sd: &StateDir,
+    (run, how): (&RunId, How),
+    world: &World,
+    before: Option<&durable::Saved<agent::State>>,
+    (mode, mode_text): (&Mode, &str),
+) {
+    let p = output::lock(printer);
+    let checkpoint = sd.checkpoint_path(run);
+    let text = match before {
+        None if how == How::Adopted => format!(
+            "adopted run {run} of task {}: it was killed before its first save, so it goes on \
+             under its own ID (the same idempotency keys) in its world; {mode_text}",
+            world.task.name
+        ),
+        None => format!("new run {run} of task {}; {mode_text}", world.task.name),
+        Some(s) => format!(
+            "found run {run} of task {} in phase {} after {}; {mode_text}",
+            world.task.name,
+            s.phase,
+            plural(s.turns as usize, "turn")
+        ),
+    };
+    p.step(
+        "run",
+        &text,
+        json!({"event": "run", "run": run.as_str(), "task": world.task.name,
+               "mode": mode.record(), "live": mode.is_live(),
+               "new": how == How::New, "adopted": how == How::Adopted,
+               "phase": before.map(|s| s.phase.as_str()),
+               "started": world.meta.started,
+               "state": sd.path(), "checkpoint": checkpoint, "world": world.path}),
+    );
+    p.detail(&format!("checkpoint {}", checkpoint.display()));
+    p.detail(&format!(
+        "world      {} (tracker.json, workspace/)",
+        world.path.display()
+    ));
+}
+
+/// A run found already done: say so (it prints its saved answer and calls
+/// nothing), and, if the task picked it, how to run the task again.
+pub(crate) fn already_done(printer: &Shared, run: &RunId, how: How, world: &World) {
+    let p = output::lock(printer);
+    p.step(
+        "done",
+        &format!("run {run} is already done: printing its saved answer, calling nothing"),
+        json!({"event": "already_done", "run": run.as_str(),
+               "picked": if how == How::Finished { "task" } else { "run" }}),
+    );
+    if how == How::Finished {
+        p.detail(&format!(
+            "(the task's most recent run, finished: the same command reports it; to run task {} again as a new run, add --new-run)",
+            world.task.name
+        ));
+    }
+}
+
+/// Say what [`StateDir::collect`] removed, if anything.
+pub(crate) fn report_collected(printer: &Shared, c: &Collected) {
+    if c.half_built.is_empty() && c.temps.is_empty() && c.probes.is_empty() {
+        return;
+    }
+    let mut parts = Vec::new();
+    if !c.half_built.is_empty() {
+        parts.push(format!(
+            "{} of killed starts ({})",
+            plural(c.half_built.len(), "half-built world"),
+            c.half_built.join(", ")
+        ));
+    }
+    if !c.temps.is_empty() {
+        parts.push(format!(
+            "{} of killed saves ({})",
+            plural(c.temps.len(), "checkpoint temp file"),
+            c.temps.join(", ")
+        ));
+    }
+    if !c.probes.is_empty() {
+        parts.push(format!(
+            "{} of killed starts ({})",
+            plural(c.probes.len(), "write probe"),
+            c.probes.join(", ")
+        ));
+    }
+    output::lock(printer).step(
+        "cleanup",
+        &format!("removed {}", parts.join("; ")),
+        json!({"event": "cleanup",
+               "half_built": c.half_built,
+               "probes": c.probes,
+               "checkpoint_temps": c.temps}),
+    );
+}

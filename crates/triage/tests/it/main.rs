@@ -1,0 +1,13 @@
+//! Integration tests of the triage binary, in one binary so they link once.
+
+mod chaos;
+mod chaos_http;
+mod common;
+mod die_and_resume;
+mod disk_full;
+mod holes;
+mod inputs_and_restarts;
+mod live;
+mod lock_and_terminal;
+mod restart_windows;
+mod signal_and_resume;
