@@ -109,8 +109,6 @@ impl Request {
 pub struct Resolved {
     /// The entry, whose spec is the canonical way to write it.
     pub entry: Entry,
-    /// Set when the spec used an old one-word name: how to write it now.
-    pub note: Option<String>,
 }
 
 /// The registry's subjects and entries, with the rules read off them.
@@ -184,10 +182,7 @@ impl Registry {
             }
         }
         if let Some(e) = self.of_subject(name).find(|e| e.spec == *spec) {
-            return Ok(Resolved {
-                entry: e.clone(),
-                note: None,
-            });
+            return Ok(Resolved { entry: e.clone() });
         }
         // What is missing: the dimensions every entry with these needs.
         let wider: Vec<&Entry> = self
@@ -214,21 +209,15 @@ impl Registry {
         }
     }
 
-    /// An unknown subject: an old one-word name (accepted, with a note),
-    /// or a misspelling.
+    /// An unknown subject: an old one-word name (refused, naming the
+    /// composed form that replaced it), or a misspelling.
     fn resolve_legacy(&self, spec: &Spec) -> Result<Resolved, String> {
         let name = spec.subject.as_str();
         if let Some(e) = self.entries.iter().find(|e| e.legacy == name) {
             let now = e.spec.command();
-            if !spec.dims.is_empty() {
-                return Err(format!(
-                    "{name:?} is the old name of `{now}`; add the other flags to that form instead"
-                ));
-            }
-            return Ok(Resolved {
-                entry: e.clone(),
-                note: Some(format!("variant {name:?} is now written `{now}`")),
-            });
+            return Err(format!(
+                "{name:?} is an old one-word variant name; variants are composed now: write `{now}`"
+            ));
         }
         let subjects = self.subjects.iter().map(|s| s.name.as_str());
         let legacy = self.entries.iter().map(|e| e.legacy.as_str());
@@ -446,7 +435,7 @@ fn compact(values: &[&str]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn spec(subject: &str, dims: &[(Dim, &str)]) -> Spec {
@@ -531,22 +520,20 @@ mod tests {
     }
 
     #[test]
-    fn every_variant_resolves_by_its_spec_and_by_its_old_name() {
+    fn every_variant_resolves_by_its_spec_and_an_old_name_is_refused_with_it() {
         let registry = Registry::load();
         let mut titles = Vec::new();
         for e in &registry.entries {
             let by_spec = registry.resolve(&e.spec).unwrap();
             assert_eq!(by_spec.entry.legacy, e.legacy);
-            assert!(by_spec.note.is_none());
-            let by_name = registry.resolve(&Spec::new(&e.legacy)).unwrap();
-            assert_eq!(by_name.entry.spec, e.spec, "{}", e.legacy);
-            // An old name that is not the subject's own says how to write it now.
-            assert_eq!(
-                by_name.note.is_some(),
-                e.legacy != e.spec.subject,
-                "{}",
-                e.legacy
-            );
+            if e.legacy == e.spec.subject {
+                // A subject's own name is not an old name.
+                assert!(e.spec.dims.is_empty(), "{}", e.legacy);
+            } else {
+                let refused = registry.resolve(&Spec::new(&e.legacy)).err();
+                let refused = refused.unwrap_or_else(|| panic!("{} resolved", e.legacy));
+                assert!(refused.contains(&e.spec.command()), "{refused}");
+            }
             titles.push(e.title());
         }
         let n = titles.len();
@@ -718,23 +705,31 @@ mod tests {
     }
 
     #[test]
-    fn an_old_name_is_accepted_alone_and_says_its_new_form() {
+    fn an_old_name_is_refused_with_its_composed_form() {
         let registry = Registry::load();
-        let r = registry
-            .resolve(&Spec::new("loop-keyed-power-lose-no-dir-fsync"))
-            .unwrap();
+        let e = refused(&registry, &Spec::new("loop-keyed-power-lose-no-dir-fsync"));
         assert_eq!(
-            r.note.as_deref(),
-            Some("variant \"loop-keyed-power-lose-no-dir-fsync\" is now written `--variant loop-keyed --crash-state lose --mutation no-dir-fsync`")
+            e,
+            "\"loop-keyed-power-lose-no-dir-fsync\" is an old one-word variant name; variants are composed now: write `--variant loop-keyed --crash-state lose --mutation no-dir-fsync`"
         );
         let e = refused(
             &registry,
             &spec("power-real-lose-keys", &[(Dim::Model, "new-ids")]),
         );
         assert!(
-            e.contains("old name of `--variant keys --crash-state lose`"),
+            e.contains("write `--variant keys --crash-state lose`"),
             "{e}"
         );
+    }
+
+    /// The entry whose old one-word name is `name` (for tests that check
+    /// the crates' own slugs against the registry).
+    pub(crate) fn by_legacy<'a>(registry: &'a Registry, name: &str) -> &'a Entry {
+        registry
+            .entries
+            .iter()
+            .find(|e| e.legacy == name)
+            .unwrap_or_else(|| panic!("no entry with the old name {name:?}"))
     }
 
     #[test]

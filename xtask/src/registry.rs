@@ -10,12 +10,10 @@
 use std::path::Path;
 use std::rc::Rc;
 
-use designs::variants::{self as modes, DesignVariant as ModeVariant};
-use designs::{Design, ModelBehaviour as DesignModel, Script, Storage, Writer as DesignWriter};
+use designs::variants::{self, DesignVariant};
+use designs::{Design, ModelBehaviour, Script, Storage, Writer as DesignWriter};
 use durable::testing::CrashState;
 use sweep::DynSubject;
-
-// The real loop's sweep subject (moving to its own crate: change this line).
 
 use crate::compose::spec::{Dim, Spec};
 use crate::StorageArg;
@@ -193,24 +191,24 @@ pub fn entries() -> Vec<Entry> {
                 if w != DesignWriter::Real {
                     spec = spec.with(Dim::Mutation, w.slug());
                 }
-                v.push(design_entry(spec, modes::power(d, w, s)));
+                v.push(design_entry(spec, variants::power(d, w, s)));
             }
         }
         for k in PERSON_WRONG {
             let spec = Spec::new(d.slug()).with(Dim::PersonWrong, &k.to_string());
-            v.push(design_entry(spec, modes::person(d, k)));
+            v.push(design_entry(spec, variants::person(d, k)));
         }
-        for m in DesignModel::ALL {
+        for m in ModelBehaviour::ALL {
             let spec = Spec::new(d.slug()).with(Dim::Model, m.slug());
-            v.push(design_entry(spec.clone(), modes::model(d, false, m)));
-            let keyed = modes::model(d, true, m);
+            v.push(design_entry(spec.clone(), variants::model(d, false, m)));
+            let keyed = variants::model(d, true, m);
             if keyed.modes.keys {
                 v.push(design_entry(spec.with(Dim::PlusKeys, "yes"), keyed));
             }
         }
         for (name, layout) in TRACKERS {
             let spec = Spec::new(d.slug()).with(Dim::Tracker, name);
-            v.push(design_entry(spec, modes::tracker_crash(d, layout)));
+            v.push(design_entry(spec, variants::tracker_crash(d, layout)));
         }
     }
     for l in loop_sweep::variants() {
@@ -273,7 +271,7 @@ pub fn entries() -> Vec<Entry> {
     v
 }
 
-fn design_entry(spec: Spec, variant: ModeVariant) -> Entry {
+fn design_entry(spec: Spec, variant: DesignVariant) -> Entry {
     let legacy = variant.slug.clone();
     let titled = variant.clone();
     Entry {
@@ -366,16 +364,14 @@ mod tests {
             .map(|d| (d.slug().to_owned(), d.title().to_owned()))
             .collect();
         listed.extend(loop_sweep::variants().iter().map(|l| (l.slug(), l.title())));
-        listed.extend(modes::variants());
+        listed.extend(variants::variants());
         for (slug, b) in bank_variants() {
             listed.push((slug.to_owned(), sweep::Subject::name(&bank::Payday(b))));
         }
         for (slug, title) in listed {
-            let r = registry
-                .resolve(&Spec::new(&slug))
-                .unwrap_or_else(|e| panic!("{slug}: {e}"));
-            assert_eq!(r.entry.title(), title, "{slug}");
-            assert_eq!(r.entry.legacy, slug);
+            let e = crate::compose::tests::by_legacy(&registry, &slug);
+            assert_eq!(e.title(), title, "{slug}");
+            assert_eq!(registry.resolve(&e.spec).unwrap().entry.legacy, slug);
         }
     }
 
@@ -386,7 +382,7 @@ mod tests {
             .iter()
             .filter(|e| e.family == Family::Designs && !e.spec.dims.is_empty())
         {
-            let v = modes::variant(&e.legacy)
+            let v = variants::variant(&e.legacy)
                 .unwrap_or_else(|| panic!("{} unknown to designs", e.legacy));
             assert_eq!(v.title(), e.title());
         }

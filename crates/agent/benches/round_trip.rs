@@ -19,8 +19,10 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use agent::provider::{ApiKey, OpenAi, ToolSpec};
-use agent::{Checkpoint, Message, Model, Phase, Role, State, ToolCall};
+use agent::model::Model;
+use agent::provider::{ApiKey, OpenAi};
+use agent::state::{Checkpoint, Message, Phase, Role, State, ToolCall};
+use agent::tool::ToolSpec;
 use durable::{DiskDir, Options, RunId};
 use serde_json::json;
 use test_provider::{openai, Script, TestProvider};

@@ -4,22 +4,15 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crate::ToolCall;
+use crate::state::ToolCall;
 use durable::{Dir, Options, RunId};
 
-use crate::approver::{Approver, Unattended};
+use crate::approve::{Approver, Unattended};
 use crate::clock::{Clock, SystemClock};
 use crate::limits::Limits;
-use crate::model::Model;
-use crate::observer::{Event, Observer, Quiet};
-use crate::replay::ScriptedModel;
+use crate::model::{Model, ScriptedModel, Transcript, TranscriptError};
+use crate::observe::{Event, Observer, Quiet};
 use crate::tool::{Tool, Tools};
-use crate::transcript::{Transcript, TranscriptError};
-
-/// How often one life sends a call whose outcome stays unknown before it
-/// gives up with [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown) (the marker stays, so a restart
-/// tries again). Every loop is bounded.
-pub const UNKNOWN_TRIES: u32 = 3;
 
 /// A durable agent run: a model, tools, a person, and a checkpoint.
 ///
@@ -68,6 +61,11 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
+    /// How often one life sends a call whose outcome stays unknown before
+    /// it gives up with [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown)
+    /// (the marker stays, so a restart tries again). Every loop is bounded.
+    pub const UNKNOWN_TRIES: u32 = 3;
+
     /// An agent for run `run`, checkpointed in `checkpoints`, that gives a
     /// fresh run `task` as its first message.
     ///
@@ -144,7 +142,7 @@ impl Agent {
     }
 
     /// The clock markers record, to expire keys (see
-    /// [`Keys`](crate::Keys)).
+    /// [`Keys`](crate::tool::Keys)).
     pub fn with_clock(mut self, clock: impl Clock + 'static) -> Agent {
         self.clock = Box::new(clock);
         self

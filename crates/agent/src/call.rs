@@ -1,14 +1,14 @@
 //! One unanswered call: the approval gate, the attempt marker, and the
 //! call itself; a marked call without a result goes to the ladder.
 
-use crate::{Attempt, ToolCall};
+use crate::state::{Attempt, ToolCall};
 use serde_json::Value;
 
-use crate::agent::UNKNOWN_TRIES;
-use crate::approver::{Approval, Decision};
+use crate::agent::Agent;
+use crate::approve::{Approval, Decision};
 use crate::error::Error;
 use crate::life::Life;
-use crate::observer::{Event, Returned};
+use crate::observe::{Event, Returned};
 use crate::tool::{CallContext, Effect, Tool, ToolError, ToolOutput};
 
 impl Life<'_> {
@@ -73,7 +73,7 @@ impl Life<'_> {
             // Nothing to mark: a repeat is harmless, so an unknown outcome
             // is simply retried.
             let mut reason = String::new();
-            for n in 0..UNKNOWN_TRIES {
+            for n in 0..Agent::UNKNOWN_TRIES {
                 match self.invoke(call, tool, &args, key.as_deref(), n > 0)? {
                     Ok(out) => return Ok(out),
                     Err(r) => reason = r,
@@ -82,7 +82,7 @@ impl Life<'_> {
             return Err(Error::OutcomeUnknown {
                 call: call.id.clone(),
                 tool: call.tool.clone(),
-                tries: UNKNOWN_TRIES,
+                tries: Agent::UNKNOWN_TRIES,
                 reason,
             });
         }

@@ -4,7 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A clock in whole units (seconds for real runs, ticks in tests). Markers
 /// record [`Clock::now`] when a call goes out; the ladder compares it with a
-/// tool's [`Keys::Honoured::keep_for`](crate::Keys::Honoured) after a crash.
+/// tool's [`Keys::Honoured::keep_for`](crate::tool::Keys::Honoured) after a crash.
 pub trait Clock: Send {
     /// The time now.
     fn now(&self) -> u64;

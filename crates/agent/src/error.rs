@@ -1,6 +1,6 @@
 //! The loop's typed errors.
 
-use crate::Phase;
+use crate::state::Phase;
 
 use crate::model::ModelError;
 
@@ -96,7 +96,7 @@ pub enum Error {
         reason: String,
     },
 
-    /// A tool's service refused a call for good ([`ToolError::Fatal`](crate::ToolError::Fatal)):
+    /// A tool's service refused a call for good ([`ToolError::Fatal`](crate::tool::ToolError::Fatal)):
     /// a bug such as a key reused for another request. Nothing was done;
     /// the marker stays.
     #[error(

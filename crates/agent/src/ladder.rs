@@ -2,14 +2,14 @@
 //! result, is settled — rerun if a repeat is harmless, else ask the service
 //! (the tool's lookup), else ask a person.
 
-use crate::{Attempt, ToolCall, ToolResult};
+use crate::state::{Attempt, ToolCall, ToolResult};
 use serde_json::Value;
 
-use crate::agent::UNKNOWN_TRIES;
-use crate::approver::{Question, Resolution};
+use crate::agent::Agent;
+use crate::approve::{Question, Resolution};
 use crate::error::Error;
 use crate::life::Life;
-use crate::observer::{Event, Rung};
+use crate::observe::{Event, Rung};
 use crate::tool::{CallContext, Effect, Lookup, Tool, ToolOutput};
 
 /// What the ladder decided for a marked call.
@@ -23,7 +23,7 @@ enum Step {
 impl Life<'_> {
     /// Settle a call that may have acted and has no result: climb the
     /// ladder, rerun when it says so, and climb again if the rerun's outcome
-    /// is unknown too (bounded by [`UNKNOWN_TRIES`]).
+    /// is unknown too (bounded by [`Agent::UNKNOWN_TRIES`]).
     pub(crate) fn ladder(
         &mut self,
         call: &ToolCall,
@@ -32,7 +32,7 @@ impl Life<'_> {
         marker: &Attempt,
         mut reason: String,
     ) -> Result<ToolOutput, Error> {
-        for _ in 0..UNKNOWN_TRIES {
+        for _ in 0..Agent::UNKNOWN_TRIES {
             match self.ladder_step(call, tool, args, marker)? {
                 Step::Settled(out) => return Ok(out),
                 Step::Rerun => {
@@ -47,7 +47,7 @@ impl Life<'_> {
         Err(Error::OutcomeUnknown {
             call: call.id.clone(),
             tool: call.tool.clone(),
-            tries: UNKNOWN_TRIES,
+            tries: Agent::UNKNOWN_TRIES,
             reason,
         })
     }

@@ -1,10 +1,13 @@
-//! The durable agent loop: a run that survives crashes without paying twice
-//! for a model call or doing anything twice.
+#![doc = include_str!("../README.md")]
 //!
-//! An [`Agent`] runs a [`Model`] and its [`Tools`] against a
-//! [`Checkpoint`] (durable's store holding the agent's [`State`]). [`Agent::run`] is one *life* of the run: it
-//! starts the run or resumes it from its saved phase, and every later call
-//! (in this process or a new one) carries on where the last stopped.
+//! # How a run survives a crash
+//!
+//! An [`Agent`] runs a [`Model`](model::Model) and its
+//! [`Tools`](tool::Tools) against a [`Checkpoint`](state::Checkpoint)
+//! (durable's store holding the agent's [`State`](state::State)).
+//! [`Agent::run`] is one *life* of the run: it starts the run or resumes it
+//! from its saved phase, and every later call (in this process or a new
+//! one) carries on where the last stopped.
 //!
 //! * **Five save moments**, each a crash-safe write: at start (the restart
 //!   count, before anything else), after each model reply (before any of its
@@ -13,24 +16,29 @@
 //!   something (after the yes, for a gated call), after each result, and when
 //!   the run pauses or finishes.
 //! * **Idempotency keys** (`durable::key(run, call)`) travel beside the
-//!   arguments in [`CallContext::key`], never inside what the model writes.
+//!   arguments in [`CallContext::key`](tool::CallContext::key), never inside
+//!   what the model writes.
 //! * **The resolution ladder** settles a marked call without a result (or a
 //!   call whose transport failed after sending): rerun it if a repeat is
 //!   harmless (the tool reads only, is idempotent, or sent a key its service
 //!   still holds), else ask the service through the tool's
-//!   [`lookup`](Tool::lookup), else ask the person ([`Approver::resolve`]).
+//!   [`lookup`](tool::Tool::lookup), else ask the person
+//!   ([`Approver::resolve`](approve::Approver::resolve)).
 //! * **Limits** on turns, tokens and dollars live in the state, so they cover
 //!   the run's whole life; restarts are limited by
 //!   [`durable::Options::max_resumes`]. Every stop is a typed [`Error`].
-//! * **Approvals**: a tool that [needs approval](Tool::needs_approval) waits
-//!   for the [`Approver`]'s yes; "later" pauses the run.
-//! * **Events**: an [`Observer`] sees one [`Event`] per step.
+//! * **Approvals**: a tool that [needs approval](tool::Tool::needs_approval)
+//!   waits for the [`Approver`](approve::Approver)'s yes; "later" pauses the
+//!   run.
+//! * **Events**: an [`Observer`](observe::Observer) sees one
+//!   [`Event`](observe::Event) per step.
 //!
-//! What is where: [`Agent`] (the run as built) and its one-life entry
-//! [`Agent::run`]; the phases of a life, each call's gate and marker, and
-//! the [resolution ladder](Rung) each in a file of its own; the seams
-//! [`Model`], [`Tool`], [`Approver`], [`Clock`], [`Observer`]; recorded
-//! jobs as data ([`Transcript`]) and their replay ([`ScriptedModel`]).
+//! What is where in the source: [`Agent`] (the run as built) and its
+//! one-life entry [`Agent::run`]; the phases of a life, each call's gate and
+//! marker, and the [resolution ladder](observe::Rung) each in a file of its
+//! own; the seams [`tool`], [`model`], [`approve`], [`clock`], [`observe`];
+//! recorded jobs as data ([`Transcript`](model::Transcript)) and their
+//! replay ([`ScriptedModel`](model::ScriptedModel)).
 //!
 //! The loop knows nothing of any particular service. The triage job's
 //! tools (`issue_file`, `issue_comment`, `search` on a tracker, `code_patch`
@@ -41,36 +49,40 @@
 //! A command wires the pieces to disk: checkpoints in a
 //! [`durable::DiskDir`], the tools on their services (`triage-tools`
 //! builds the four on a file-backed tracker and a workspace `DiskDir`), a
-//! [`TerminalApprover`] (or [`ApproveAll`]), an [`Observer`] that prints
-//! each [`Event`] (and may kill the process on [`Event::ToolReturned`],
-//! before the result is saved), and a cancel flag set by its signal
-//! handler. Each stop is an [`Error`] variant to map to an exit code:
+//! [`TerminalApprover`](approve::TerminalApprover) (or
+//! [`ApproveAll`](approve::ApproveAll)), an observer that prints each
+//! event ([`observe::Print`]; it may also kill the process on
+//! [`Event::ToolReturned`](observe::Event::ToolReturned), before the result
+//! is saved), and a cancel flag set by its signal handler. Each stop is an
+//! [`Error`] variant to map to an exit code:
 //! `Checkpoint(durable::Error::Locked)`, `Paused`, `Cancelled`, the limits,
 //! `Checkpoint(durable::Error::WorkspaceChanged)`.
 //!
 //! # Testing
 //!
 //! Production and test doubles are told apart by what a production run
-//! uses. Replaying a recorded [`Transcript`] with a [`ScriptedModel`] is
-//! the `triage` command's production mode, so both are always built. The
-//! doubles — `testing::ScriptedApprover` (a person answering with
-//! closures) and `testing::ManualClock` (a clock that moves only when
-//! told) — are in the `testing` module, behind the `testing` cargo
-//! feature (the convention of tokio's `test-util`), off by default: enable
-//! it in `[dev-dependencies]` for tests, or in `[dependencies]` of a crate
-//! that exists to test (a crash sweep).
+//! uses. Replaying a recorded [`Transcript`](model::Transcript) with a
+//! [`ScriptedModel`](model::ScriptedModel) is the `triage` command's
+//! production mode, so both are always built. The doubles —
+//! `testing::ScriptedApprover` (a person answering with closures) and
+//! `testing::ManualClock` (a clock that moves only when told) — are in the
+//! `testing` module, behind the `testing` cargo feature (the convention of
+//! tokio's `test-util`), off by default: enable it in `[dev-dependencies]`
+//! for tests, or in `[dependencies]` of a crate that exists to test (a
+//! crash sweep).
 //!
-//! # Example
+//! # Example: a crash and a resume
 //!
 //! A scripted job on an in-memory world, crashed once in the window no
 //! checkpoint can close (after the tracker filed the issue, before the
 //! result was saved), then resumed. The tools are the triage job's, from
 //! the `triage-tools` crate (a dev-dependency here; a user brings their own
-//! [`Tool`]s):
+//! [`Tool`](tool::Tool)s):
 //!
 //! ```
 //! use std::sync::Arc;
-//! use agent::{Agent, Transcript};
+//! use agent::model::Transcript;
+//! use agent::Agent;
 //! use durable::testing::MemDir;
 //! use durable::{Options, RunId};
 //! use tracker::{Mode, Tracker};
@@ -120,43 +132,26 @@
 #![deny(missing_docs)]
 
 mod agent;
-mod approver;
+pub mod approve;
 mod call;
-mod clock;
+pub mod clock;
 mod error;
 mod ladder;
 mod life;
 mod limits;
 #[cfg(feature = "mcp-tools")]
 pub mod mcp;
-mod model;
-mod observer;
+pub mod model;
+pub mod observe;
 pub mod provider;
-mod record;
-mod replay;
 mod result;
 mod resume;
-mod state;
+pub mod state;
 #[cfg(feature = "testing")]
 pub mod testing;
-mod tool;
-mod transcript;
+pub mod tool;
 
-pub use crate::agent::{Agent, UNKNOWN_TRIES};
-pub use approver::{
-    Approval, ApproveAll, Approver, Decision, Question, Resolution, TerminalApprover, Unattended,
-};
-pub use clock::{Clock, SystemClock};
+pub use crate::agent::Agent;
 pub use error::Error;
 pub use limits::Limits;
-pub use model::{Model, ModelError, Reply};
-pub use observer::{Event, Observer, Quiet, Returned, Rung};
-pub use record::{RecordError, Recording};
-pub use replay::ScriptedModel;
 pub use result::RunResult;
-pub use state::{
-    Attempt, Checkpoint, Message, Opened, ParsePhaseError, Phase, Role, State, ToolCall,
-    ToolResult, Usage,
-};
-pub use tool::{CallContext, Effect, Gated, Keys, Lookup, Tool, ToolError, ToolOutput, Tools};
-pub use transcript::{Transcript, TranscriptError};

@@ -4,12 +4,12 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
-use crate::{Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult};
+use crate::state::{Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult};
 
 use crate::agent::Agent;
 use crate::error::Error;
 use crate::model::ModelError;
-use crate::observer::Event;
+use crate::observe::Event;
 use crate::result::RunResult;
 use crate::tool::ToolOutput;
 

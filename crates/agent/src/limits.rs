@@ -1,6 +1,6 @@
 //! Limits over a run's whole life.
 
-use crate::Usage;
+use crate::state::Usage;
 
 use crate::error::Error;
 

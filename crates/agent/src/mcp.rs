@@ -162,6 +162,8 @@ impl McpClient {
             tools.insert(McpTool {
                 client: Arc::clone(self),
                 name: t.name.to_string(),
+                description: t.description.as_deref().unwrap_or_default().to_owned(),
+                parameters: Value::Object((*t.input_schema).clone()),
                 effect,
                 keys,
                 has_lookup,
@@ -198,6 +200,8 @@ impl McpClient {
 struct McpTool {
     client: Arc<McpClient>,
     name: String,
+    description: String,
+    parameters: Value,
     effect: Effect,
     keys: Keys,
     has_lookup: bool,
@@ -232,6 +236,12 @@ fn object(tool: &str, args: &Value) -> Result<serde_json::Map<String, Value>, To
 impl Tool for McpTool {
     fn name(&self) -> &str {
         &self.name
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn parameters(&self) -> Value {
+        self.parameters.clone()
     }
     fn effect(&self) -> Effect {
         self.effect
@@ -274,9 +284,10 @@ impl Tool for McpTool {
             Err(e) => return Lookup::CantTell(format!("the lookup's answer is not JSON: {e}")),
         };
         match answer.get("outcome").and_then(Value::as_str) {
-            Some("found") => match answer.get("output") {
+            // `response`, as over HTTP; `output` from an older server.
+            Some("found") => match answer.get("response").or_else(|| answer.get("output")) {
                 Some(out) => Lookup::Found(ToolOutput::ok(out.to_string())),
-                None => Lookup::CantTell("the lookup found it but gave no output".into()),
+                None => Lookup::CantTell("the lookup found it but gave no response".into()),
             },
             Some("not_found") => Lookup::NotFound,
             _ => Lookup::CantTell(

@@ -1,9 +1,22 @@
-//! The model seam: what the loop asks of a model, and what comes back.
+//! The model seam: what the loop asks of a model ([`Model`]), what comes
+//! back ([`Reply`], [`ModelError`]), and the models the crate brings:
+//! [`ScriptedModel`] replays a recorded [`Transcript`] (tests, sweeps, and
+//! the `triage` command's replay mode), [`Recording`] wraps any model and
+//! writes its replies as a transcript. The clients of real providers are in
+//! [`crate::provider`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::{Message, ToolCall, Usage};
+use crate::state::{Message, ToolCall, Usage};
+
+mod record;
+mod replay;
+mod transcript;
+
+pub use record::{RecordError, Recording};
+pub use replay::ScriptedModel;
+pub use transcript::{Transcript, TranscriptError};
 
 /// One reply of the model: its text, the tool calls it asks for (each with
 /// the model's call ID and its arguments as the raw string the model wrote),

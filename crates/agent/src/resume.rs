@@ -4,13 +4,13 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::{Checkpoint, Message, Phase, Role, State};
+use crate::state::{Checkpoint, Message, Phase, Role, State};
 use serde_json::Value;
 
 use crate::agent::Agent;
 use crate::error::Error;
 use crate::life::Life;
-use crate::observer::Event;
+use crate::observe::Event;
 use crate::result::RunResult;
 
 impl Agent {
@@ -97,7 +97,7 @@ impl Agent {
                     op: "read workspace file",
                     source,
                 })?
-                .map(|bytes| durable::sha256_hex(&bytes));
+                .map(|bytes| durable::hash::sha256_hex(&bytes));
             if found.as_deref() != Some(expected.as_str()) {
                 return Err(durable::Error::WorkspaceChanged {
                     file: ws.path_of(rel),

@@ -15,7 +15,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use durable::{sha256_hex, Durable, Error, Result};
+use durable::hash::sha256_hex;
+use durable::{Durable, Error, Result};
 
 fn is_zero_u32(n: &u32) -> bool {
     *n == 0

@@ -12,8 +12,8 @@
 //! agent = { workspace = true, features = ["testing"] }
 //! ```
 //!
-//! The model that replays a [`Transcript`](crate::Transcript)
-//! ([`ScriptedModel`](crate::ScriptedModel)) is not here: replaying a
+//! The model that replays a [`Transcript`](crate::model::Transcript)
+//! ([`ScriptedModel`](crate::model::ScriptedModel)) is not here: replaying a
 //! recorded job is the `triage` command's production mode.
 
 mod approver;

@@ -1,13 +1,25 @@
 //! The tool seam: what a tool declares about itself, so the loop knows which
 //! calls need a marker, which carry a key, and how a call with an unknown
 //! outcome can be settled after a crash.
+//!
+//! A tool implements [`Tool`]: its name, description and argument schema
+//! (told to the model, through [`Tools::specs`]), its [`Effect`] and
+//! [`Keys`], [`call`](Tool::call) (given a [`CallContext`] with the call's
+//! idempotency key) and optionally [`lookup`](Tool::lookup). A call returns
+//! a [`ToolOutput`] or a [`ToolError`]; a tool on an HTTP service maps each
+//! answer with [`http_outcome`]. [`Tools`] holds an agent's tools;
+//! [`Gated`] puts one behind a person's yes.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::Message;
+use crate::state::Message;
 use durable::RunId;
 use serde_json::Value;
+
+mod http;
+
+pub use http::{http_outcome, HttpEnd, HttpNext};
 
 /// What running a tool does to the world. The loop writes an attempt marker
 /// before every call that is not [`Effect::ReadsOnly`], and the ladder's first
@@ -39,7 +51,7 @@ pub enum Keys {
     /// held key gets the first answer and changes nothing.
     Honoured {
         /// How long the service keeps a key, in the units of the agent's
-        /// [`Clock`](crate::Clock) (seconds for [`SystemClock`](crate::SystemClock));
+        /// [`Clock`](crate::clock::Clock) (seconds for [`SystemClock`](crate::clock::SystemClock));
         /// `None`: for ever.
         keep_for: Option<u64>,
     },
@@ -120,7 +132,7 @@ impl ToolOutput {
     /// Record that the call left `bytes` at `path` in the workspace.
     pub fn with_file(mut self, path: &str, bytes: &[u8]) -> ToolOutput {
         self.files
-            .insert(path.to_owned(), durable::sha256_hex(bytes));
+            .insert(path.to_owned(), durable::hash::sha256_hex(bytes));
         self
     }
 }
@@ -169,6 +181,20 @@ pub trait Tool: Send {
     /// The name the model calls it by.
     fn name(&self) -> &str;
 
+    /// What the tool does, in words for the model (a provider sends it with
+    /// the name and [`parameters`](Tool::parameters); see
+    /// [`Tools::specs`]). Default: none, for a tool only a scripted model
+    /// calls.
+    fn description(&self) -> &str {
+        ""
+    }
+
+    /// A JSON Schema (an `object` schema) of the arguments, for the model.
+    /// Default: any object.
+    fn parameters(&self) -> Value {
+        serde_json::json!({"type": "object"})
+    }
+
     /// What a call does to the world; decides markers and the ladder's first
     /// rung.
     fn effect(&self) -> Effect;
@@ -210,6 +236,12 @@ impl<T: Tool + ?Sized> Tool for Box<T> {
     fn name(&self) -> &str {
         (**self).name()
     }
+    fn description(&self) -> &str {
+        (**self).description()
+    }
+    fn parameters(&self) -> Value {
+        (**self).parameters()
+    }
     fn effect(&self) -> Effect {
         (**self).effect()
     }
@@ -238,6 +270,12 @@ pub struct Gated<T>(pub T);
 impl<T: Tool> Tool for Gated<T> {
     fn name(&self) -> &str {
         self.0.name()
+    }
+    fn description(&self) -> &str {
+        self.0.description()
+    }
+    fn parameters(&self) -> Value {
+        self.0.parameters()
     }
     fn effect(&self) -> Effect {
         self.0.effect()
@@ -297,6 +335,49 @@ impl Tools {
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.by_name.keys().map(String::as_str)
     }
+
+    /// What the model is told about each tool, in name order: give it to a
+    /// provider's client (`OpenAi::with_tools`), so each tool's name,
+    /// description and schema are written once, in the tool.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.by_name.values().map(|t| ToolSpec::of(&**t)).collect()
+    }
+}
+
+/// What the model is told about one tool: its name, what it does, and a
+/// JSON Schema of its arguments. [`ToolSpec::of`] reads them from the tool;
+/// [`Tools::specs`] does so for every tool of an agent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    /// The name the model calls it by ([`Tool::name`]).
+    pub name: String,
+    /// What it does, for the model ([`Tool::description`]).
+    pub description: String,
+    /// A JSON Schema (an `object` schema) of its arguments
+    /// ([`Tool::parameters`]).
+    pub parameters: Value,
+}
+
+impl ToolSpec {
+    /// A tool described by `name`, `description` and the schema
+    /// `parameters` (for a tool the loop does not run, such as one served
+    /// elsewhere; a [`Tool`] describes itself, see [`ToolSpec::of`]).
+    pub fn new(name: &str, description: &str, parameters: Value) -> ToolSpec {
+        ToolSpec {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            parameters,
+        }
+    }
+
+    /// What `tool` says about itself.
+    pub fn of(tool: &dyn Tool) -> ToolSpec {
+        ToolSpec {
+            name: tool.name().to_owned(),
+            description: tool.description().to_owned(),
+            parameters: tool.parameters(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -310,6 +391,12 @@ mod tests {
     impl Tool for Declaring {
         fn name(&self) -> &str {
             "declaring"
+        }
+        fn description(&self) -> &str {
+            "Declares everything."
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object", "properties": {"path": {"type": "string"}}})
         }
         fn effect(&self) -> Effect {
             Effect::Idempotent
@@ -363,6 +450,8 @@ mod tests {
         let failing = json!({"fail": true});
         vec![
             t.name().to_owned(),
+            t.description().to_owned(),
+            t.parameters().to_string(),
             format!("{:?}", t.effect()),
             format!("{:?}", t.keys()),
             t.needs_approval().to_string(),
@@ -378,7 +467,8 @@ mod tests {
     fn a_boxed_tool_answers_as_the_tool_it_holds() {
         let direct = answers(&Declaring);
         assert_eq!(direct[0], "declaring");
-        assert_eq!(direct[4], r#"["src/a.rs"]"#);
+        assert_eq!(direct[1], "Declares everything.");
+        assert_eq!(direct[6], r#"["src/a.rs"]"#);
         let boxed: Box<dyn Tool> = Box::new(Declaring);
         assert_eq!(answers(&boxed), direct);
         let plain: Box<dyn Tool> = Box::new(Plain);
@@ -390,19 +480,23 @@ mod tests {
     #[test]
     fn a_gated_tool_answers_as_its_tool_but_needs_approval() {
         let mut expected = answers(&Plain);
-        assert_eq!(expected[3], "false");
-        expected[3] = "true".into();
+        assert_eq!(expected[5], "false");
+        expected[5] = "true".into();
         assert_eq!(answers(&Gated(Plain)), expected);
         assert_eq!(answers(&Gated(Declaring)), answers(&Declaring));
     }
 
-    /// The defaults: no key, no approval, no files touched, and a lookup
-    /// that cannot tell, naming the tool.
+    /// The defaults: no description, any object as arguments, no key, no
+    /// approval, no files touched, and a lookup that cannot tell, naming
+    /// the tool.
     #[test]
     fn a_tool_that_declares_nothing_gets_the_defaults() {
         assert_eq!(
-            answers(&Plain)[2..],
+            answers(&Plain)[1..],
             [
+                String::new(),
+                r#"{"type":"object"}"#.into(),
+                "Changes".into(),
                 "None".to_owned(),
                 "false".into(),
                 "[]".into(),
@@ -427,6 +521,25 @@ mod tests {
         assert!(Keys::Honoured { keep_for: None }.held(0, u64::MAX));
         assert!(!Keys::None.held(100, 100));
         assert!(ttl.sends() && !Keys::None.sends());
+    }
+
+    /// A tool set tells the model about each tool in the tool's own words,
+    /// in name order; a spec can also be written by hand.
+    #[test]
+    fn tools_describe_themselves_in_name_order() {
+        let tools = Tools::new().with(Plain).with(Gated(Declaring));
+        assert_eq!(
+            tools.specs(),
+            [
+                ToolSpec::new(
+                    "declaring",
+                    "Declares everything.",
+                    json!({"type": "object", "properties": {"path": {"type": "string"}}})
+                ),
+                ToolSpec::new("plain", "", json!({"type": "object"})),
+            ]
+        );
+        assert_eq!(ToolSpec::of(&Declaring), tools.specs()[0]);
     }
 
     /// A tool set shows as the list of its tools' names, sorted.

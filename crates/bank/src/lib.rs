@@ -31,7 +31,7 @@
 //! once, and refuses a corrupt file with an error naming it. The run ID is
 //! the job's own field, not the checkpoint's name: a restart must know the
 //! name to find the file, and the file is what remembers the run ID. Every
-//! save passes the two points of [`durable::write_atomic`], `mid-save` (temp
+//! save passes the two points of [`durable::write::write_atomic`], `mid-save` (temp
 //! file written, not yet renamed) and `after rename`, so the job needs no
 //! `job saved` point: `after rename` is that moment. The job does not count
 //! restarts ([`durable::Options::max_resumes`] `None`): each life either pays
@@ -101,6 +101,8 @@
 //! were there all along; they were only as stable as what they were made of.
 //! It is the book chapter's lesson about call IDs: a key is only useful if the ID it
 //! is made from reached the checkpoint *before* the call went out.
+
+#![deny(missing_docs)]
 
 use std::collections::BTreeMap;
 
@@ -234,7 +236,7 @@ const JOB: &str = "payday";
 const OPTS: Options = Options {
     sync: false,
     max_resumes: None,
-    max_read_bytes: durable::DEFAULT_MAX_READ_BYTES,
+    max_read_bytes: durable::checkpoint::DEFAULT_MAX_READ_BYTES,
 };
 
 impl Subject for Payday {

@@ -10,7 +10,7 @@ use durable::{Checkpoint, Dir, Error, Options, RunId};
 const OPTS: Options = Options {
     sync: false,
     max_resumes: Some(3),
-    max_read_bytes: durable::DEFAULT_MAX_READ_BYTES,
+    max_read_bytes: durable::checkpoint::DEFAULT_MAX_READ_BYTES,
 };
 
 fn open(world: &MemDir) -> durable::Result<durable::Opened<JobState>> {

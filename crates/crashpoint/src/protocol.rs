@@ -23,6 +23,9 @@
 //! or answered something else) never lets the program go on silently: it
 //! prints why on standard error and exits with status 70. A harness that
 //! asks for another protocol version gets exit status 2.
+//!
+//! On the harness's side, [`hit`] passes each point a child reports, by
+//! name, inside the scope of the child's life.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -128,10 +131,36 @@ fn die(code: i32, message: &str) -> ! {
     std::process::exit(code)
 }
 
-/// One pass over `name` outside any scope.
+/// Pass a point whose name is known only at run time, as
+/// [`point!`](crate::point) passes a literal one: the harness side of this
+/// protocol (`sweep::process`, relaying the hits a child program reports)
+/// calls this for each, inside the scope of the child's life. Names are
+/// interned for the life of the process, so use it for a bounded set of
+/// names. It is a point whatever the `enabled` feature says: the caller asked
+/// for it by name.
+pub fn hit(name: &str) {
+    crate::__hit(intern(name));
+}
+
+/// `name` as a `&'static str`, leaked once per distinct name.
+fn intern(name: &str) -> &'static str {
+    static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    match names.iter().find(|n| **n == name) {
+        Some(n) => n,
+        None => {
+            let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+            names.push(leaked);
+            leaked
+        }
+    }
+}
+
+/// One pass over `name` outside any scope, reported to the harness (or
+/// counted towards the hit to die at).
 #[cold]
 #[inline(never)]
-pub(crate) fn hit(name: &'static str) {
+pub(crate) fn report(name: &'static str) {
     if name.is_empty() || name.contains(['\n', '\r']) {
         die(
             EXIT_USAGE,

@@ -11,13 +11,11 @@
 //!
 //! A task spawned with plain `tokio::spawn` on a multi-thread runtime is not
 //! followed: its points cannot be crashed. While a sweep runs, such passes
-//! are not silent: [`watch_unscoped`](crate::watch_unscoped) counts every
+//! are not silent: [`watch_unscoped`](crate::unscoped::watch_unscoped) counts every
 //! point passed outside any scope, and `sweep` reports them by name
 //! (`Report::unscoped`, and a warning from its command line pointing here).
 //!
-// The example records and crashes, so it runs only where points are on.
-#![cfg_attr(feature = "enabled", doc = "```")]
-#![cfg_attr(not(feature = "enabled"), doc = "```ignore")]
+//! ```
 //! use std::future::Future;
 //! use std::pin::pin;
 //! use std::sync::Arc;
@@ -36,17 +34,19 @@
 //!     pin!(f).poll(&mut Context::from_waker(&waker))
 //! }
 //! let life = crashpoint::record(|| {
-//!     let task = crashpoint::scoped(deliver()); // carries this life's scope
+//!     let task = crashpoint::task::scoped(deliver()); // carries this life's scope
 //!     std::thread::spawn(move || poll_once(task)).join().unwrap()
 //! });
-//! assert_eq!(life.hits[0].to_string(), "sent#1");
+//! if crashpoint::ENABLED {
+//!     assert_eq!(life.hits[0].to_string(), "sent#1");
+//! }
 //! ```
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::{current, Handle};
+use crate::scope::{current, Handle};
 
 /// A future that enters the scope it was created in on every poll; see
 /// [`scoped`].

@@ -3,6 +3,7 @@ use super::*;
 #[cfg(feature = "enabled")]
 mod enabled {
     use super::*;
+    use crate::scope::current;
     use proptest::prelude::*;
 
     fn names(hits: &[Hit]) -> Vec<String> {
@@ -175,7 +176,7 @@ fn hits_parse_and_print() {
 #[cfg(feature = "enabled")]
 #[test]
 fn a_cancelled_scope_stops_at_its_next_hit() {
-    let handle = Handle::new(None);
+    let handle = crate::scope::Handle::new(None);
     let h2 = handle.clone();
     let life = handle.run(|| {
         point!("a");

@@ -159,7 +159,8 @@ impl Drop for UnscopedWatch {
 
 #[cfg(all(test, feature = "enabled"))]
 mod tests {
-    use crate::*;
+    use super::*;
+    use crate::{join, point, record, spawn};
 
     #[test]
     fn unscoped_hits_are_counted_only_while_watched() {

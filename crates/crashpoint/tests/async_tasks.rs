@@ -1,6 +1,6 @@
 //! Points in async programs on tokio: a current-thread runtime needs
 //! nothing; on a multi-thread runtime a spawned task's points are lost
-//! unless the task is wrapped in `crashpoint::scoped` (or spawned with
+//! unless the task is wrapped in `crashpoint::task::scoped` (or spawned with
 //! `spawn_task`, feature `tokio`). During a sweep those lost points are
 //! reported as unscoped hits (sweep's `tests/it/async_tasks.rs`).
 
@@ -71,7 +71,9 @@ fn a_multi_thread_runtime_loses_the_hits_of_unwrapped_tasks() {
 fn scoped_tasks_on_a_multi_thread_runtime_follow_their_life() {
     let life = crashpoint::record(|| {
         multi_thread().block_on(async {
-            tokio::spawn(crashpoint::scoped(relay(2))).await.unwrap();
+            tokio::spawn(crashpoint::task::scoped(relay(2)))
+                .await
+                .unwrap();
         })
     });
     assert_eq!(names(&life.hits), ALL);
@@ -79,7 +81,7 @@ fn scoped_tasks_on_a_multi_thread_runtime_follow_their_life() {
     let crash: Hit = "recorded#1".parse().unwrap();
     let life = crashpoint::crash_at(crash.clone(), || {
         multi_thread().block_on(async {
-            let _ = tokio::spawn(crashpoint::scoped(relay(2))).await;
+            let _ = tokio::spawn(crashpoint::task::scoped(relay(2))).await;
         })
     });
     assert_eq!(life.outcome.crashed(), Some(&crash));

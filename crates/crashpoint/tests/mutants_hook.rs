@@ -17,7 +17,7 @@ fn injected_crashes_skip_the_earlier_hook_and_other_panics_do_not() {
     assert_eq!(life.outcome.crashed(), Some(&hit));
     assert_eq!(EARLIER_HOOK_CALLS.load(Ordering::SeqCst), 0);
     // install_hook is idempotent: calling it again installs no second hook.
-    crashpoint::install_hook();
+    crashpoint::scope::install_hook();
     let life = crashpoint::record(|| panic!("a real bug"));
     assert_eq!(
         life.outcome,

@@ -5,10 +5,10 @@ use crashpoint::Hit;
 
 #[test]
 fn last_hit_is_the_latest_point_passed_so_far_in_the_scope() {
-    let handle = crashpoint::Handle::new(None);
+    let handle = crashpoint::scope::Handle::new(None);
     assert_eq!(handle.last_hit(), None);
     let life = handle.run(|| {
-        let me = crashpoint::current().unwrap();
+        let me = crashpoint::scope::current().unwrap();
         assert_eq!(me.last_hit(), None);
         crashpoint::point!("a");
         crashpoint::point!("b");
@@ -36,11 +36,11 @@ fn pass_unscoped(name: &'static str, n: usize) {
 #[test]
 fn a_watch_counts_only_the_passes_since_it_started_point_by_point() {
     // An earlier watch keeps the process-wide tally counting.
-    let earlier = crashpoint::watch_unscoped();
+    let earlier = crashpoint::unscoped::watch_unscoped();
     pass_unscoped("mutants-unscoped-a", 3);
     pass_unscoped("mutants-unscoped-b", 1);
     pass_unscoped("mutants-unscoped-c", 2);
-    let watch = crashpoint::watch_unscoped();
+    let watch = crashpoint::unscoped::watch_unscoped();
     pass_unscoped("mutants-unscoped-b", 2);
     pass_unscoped("mutants-unscoped-a", 1);
     let mine: Vec<(String, u64)> = watch

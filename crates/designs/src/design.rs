@@ -2,7 +2,7 @@
 //! it sends keys or writes markers. ([`Design::subject`], which makes one a
 //! sweep subject, is with [`DesignSubject`](crate::DesignSubject).)
 
-use crate::harder_worlds::Modes;
+use crate::modes::Modes;
 
 /// One version of the loop being compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

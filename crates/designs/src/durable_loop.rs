@@ -4,14 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use agent::{Attempt, Checkpoint, Phase, State, ToolCall, ToolResult};
+use agent::state::{Attempt, Checkpoint, Phase, State, ToolCall, ToolResult};
 use crashpoint::point;
 use durable::{Options, RunId};
 use tracker::{LookupAnswer, Request};
 
 use crate::design::Design;
-use crate::harder_worlds::{ModelBehaviour, Modes, Person};
 use crate::labels::{Settlement, Stage};
+use crate::modes::{ModelBehaviour, Modes, Person};
 use crate::script::{Call, Op, Script};
 use crate::world::{World, RUN};
 

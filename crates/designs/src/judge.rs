@@ -5,8 +5,8 @@
 use sweep::{Counter, Verdict};
 
 use crate::design::Design;
-use crate::harder_worlds::{Modes, Person};
 use crate::labels;
+use crate::modes::{Modes, Person};
 use crate::script::{Op, Script};
 use crate::world::World;
 

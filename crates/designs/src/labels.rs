@@ -11,7 +11,7 @@
 //! count `label <stage>/<settlement>` and a note in words, so the `--scenario`
 //! timeline and the JSON report carry it, and [`summary`] counts them.
 
-use agent::State;
+use agent::state::State;
 use sweep::Report;
 
 use crate::grid::grid;

@@ -38,13 +38,15 @@
 //! assert!(zero("dups") && zero("missing") && zero("asks"), "{row:?}");
 //! ```
 
+#![deny(missing_docs)]
+
 mod design;
 mod durable_loop;
 pub mod faults;
 mod grid;
-mod harder_worlds;
 mod judge;
 pub mod labels;
+mod modes;
 mod script;
 mod subject;
 pub mod tables;
@@ -54,7 +56,7 @@ mod world;
 use std::path::PathBuf;
 
 pub use design::Design;
-pub use harder_worlds::{ModelBehaviour, Modes, Person, Power, Writer, MID_OVERWRITE};
+pub use modes::{ModelBehaviour, Modes, Person, Power, Writer, MID_OVERWRITE};
 pub use script::{Call, Op, Script, ScriptError};
 pub use subject::{DesignSubject, ENUMERATED};
 pub use world::{Storage, World};

@@ -2,13 +2,13 @@
 //! the world, life, judge and description the sweep asks for.
 
 use durable::testing::{CrashState as DiskState, Fault, PersistenceModel};
-use sweep::{Counter, CrashState, LifeContext, Subject, Verdict};
+use sweep::{Boot, Counter, CrashState, Subject, Verdict};
 use tracker::LogLayout;
 
 use crate::design::Design;
 use crate::durable_loop::Loop;
-use crate::harder_worlds::{Modes, Person};
 use crate::judge;
+use crate::modes::{Modes, Person};
 use crate::script::Script;
 use crate::world::{Storage, World};
 
@@ -169,7 +169,7 @@ impl Subject for DesignSubject {
         }
     }
 
-    fn boot(&self, w: &mut World, ctx: &LifeContext) -> Result<(), sweep::LifeError> {
+    fn boot(&self, w: &mut World, ctx: &Boot) -> Result<(), sweep::LifeError> {
         if self.enumerates(ctx.state()) {
             w.power_boot_enumerated(self.model, ctx.disk().unwrap_or(0));
             return Ok(());
@@ -180,7 +180,7 @@ impl Subject for DesignSubject {
         Ok(())
     }
 
-    fn shutdown(&self, w: &mut World, _ctx: &LifeContext) {
+    fn shutdown(&self, w: &mut World, _ctx: &Boot) {
         w.power_shutdown();
     }
 

@@ -6,7 +6,7 @@ use durable::testing::CrashState;
 use sweep::Report;
 
 use crate::design::Design;
-use crate::harder_worlds::{Power, Writer};
+use crate::modes::{Power, Writer};
 use crate::variants::DesignVariant;
 
 pub use crate::grid::grid;

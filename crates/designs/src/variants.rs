@@ -17,7 +17,7 @@ use durable::testing::CrashState;
 use sweep::DynSubject;
 
 use crate::design::Design;
-use crate::harder_worlds::{ModelBehaviour, Modes, Person, Power, Writer};
+use crate::modes::{ModelBehaviour, Modes, Person, Power, Writer};
 use crate::script::Script;
 use crate::subject::DesignSubject;
 use crate::world::Storage;

@@ -5,13 +5,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agent::{Checkpoint, State};
+use agent::state::{Checkpoint, State};
 use durable::testing::{Fault, FaultDir, MemDir, PowerDir};
 use durable::{Dir, RunId};
 use tracker::{LogLayout, Mode, Tracker};
 
-use crate::harder_worlds::Modes;
 use crate::labels::Labels;
+use crate::modes::Modes;
 
 /// The run ID of the scripted job in every world's checkpoint directory.
 pub(crate) const RUN: &str = "triage-job";

@@ -399,7 +399,7 @@ fn a_marker_carries_the_key_its_design_sends() {
 #[test]
 fn a_clean_shutdown_is_no_power_cut() {
     use std::sync::Mutex;
-    use sweep::{Counter, CrashState, LifeContext, LifeError, Subject, Verdict};
+    use sweep::{Boot, Counter, CrashState, LifeError, Subject, Verdict};
     struct Restarts {
         inner: designs::DesignSubject,
         cuts: Mutex<Vec<(String, String)>>,
@@ -430,10 +430,10 @@ fn a_clean_shutdown_is_no_power_cut() {
         fn default_crash_states(&self) -> Vec<CrashState> {
             self.inner.default_crash_states()
         }
-        fn boot(&self, w: &mut designs::World, ctx: &LifeContext) -> Result<(), LifeError> {
+        fn boot(&self, w: &mut designs::World, ctx: &Boot) -> Result<(), LifeError> {
             self.inner.boot(w, ctx)
         }
-        fn shutdown(&self, w: &mut designs::World, ctx: &LifeContext) {
+        fn shutdown(&self, w: &mut designs::World, ctx: &Boot) {
             self.inner.shutdown(w, ctx);
             let before = cuts(&self.inner.describe(w));
             let booted = self.inner.boot(w, ctx);

@@ -38,7 +38,7 @@ impl Durable for State {}
 impl State {
     fn record_file(&mut self, rel: &str, bytes: &[u8]) {
         self.files
-            .insert(rel.to_owned(), durable::sha256_hex(bytes));
+            .insert(rel.to_owned(), durable::hash::sha256_hex(bytes));
     }
 }
 

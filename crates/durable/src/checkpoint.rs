@@ -1,5 +1,66 @@
 //! The checkpoint store: one locked, atomically saved JSON file per run,
 //! holding the user's state inside durable's envelope.
+//!
+//! [`Checkpoint`], [`Durable`], [`Opened`] and [`Options`] are at the crate
+//! root too. This module adds what reading a checkpoint without opening it
+//! returns ([`Saved`], from [`Checkpoint::load`]), the version of the file
+//! format ([`FORMAT_VERSION`]) and the default read limit
+//! ([`DEFAULT_MAX_READ_BYTES`]), and says what the store promises.
+//!
+//! # Errors are values
+//!
+//! A corrupt, truncated, foreign or other-version
+//! checkpoint comes back as a typed [`Error`] naming its file, and is never
+//! silently replaced by a fresh run. Nor is a checkpoint path that is not a
+//! regular file — a symbolic link (even to a valid checkpoint), a
+//! directory, a FIFO, a socket, a device ([`Error::NotRegularFile`]; a FIFO
+//! never blocks the open) —, a file larger than
+//! [`Options::max_read_bytes`] ([`Error::TooLarge`]), or a file that cannot
+//! be read for any reason but "not found" (permission denied, `EIO`:
+//! [`Error::Io`]). A field this build does not know, in the envelope or in
+//! the state, is refused with [`Error::UnknownField`] rather than dropped by
+//! the next save: a newer build (or a person) wrote it, and a save by this
+//! one would erase it without a word.
+//!
+//! # One holder per run: the lock and the fencing epoch
+//!
+//! [`Checkpoint::open`] takes an `flock` on `<run>.lock`, which is never
+//! followed if it is a symbolic link, and then checks that the file it
+//! locked is still the file at the path (same device and inode): `flock`
+//! locks an inode, not a path, so a lock on a file deleted or replaced in
+//! between would exclude nobody ([`Error::LockReplaced`]).
+//!
+//! That still leaves a holder whose lock file is deleted *after* it took the
+//! lock: a second process then creates a new lock file, locks it, and runs
+//! the run too. So the envelope carries a **fencing epoch**, and the store
+//! promises:
+//!
+//! * every open of an unfinished run makes a new holder whose epoch is one
+//!   more than the epoch on disk, and saves it before `open` returns (in the
+//!   save that counts the restart, or the start save of a fresh run; with
+//!   `max_resumes: None`, in a save that passes no crash point). Opening a
+//!   finished run saves nothing and keeps its epoch;
+//! * every save reads the epoch on disk, under the lock, after the point
+//!   `mid-save` and just before the rename, and if it is higher than the
+//!   holder's, refuses with [`Error::Fenced`] and writes nothing (its temp
+//!   file is removed). The read passes no crash point, so a save passes the
+//!   same points, in the same order, as without fencing.
+//!
+//! So once a newer holder has opened a run, nothing an older holder saves
+//! reaches the file, and the older holder learns it at its next save.
+//!
+//! The limits: the check and the rename are two steps. A newer holder whose
+//! save lands in the instant between an older holder's check and its rename
+//! is overwritten by the older holder's file, and until the newer holder
+//! saves again (its check reads a lower epoch than its own, so it goes
+//! through) the older holder is not fenced. What an older holder
+//! does *outside* the store (a tool call between two saves) is not fenced:
+//! keep idempotency keys ([`key`](crate::key)) for that. The epoch is a number in a
+//! local file, guarded by a local `flock`: a run shared across machines
+//! needs a lease in a database, where the same epoch becomes the lease's
+//! fencing token and the check-and-write one conditional update
+//! (`UPDATE … WHERE epoch <= ours`), which closes the window above. A build
+//! older than the epoch ignores it.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -7,15 +68,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::dir::{Dir, LockGuard};
 use crate::disk::DiskDir;
+use crate::envelope::{EnvelopeOwned, EnvelopeRef, EpochOnly};
 use crate::error::{Error, Result};
 use crate::run_id::RunId;
 use crate::write::{write_atomic_step, WriteFail, WriteOptions};
-use crate::FORMAT_VERSION;
+
+pub use crate::envelope::FORMAT_VERSION;
 
 /// A state type that [`Checkpoint`] can store.
 ///
@@ -111,41 +174,6 @@ impl<S> std::ops::Deref for Saved<S> {
     }
 }
 
-/// The file's layout: durable's envelope, with the user's state inside.
-#[derive(Serialize)]
-struct EnvelopeRef<'a, S> {
-    version: u32,
-    run: &'a str,
-    #[serde(skip_serializing_if = "is_zero")]
-    resumes: u32,
-    state: &'a S,
-    epoch: u64,
-}
-
-#[derive(Deserialize)]
-struct EnvelopeOwned<S> {
-    /// Checked before, from the raw JSON; named so it is not "unknown".
-    #[allow(dead_code)]
-    version: u64,
-    run: String,
-    #[serde(default)]
-    resumes: u32,
-    state: S,
-    #[serde(default)]
-    epoch: u64,
-}
-
-/// The one field the fencing check before each rename reads.
-#[derive(Deserialize)]
-struct EpochOnly {
-    #[serde(default)]
-    epoch: u64,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
 /// One run's checkpoint, open and locked: the only writer of `<run>.json`.
 ///
 /// Holding a `Checkpoint` holds the run's lock (`<run>.lock`); dropping it,
@@ -221,7 +249,8 @@ impl<S: Durable> Checkpoint<S> {
     ///
     /// Every open of an unfinished run is a new holder with a higher fencing
     /// epoch, saved before `open` returns; older holders' saves are then
-    /// refused with [`Error::Fenced`] (see the crate docs).
+    /// refused with [`Error::Fenced`] (see [the module
+    /// docs](crate::checkpoint#one-holder-per-run-the-lock-and-the-fencing-epoch)).
     ///
     /// A checkpoint that cannot be read is never replaced by a fresh run: the
     /// typed error ([`Error::Corrupt`], [`Error::Truncated`],
@@ -343,7 +372,7 @@ impl<S: Durable> Checkpoint<S> {
     /// file holds this state or the previous one, never a mix.
     ///
     /// Passes the crash points `mid-save` and `after rename` (through
-    /// [`write_atomic`](crate::write_atomic)). Refuses, with
+    /// [`write_atomic`](crate::write::write_atomic)). Refuses, with
     /// [`Error::InvalidState`] and without writing, a state that
     /// [`Durable::check`] refuses or that cannot be serialised, and with
     /// [`Error::Fenced`] (nothing written) when a newer holder opened the
@@ -465,7 +494,8 @@ impl<S> Checkpoint<S> {
     }
 
     /// This holder's fencing epoch: what its saves record, and the highest
-    /// epoch on disk they accept (see the crate docs).
+    /// epoch on disk they accept (see [the module
+    /// docs](crate::checkpoint#one-holder-per-run-the-lock-and-the-fencing-epoch)).
     pub fn epoch(&self) -> u64 {
         self.epoch
     }

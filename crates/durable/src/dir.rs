@@ -31,7 +31,7 @@ pub trait Dir: Send + Sync + fmt::Debug {
     fn create_temp(&self, prefix: &str) -> io::Result<String>;
 
     /// Replace the file's contents with `data`, creating it (mode 0600) if
-    /// missing. Not crash-safe on its own: use [`write_atomic`](crate::write_atomic) for that.
+    /// missing. Not crash-safe on its own: use [`write_atomic`](crate::write::write_atomic) for that.
     fn write(&self, name: &str, data: &[u8]) -> io::Result<()>;
 
     /// Make the file's current contents durable (fsync), so that a rename

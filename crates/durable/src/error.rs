@@ -37,7 +37,7 @@ pub enum Error {
     },
 
     /// A file the run wrote no longer has the content the run recorded (by
-    /// SHA-256, [`sha256_hex`](crate::sha256_hex)). The run stops rather than
+    /// SHA-256, [`sha256_hex`](crate::hash::sha256_hex)). The run stops rather than
     /// act on files its saved state does not describe.
     #[error(
         "workspace changed since the run wrote {file}: expected sha256 {expected}, found {}",
@@ -75,7 +75,7 @@ pub enum Error {
     /// read (an older or newer `durable`); it is refused, not misread.
     #[error(
         "checkpoint {path} has format version {version}, this build reads version {}",
-        crate::FORMAT_VERSION
+        crate::envelope::FORMAT_VERSION
     )]
     UnsupportedVersion {
         /// The checkpoint file.
@@ -108,7 +108,9 @@ pub enum Error {
 
     /// A newer holder of the run opened it since this one did: the
     /// checkpoint on disk carries a higher fencing epoch than this holder's
-    /// (see the crate docs). Nothing was written; this holder must stop.
+    /// (see [the `checkpoint`
+    /// module](crate::checkpoint#one-holder-per-run-the-lock-and-the-fencing-epoch)).
+    /// Nothing was written; this holder must stop.
     #[error(
         "run was opened by a newer holder (epoch {on_disk} on disk, {ours} here); \
          this process must stop: {path}"
@@ -139,7 +141,7 @@ pub enum Error {
         /// The entry.
         path: PathBuf,
         /// What it is.
-        found: crate::FileKind,
+        found: crate::dir::FileKind,
     },
 
     /// The checkpoint is larger than [`Options::max_read_bytes`](crate::Options::max_read_bytes);
@@ -181,19 +183,19 @@ pub enum Error {
 impl Error {
     /// The error for `source`, from operation `op` on `path`: the typed
     /// variant for a refusal a [`Dir`](crate::Dir) carries
-    /// ([`EntryError`](crate::EntryError)), [`Error::Io`] otherwise.
+    /// ([`EntryError`](crate::dir::EntryError)), [`Error::Io`] otherwise.
     pub fn from_io(path: PathBuf, op: &'static str, source: io::Error) -> Error {
-        match crate::EntryError::of(&source) {
-            Some(crate::EntryError::NotRegularFile(found)) => Error::NotRegularFile {
+        match crate::dir::EntryError::of(&source) {
+            Some(crate::dir::EntryError::NotRegularFile(found)) => Error::NotRegularFile {
                 path,
                 found: *found,
             },
-            Some(crate::EntryError::TooLarge { size, limit }) => Error::TooLarge {
+            Some(crate::dir::EntryError::TooLarge { size, limit }) => Error::TooLarge {
                 path,
                 size: *size,
                 limit: *limit,
             },
-            Some(crate::EntryError::LockReplaced) => Error::LockReplaced { path },
+            Some(crate::dir::EntryError::LockReplaced) => Error::LockReplaced { path },
             None => Error::Io { path, op, source },
         }
     }

@@ -2,6 +2,8 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::hash::hex;
+
 /// The idempotency key for one tool call of one run: 32 lowercase hex chars.
 ///
 /// A single process can only promise *at least once* (retry until answered),
@@ -32,24 +34,6 @@ pub fn key(run: &str, call: &str) -> String {
         h.update(s.as_bytes());
     }
     hex(&h.finalize()[..16])
-}
-
-/// Lowercase hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
-    }
-    s
-}
-
-/// SHA-256 of `bytes` as 64 lowercase hex chars.
-/// The SHA-256 of `bytes`, lowercase hex: how the state records each file a
-/// run wrote, so a resume can tell whether the workspace still matches.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
 }
 
 #[cfg(test)]
@@ -85,13 +69,5 @@ mod tests {
         assert!(k
             .bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
-    }
-
-    #[test]
-    fn sha256_hex_matches_python() {
-        assert_eq!(
-            sha256_hex(b"hello\n"),
-            "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
-        );
     }
 }

@@ -1,5 +1,32 @@
 //! The crash-safe writer: temp file, fsync, rename, fsync the directory, and
 //! the cleanup of what a crashed write left behind.
+//!
+//! [`Checkpoint`](crate::Checkpoint) saves through [`write_atomic`]; call it
+//! directly for any other file that must be replaced whole, and
+//! [`remove_leftover_temps`] when opening such a file after a crash.
+//!
+//! # What the disk may do: the persistence model, and a failed fsync
+//!
+//! A power cut keeps what was synced: a file's contents as of its last
+//! fsync, the names as of the directory's last fsync. Of what was not
+//! synced, the `testing` feature's enumerated crash states (the
+//! `durable::testing::enumerate` module) assume only this: directory
+//! operations (create, rename, remove) persist as a prefix in program order,
+//! a rename is atomic, the writes of one file persist in order, the last
+//! kept write may be torn at a 512-byte block boundary (at most two torn
+//! prefixes per write), and data and names are not ordered against each
+//! other. Every disk this allows is a crash state of its own, up to a bound
+//! (64 per crash by default; above it a documented sample that keeps the
+//! extremes). [`write_atomic`] is correct under all of them, since it
+//! never relies on an unsynced operation.
+//!
+//! **After a failed fsync** [`write_atomic`] does not retry it (on Linux a
+//! retry after a writeback error "succeeds" and syncs nothing) and does not
+//! rename: it removes the temp file and returns the error, naming the file,
+//! and the old checkpoint stays in place. The next save writes a fresh temp
+//! file and fsyncs that. A failed directory fsync after the rename is
+//! returned too: the new file is visible but not known to be durable, so a
+//! caller treats the outcome as unknown, never as "not saved".
 
 use std::io;
 

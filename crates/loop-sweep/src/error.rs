@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use agent::TranscriptError;
+use agent::model::TranscriptError;
 use durable::testing::CrashState;
 
 use crate::variant::VARIANTS;

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use agent::ToolCall;
-use agent::Transcript;
+use agent::model::Transcript;
+use agent::state::ToolCall;
 use serde_json::Value;
 use tracker::Request;
 

@@ -63,7 +63,7 @@ mod world;
 use std::path::Path;
 use std::sync::Arc;
 
-use agent::Transcript;
+use agent::model::Transcript;
 
 pub mod disk;
 

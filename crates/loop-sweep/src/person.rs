@@ -4,11 +4,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use agent::{
-    CallContext, Effect, Gated, Keys, Lookup, Model, ModelError, Reply, Resolution, Tool,
-    ToolError, ToolOutput,
-};
-use agent::{Message, ToolCall};
+use agent::approve::Resolution;
+use agent::model::{Model, ModelError, Reply};
+use agent::state::{Message, ToolCall};
+use agent::tool::{CallContext, Effect, Gated, Keys, Lookup, Tool, ToolError, ToolOutput};
 use durable::{Dir, RunId};
 use serde_json::Value;
 use tracker::Tracker;
@@ -115,7 +114,7 @@ pub(crate) fn person_answer(
         _ => None,
     };
     match found {
-        Some(output) => Resolution::Done(agent::ToolResult {
+        Some(output) => Resolution::Done(agent::state::ToolResult {
             output,
             is_error: false,
         }),
@@ -139,7 +138,7 @@ mod tests {
     }
 
     fn done(output: String) -> Resolution {
-        Resolution::Done(agent::ToolResult {
+        Resolution::Done(agent::state::ToolResult {
             output,
             is_error: false,
         })

@@ -5,7 +5,7 @@
 //! an older checkpoint than the last save that returned.
 //!
 //! The pattern is `designs`' harder worlds: a mutation is a directory wrapper that
-//! drops one call of the shipped writer (`durable::write_atomic`, unchanged),
+//! drops one call of the shipped writer (`durable::write::write_atomic`, unchanged),
 //! and each life boots the directories and shuts them down when it ends
 //! without a crash, so a boot after a crash cuts the power first.
 
@@ -23,7 +23,7 @@ pub struct Power {
     pub writer: Writer,
 }
 
-/// How the checkpoint reaches the disk: `durable::write_atomic` as shipped
+/// How the checkpoint reaches the disk: `durable::write::write_atomic` as shipped
 /// (with `sync: true`), or the same writer through a directory that drops
 /// one of its fsyncs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -85,10 +85,10 @@ impl Writer {
 }
 
 /// The agent state inside a checkpoint file's bytes, if they parse.
-fn saved_state(bytes: &[u8]) -> Option<agent::State> {
+fn saved_state(bytes: &[u8]) -> Option<agent::state::State> {
     #[derive(serde::Deserialize)]
     struct File {
-        state: agent::State,
+        state: agent::state::State,
     }
     serde_json::from_slice::<File>(bytes).ok().map(|f| f.state)
 }
@@ -122,7 +122,7 @@ pub(crate) fn watch(inner: Arc<dyn Dir>, run: Option<&durable::RunId>) -> SaveWa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use durable::{write_atomic, WriteOptions};
+    use durable::write::{write_atomic, WriteOptions};
 
     const SYNCED: WriteOptions = WriteOptions {
         sync: true,
@@ -136,11 +136,11 @@ mod tests {
     }
 
     fn state(turns: u32) -> Vec<u8> {
-        let st = agent::State {
+        let st = agent::state::State {
             turns,
-            ..agent::State::default()
+            ..agent::state::State::default()
         };
-        let file = serde_json::json!({"version": durable::FORMAT_VERSION, "run": "r", "state": st});
+        let file = serde_json::json!({"version": durable::checkpoint::FORMAT_VERSION, "run": "r", "state": st});
         serde_json::to_vec(&file).unwrap()
     }
 

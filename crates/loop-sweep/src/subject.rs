@@ -6,14 +6,17 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use agent::approve::Decision;
+use agent::model::{Model, ScriptedModel, Transcript};
+use agent::state::{Checkpoint, Phase, Role};
 use agent::testing::{ManualClock, ScriptedApprover};
-use agent::{Agent, Decision, Gated, Model, ScriptedModel, Tools, Transcript};
-use agent::{Checkpoint, Phase, Role};
+use agent::tool::{Gated, Tools};
+use agent::Agent;
 use durable::testing::CrashState as DiskState;
 use durable::testing::{MemDir, PersistenceModel, PowerDir};
 use durable::{Dir, Options};
 use serde_json::Value;
-use sweep::{Counter, CrashState, LifeContext, Subject, Verdict};
+use sweep::{Boot, Counter, CrashState, Subject, Verdict};
 use tracker::{Fault, Mode, Tracker};
 use triage_tools::{Backend, CodePatch, IssueComment, IssueFile, Search};
 
@@ -336,7 +339,7 @@ impl Subject for LoopSubject {
         self.title_of(v)
     }
 
-    fn boot(&self, w: &mut LoopWorld, ctx: &LifeContext) -> Result<(), sweep::LifeError> {
+    fn boot(&self, w: &mut LoopWorld, ctx: &Boot) -> Result<(), sweep::LifeError> {
         if self.enumerates(ctx.state()) {
             w.power_boot_enumerated(PersistenceModel::default(), ctx.disk().unwrap_or(0));
             return Ok(());
@@ -347,7 +350,7 @@ impl Subject for LoopSubject {
         Ok(())
     }
 
-    fn shutdown(&self, w: &mut LoopWorld, _ctx: &LifeContext) {
+    fn shutdown(&self, w: &mut LoopWorld, _ctx: &Boot) {
         w.power_shutdown();
     }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use agent::Checkpoint;
+use agent::state::Checkpoint;
 use durable::testing::{CrashState, PersistenceModel, PowerDir};
 use durable::{Dir, RunId};
 use tracker::Tracker;
@@ -187,7 +187,8 @@ pub(crate) fn saved_yes(checkpoints: &dyn Dir, call: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use durable::testing::PersistenceModel;
-    use durable::{write_atomic, Dir, WriteOptions};
+    use durable::write::{write_atomic, WriteOptions};
+    use durable::Dir;
     use sweep::Subject;
 
     use crate::{LoopSubject, LoopVariant, Power, Situation, Writer};

@@ -221,7 +221,7 @@ fn an_unfinished_run_is_noted() {
 #[test]
 fn a_clean_shutdown_is_no_power_cut() {
     use std::sync::Mutex;
-    use sweep::{Counter, LifeContext, LifeError, Verdict};
+    use sweep::{Boot, Counter, LifeError, Verdict};
     struct Restarts {
         inner: LoopSubject,
         cuts: Mutex<Vec<(String, String)>>,
@@ -252,10 +252,10 @@ fn a_clean_shutdown_is_no_power_cut() {
         fn default_crash_states(&self) -> Vec<sweep::CrashState> {
             self.inner.default_crash_states()
         }
-        fn boot(&self, w: &mut Self::World, ctx: &LifeContext) -> Result<(), LifeError> {
+        fn boot(&self, w: &mut Self::World, ctx: &Boot) -> Result<(), LifeError> {
             self.inner.boot(w, ctx)
         }
-        fn shutdown(&self, w: &mut Self::World, ctx: &LifeContext) {
+        fn shutdown(&self, w: &mut Self::World, ctx: &Boot) {
             self.inner.shutdown(w, ctx);
             let before = cuts(&self.inner.describe(w));
             assert!(self.inner.boot(w, ctx).is_ok());

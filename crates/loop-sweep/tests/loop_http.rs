@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
+use agent::model::Model;
 use agent::provider::{ApiKey, OpenAi, Retry};
-use agent::Model;
 use sweep::Config;
 use test_provider::{openai, Script, TestProvider};
 
@@ -45,7 +45,10 @@ fn crash_points_hold_with_the_model_over_http() {
     // made the clean run's calls (one per reply) plus its own extra ones,
     // and the sweep's clean run (run `clean_runs` times, to check it is
     // deterministic) records the hits.
-    let clean = agent::Transcript::parse(job, "job").unwrap().replies.len() as u64;
+    let clean = agent::model::Transcript::parse(job, "job")
+        .unwrap()
+        .replies
+        .len() as u64;
     let extra: u64 = got
         .scenarios
         .iter()

@@ -6,13 +6,15 @@
 //! Each is swept in every crash state: the runner boots the relay's
 //! `PowerDir` in the scenario's state before each life.
 
+#![deny(missing_docs)]
+
 use std::sync::{Arc, Mutex};
 
 use crashpoint::point;
 use durable::testing::{CrashState, PowerDir};
 use durable::{Checkpoint, Durable, Options, RunId};
 use serde::{Deserialize, Serialize};
-use sweep::{Counter, LifeContext, LifeError, Subject, Verdict};
+use sweep::{Boot, Counter, LifeError, Subject, Verdict};
 
 /// The events the producer put in the outbox.
 pub const EVENTS: [&str; 3] = ["order-1 paid", "order-2 paid", "order-1 shipped"];
@@ -20,7 +22,9 @@ pub const EVENTS: [&str; 3] = ["order-1 paid", "order-2 paid", "order-1 shipped"
 /// The outbox: every event, and how many have been delivered, in order.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Outbox {
+    /// Every event put in the outbox, in order.
     pub events: Vec<String>,
+    /// How many of `events`, from the first, have been delivered.
     pub delivered: usize,
 }
 
@@ -59,14 +63,21 @@ impl Receiver {
 
 /// What a crash does not erase: the relay's directory and the receiver.
 pub struct World {
+    /// The relay's directory, holding its checkpoint.
     pub dir: PowerDir,
+    /// The receiver the relay delivers to.
     pub receiver: Receiver,
 }
 
 /// The relay, in one of its two versions.
 #[derive(Clone, Copy, Debug)]
 pub enum Relay {
+    /// Send each event, then record its delivery: a crash in between sends
+    /// it again, under the same key, which the receiver answers without a
+    /// second delivery.
     SendFirst,
+    /// Record each delivery, then send the event (the bug): a crash in
+    /// between loses the event.
     RecordFirst,
 }
 
@@ -137,13 +148,13 @@ impl Subject for Relay {
         }
     }
 
-    fn boot(&self, w: &mut World, ctx: &LifeContext) -> Result<(), LifeError> {
+    fn boot(&self, w: &mut World, ctx: &Boot) -> Result<(), LifeError> {
         let state = CrashState::from_slug(ctx.state().name()).ok_or("unknown crash state")?;
         w.dir.boot_in(state); // cuts the power first if the last life died
         Ok(())
     }
 
-    fn shutdown(&self, w: &mut World, _: &LifeContext) {
+    fn shutdown(&self, w: &mut World, _: &Boot) {
         w.dir.shutdown();
     }
 

@@ -83,6 +83,20 @@ fn the_guide_shows_the_example_code() {
         .filter_map(|b| b.split("```").next())
         .collect();
     assert!(blocks.len() >= 5);
+    let lines: usize = ["src/lib.rs", "src/main.rs"]
+        .map(|f| {
+            std::fs::read_to_string(root.join(f))
+                .unwrap()
+                .lines()
+                .count()
+        })
+        .iter()
+        .sum();
+    let says = format!("the relay is the {lines} lines of");
+    assert!(
+        guide.replace('\n', " ").contains(&says),
+        "the guide should say {says:?} (src/lib.rs and src/main.rs have {lines} lines)"
+    );
     for block in blocks {
         assert!(
             code.contains(block),

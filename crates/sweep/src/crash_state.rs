@@ -12,7 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// The set is open: sweep only carries the name. A [`Subject`](crate::Subject)
 /// lists the states it can run in ([`Subject::crash_states`](crate::Subject::crash_states)),
 /// a [`Config`](crate::Config) picks some, and the runner tells the subject
-/// the state of each life through its [`LifeContext`](crate::LifeContext),
+/// the state of each life through its [`Boot`](crate::Boot),
 /// so the subject's directories cut the power in that state when the next
 /// life boots. A scenario's name starts with its state (`lose: after
 /// rename#1 → mid-save#3`), except in the process state, whose scenarios

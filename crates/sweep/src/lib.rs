@@ -96,7 +96,15 @@
 //! println!("{}", sweep::table(&[report.row()]));
 //! ```
 
+#![deny(missing_docs)]
+
+/// The crate README's example, run as a doctest so it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 mod brute;
+
 #[cfg(feature = "cli")]
 pub mod cli;
 mod config;
@@ -136,7 +144,7 @@ pub use progress::Progress;
 pub use report::{CounterTally, LifeTrace, Report, ScenarioResult, StateRow, Tally};
 pub use runner::{run, run_counted, run_one, run_with, unwinding_missing, Stats};
 pub use scenario::{ParseScenarioError, Scenario};
-pub use subject::{LifeContext, LifeError, Subject};
+pub use subject::{Boot, LifeError, Subject};
 pub use table::{depth_title, markdown, table, Row};
 
 pub use crashpoint::Hit;

@@ -18,7 +18,7 @@ use crate::subject::Subject;
 pub(crate) fn checked_clean_run<S: Subject>(
     replayer: &Replayer<'_, S>,
     config: &Config,
-    unscoped: &crashpoint::UnscopedWatch,
+    unscoped: &crashpoint::unscoped::UnscopedWatch,
 ) -> Result<Ran, Error> {
     let subject = replayer.subject;
     let mut clean = replayer.replay(&Scenario::default(), Vec::new(), None);

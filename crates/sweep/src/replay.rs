@@ -5,14 +5,15 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crashpoint::{Handle, Hit, Outcome};
+use crashpoint::scope::Handle;
+use crashpoint::{Hit, Outcome};
 
 use crate::config::Config;
 use crate::failure::{Failure, Life};
 use crate::judge::{verdict_failure, Counter, Verdict};
 use crate::report::{LifeTrace, ScenarioResult};
 use crate::scenario::Scenario;
-use crate::subject::{LifeContext, Subject};
+use crate::subject::{Boot, Subject};
 use crate::watchdog::Watchdog;
 
 pub(crate) struct Ran {
@@ -98,7 +99,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
     pub(crate) fn life(
         &self,
         world: &mut S::World,
-        ctx: &LifeContext,
+        ctx: &Boot,
         handle: &Handle,
         deadline: Instant,
         scenario: &Scenario,
@@ -144,7 +145,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
         let mut after_crash = false;
         let mut cut_disks = Vec::new();
         for (n, target) in scenario.hits.iter().enumerate() {
-            let ctx = LifeContext::new(scenario.state.clone(), n + 1, after_crash)
+            let ctx = Boot::new(scenario.state.clone(), n + 1, after_crash)
                 .with_disk(scenario.disk_after(n));
             let handle = Handle::new(Some(target.clone()));
             let which = Life::Crashing(n + 1);
@@ -240,8 +241,8 @@ impl<'a, S: Subject> Replayer<'a, S> {
     ) -> FinalRun {
         let n = scenario.depth() + 1;
         let which = Life::Final(n);
-        let ctx = LifeContext::new(scenario.state.clone(), n, after_crash)
-            .with_disk(scenario.disk_after(n - 1));
+        let ctx =
+            Boot::new(scenario.state.clone(), n, after_crash).with_disk(scenario.disk_after(n - 1));
         let handle = Handle::new(None);
         match self.life(world, &ctx, &handle, deadline, scenario, cut_disks) {
             Err(error) => FinalRun {

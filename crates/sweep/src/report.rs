@@ -144,7 +144,7 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unscoped: Vec<(String, u64)>,
     /// Points passed while the sweep ran on threads that belong to no sweep
-    /// and run in no scope (see [`crashpoint::UnscopedWatch::stray`]): a
+    /// and run in no scope (see [`crashpoint::unscoped::UnscopedWatch::stray`]): a
     /// thread a life started with `std::thread::spawn`, a runtime's worker.
     /// No crash can land on them. Rust cannot tell who started such a
     /// thread, so in a binary that runs other code at once (a test binary)

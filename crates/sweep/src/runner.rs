@@ -117,7 +117,7 @@ pub(crate) fn run_inner<S: Subject>(
     let states = states_of(subject, config)?;
     // Points passed outside any scope on this sweep's threads (its workers,
     // this thread) count for this sweep alone.
-    let unscoped = crashpoint::watch_unscoped();
+    let unscoped = crashpoint::unscoped::watch_unscoped();
     let owner = unscoped.owner().clone();
     let mut builder = rayon::ThreadPoolBuilder::new().start_handler(move |_| owner.adopt_thread());
     if let Some(t) = config.threads {
@@ -153,7 +153,7 @@ fn sweep_states<S: Subject>(
     pool: &rayon::ThreadPool,
     states: &[CrashState],
     watchdog: &Watchdog,
-    unscoped: &crashpoint::UnscopedWatch,
+    unscoped: &crashpoint::unscoped::UnscopedWatch,
 ) -> Result<(Report, Stats), Error> {
     let replayer = Replayer::new(subject, config.trace, watchdog);
     let mut clean = checked_clean_run(&replayer, config, unscoped)?;

@@ -4,7 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crashpoint::{Hit, ParseHitError};
+use crashpoint::hit::ParseHitError;
+use crashpoint::Hit;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::crash_state::{BadCrashState, CrashState};

@@ -32,7 +32,8 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crashpoint::{Handle, Hit, Outcome};
+use crashpoint::scope::Handle;
+use crashpoint::{Hit, Outcome};
 use rayon::prelude::*;
 
 use crate::brute::subtree;
@@ -45,7 +46,7 @@ use crate::replay::{Ran, Replayer};
 use crate::report::ScenarioResult;
 use crate::scenario::Scenario;
 use crate::sink::Run;
-use crate::subject::{LifeContext, Subject};
+use crate::subject::{Boot, Subject};
 
 type WorldKey = (u128, u128);
 
@@ -236,7 +237,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         let Some(mut world) = world else {
             return self.brute(sc, order, run);
         };
-        let ctx = LifeContext::new(sc.state.clone(), k, k > 1);
+        let ctx = Boot::new(sc.state.clone(), k, k > 1);
         let handle = Handle::new(Some(target.clone()));
         let deadline = self.replayer.deadline();
         let crashed =

@@ -1,6 +1,6 @@
 //! The subject: a program to sweep, as the runner sees it — a fresh world,
 //! one life against it, and a judge of the world once a scenario is over —
-//! and the [`LifeContext`] the runner boots and shuts down each life with.
+//! and the [`Boot`] the runner boots and shuts down each life with.
 
 use crate::crash_state::CrashState;
 use crate::fingerprint::Fingerprint;
@@ -10,26 +10,27 @@ use crate::judge::{Counter, Verdict};
 /// it with `?`, a `String` or `&str` included.
 pub type LifeError = Box<dyn std::error::Error + Send + Sync>;
 
-/// What the runner tells a subject around each life: the scenario's crash
-/// state, which life this is, and whether the one before it crashed.
+/// A life's boot, as the runner tells a subject about it: the scenario's
+/// crash state, which life this is, whether the one before it crashed, and
+/// which disk the cut left (when the subject enumerates them).
 ///
 /// The runner calls [`Subject::boot`] before every life and
 /// [`Subject::shutdown`] after every life that returned (finished or stopped
 /// with an error) — never after a crash. A subject with power-loss
 /// directories boots them there, so the boot after a crash cuts the power
-/// in [`LifeContext::state`] before the life reads anything; its life never
+/// in [`Boot::state`] before the life reads anything; its life never
 /// has to remember to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LifeContext {
+pub struct Boot {
     state: CrashState,
     life: usize,
     after_crash: bool,
     disk: Option<u32>,
 }
 
-impl LifeContext {
+impl Boot {
     pub(crate) fn new(state: CrashState, life: usize, after_crash: bool) -> Self {
-        LifeContext {
+        Boot {
             state,
             life,
             after_crash,
@@ -114,19 +115,19 @@ pub trait Subject: Sync {
         self.crash_states().into_iter().take(1).collect()
     }
 
-    /// A process starts on `world` (see [`LifeContext`]): boot power-loss
+    /// A process starts on `world` (see [`Boot`]): boot power-loss
     /// directories here. An error fails the scenario as the life's own.
-    fn boot(&self, _world: &mut Self::World, _ctx: &LifeContext) -> Result<(), LifeError> {
+    fn boot(&self, _world: &mut Self::World, _ctx: &Boot) -> Result<(), LifeError> {
         Ok(())
     }
 
     /// A process ends on `world` without a crash.
-    fn shutdown(&self, _world: &mut Self::World, _ctx: &LifeContext) {}
+    fn shutdown(&self, _world: &mut Self::World, _ctx: &Boot) {}
 
     /// Whether a power cut in `state` may leave more than one disk, each a
     /// scenario of its own: the runner then names the disk of every crash
     /// in the scenario ([`Scenario::disks`](crate::Scenario::disks), given
-    /// to the boot as [`LifeContext::disk`]), runs disk 0 first and, once
+    /// to the boot as [`Boot::disk`]), runs disk 0 first and, once
     /// [`Subject::crash_disks`] has said how many there were, the others.
     /// Default: `false`.
     fn enumerates(&self, _state: &CrashState) -> bool {

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crashpoint::Handle;
+use crashpoint::scope::Handle;
 
 use crate::scenario::Scenario;
 

@@ -456,7 +456,7 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
     Ok(())
 }
 
-/// The `replies` of a transcript file (the format `agent::Transcript`
+/// The `replies` of a transcript file (the format `agent::model::Transcript`
 /// reads), as `(text, calls as (id, tool, raw args), input tokens, output
 /// tokens)`. `args` that are a JSON string are the raw text the model
 /// wrote; an object is written out as JSON.

@@ -52,7 +52,7 @@ pub fn error(status: u16, message: &str) -> Response {
 }
 
 /// One completion per reply of a transcript file (the format
-/// `agent::Transcript` reads), for [`Script::by_turn`](crate::Script::by_turn).
+/// `agent::model::Transcript` reads), for [`Script::by_turn`](crate::Script::by_turn).
 pub fn transcript(json: &str) -> Result<Vec<Response>, String> {
     Ok(transcript_replies(json)?
         .iter()

@@ -5,7 +5,7 @@
 //! samples of N operations each, median microseconds per operation:
 //!
 //! * `save`: one crash-safe write of a 13 KB checkpoint-sized file with
-//!   fsync (`durable::write_atomic`, what `Checkpoint::save` does under its
+//!   fsync (`durable::write::write_atomic`, what `Checkpoint::save` does under its
 //!   serialisation);
 //! * `keyed POST, new`: `POST /issues` with a new key, through
 //!   `HttpTracker` on 127.0.0.1 (one connection per request), the server
@@ -44,12 +44,12 @@ fn main() {
     let tmp = tempfile::tempdir().expect("a temp dir");
     let save_dir = durable::DiskDir::new(tmp.path().join("checkpoints")).expect("a dir");
     let state = vec![b'x'; 13 * 1024];
-    let opts = durable::WriteOptions {
+    let opts = durable::write::WriteOptions {
         sync: true,
         points: false,
     };
     let save = sample(|_| {
-        durable::write_atomic(&save_dir, "run.json", &state, opts).expect("a save");
+        durable::write::write_atomic(&save_dir, "run.json", &state, opts).expect("a save");
     });
 
     let svc = Service::open(&tmp.path().join("tracker"), Options::keyed()).expect("a service");

@@ -46,6 +46,8 @@
 //! assert_eq!(world.count(&req), 1);
 //! ```
 
+#![deny(missing_docs)]
+
 #[cfg(feature = "client")]
 pub mod client;
 mod config;

@@ -16,9 +16,14 @@
 //! Refusals of the contract are JSON-RPC errors (`invalid_params`, or
 //! `internal_error` for storage) whose `data` is `{"code": C}` with the HTTP
 //! API's error codes: `missing_idempotency_key`, `bad_idempotency_key`,
-//! `key_reused` (the HTTP `422`), `request_in_flight` (the `409`). A bad
-//! argument or a missing issue is a tool error result (`isError`), which the
-//! model sees, as with the in-process tools.
+//! `key_reused` (the HTTP `422`), `request_in_flight` (the `409`). Their
+//! messages speak of the key where MCP carries it, the `_meta` field, never
+//! of the HTTP header. A bad argument or a missing issue is a tool error
+//! result (`isError`), which the model sees, as with the in-process tools.
+//!
+//! `lookup` answers `{"outcome": "found", "response": …}` (the field the
+//! HTTP `POST /lookup` answers with), `{"outcome": "not_found"}` or
+//! `{"outcome": "cant_tell", "reason": …}`.
 
 use std::sync::Arc;
 
@@ -78,9 +83,23 @@ fn tool_error(message: impl Into<String>) -> CallToolResult {
 
 fn refusal(r: &Refusal) -> ErrorData {
     let data = Some(json!({ "code": r.code() }));
+    // The service's words for a missing or malformed key name the HTTP
+    // header; over MCP the key is a `_meta` field.
+    let message = match r {
+        Refusal::MissingKey => format!(
+            "this tracker requires the call's idempotency key in the request's _meta field \"{}\" \
+             on every call of issue_file and issue_comment",
+            wire::MCP_META_KEY
+        ),
+        Refusal::BadKey(wire::KeyError::Malformed(why)) => format!(
+            "the idempotency key in _meta \"{}\" must be a string of printable ASCII: {why}",
+            wire::MCP_META_KEY
+        ),
+        _ => r.to_string(),
+    };
     match r {
-        Refusal::Storage(_) => ErrorData::internal_error(r.to_string(), data),
-        _ => ErrorData::invalid_params(r.to_string(), data),
+        Refusal::Storage(_) => ErrorData::internal_error(message, data),
+        _ => ErrorData::invalid_params(message, data),
     }
 }
 
@@ -158,7 +177,7 @@ impl McpServer {
             Tool::new(
                 "lookup",
                 "Did the call of `tool` with `arguments` (and the key in _meta) happen? \
-                 Answers {\"outcome\": \"found\", \"output\": …} | {\"outcome\": \"not_found\"} | \
+                 Answers {\"outcome\": \"found\", \"response\": …} | {\"outcome\": \"not_found\"} | \
                  {\"outcome\": \"cant_tell\", \"reason\": …}; not_found only when certain.",
                 schema(json!({"tool": text, "arguments": {"type": "object"}}), &["tool", "arguments"]),
             )
@@ -210,7 +229,7 @@ impl McpServer {
                 };
                 Ok(ok(match self.svc.lookup(&req, key) {
                     LookupReply::Found { response } => {
-                        json!({"outcome": "found", "output": output(&response)})
+                        json!({"outcome": "found", "response": output(&response)})
                     }
                     LookupReply::NotFound => json!({"outcome": "not_found"}),
                     LookupReply::CantTell { reason } => {
@@ -306,6 +325,35 @@ mod tests {
         assert_eq!(storage.code, ErrorData::internal_error("", None).code);
         assert_eq!(reused.code, ErrorData::invalid_params("", None).code);
         assert_eq!(storage.data, Some(json!({ "code": "storage" })));
+    }
+
+    /// A missing or malformed key is refused in MCP's words: the `_meta`
+    /// field, not the HTTP header.
+    #[test]
+    fn a_key_refusal_names_the_meta_field_not_the_header() {
+        let missing = refusal(&Refusal::MissingKey);
+        let malformed = refusal(&Refusal::BadKey(wire::KeyError::Malformed(
+            "it contains '\\n'".into(),
+        )));
+        for (e, code) in [
+            (&missing, "missing_idempotency_key"),
+            (&malformed, "bad_idempotency_key"),
+        ] {
+            assert!(e.message.contains("_meta"), "{}", e.message);
+            assert!(e.message.contains(wire::MCP_META_KEY), "{}", e.message);
+            assert!(!e.message.contains("header"), "{}", e.message);
+            assert!(
+                !e.message.contains(wire::IDEMPOTENCY_KEY_HEADER),
+                "{}",
+                e.message
+            );
+            assert_eq!(e.data, Some(json!({ "code": code })));
+        }
+        assert!(
+            malformed.message.ends_with("it contains '\\n'"),
+            "{}",
+            malformed.message
+        );
     }
 
     #[test]

@@ -167,7 +167,7 @@ pub struct Service {
     in_flight: Mutex<HashMap<String, Request>>,
     /// Held while the service lives: one service per directory (none for a
     /// service over a tracker it was handed, [`Service::over`]).
-    _lock: Option<durable::LockGuard>,
+    _lock: Option<durable::dir::LockGuard>,
 }
 
 impl std::fmt::Debug for Service {

@@ -52,7 +52,7 @@ impl Tracker {
     /// over it would hide every record a judge should count. Temp files a
     /// killed writer left behind are removed.
     ///
-    /// The file is rewritten with [`durable::write_atomic`] (synced, no
+    /// The file is rewritten with [`durable::write::write_atomic`] (synced, no
     /// points of its own) after every new record, before the tracker passes
     /// [`ACCEPTED`] or answers. Configuration (`with_key_ttl`, faults,
     /// uncertain lookups) is not stored: each opener sets its own. One

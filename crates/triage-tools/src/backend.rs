@@ -4,14 +4,16 @@
 //!
 //! Both answer the same questions with the same words, so `issue_file`,
 //! `issue_comment` and `search` behave alike on either; what differs is
-//! only how an HTTP failure maps to an outcome:
+//! only how an HTTP failure maps to an outcome. The client's errors stand
+//! for the answers agent's one table reads ([`http_outcome`]):
 //!
-//! | the client says | the tool returns |
-//! | --- | --- |
-//! | `409` after its bounded wait, a cut connection, a timeout, `5xx` | [`ToolError::Unknown`]: up the ladder |
-//! | `422` (key reused with other arguments) | [`ToolError::Fatal`]: a bug, the run stops |
-//! | another `4xx` (no such issue, a malformed request) | [`ToolError::Failed`]: nothing done, the model sees it |
-//! | unreachable for the client's whole retry window | [`ToolError::Unknown`]: nothing was sent, but the call cannot finish; the run stops after its tries and a rerun continues |
+//! | the client says | read as | the tool returns |
+//! | --- | --- | --- |
+//! | `409` after its bounded wait | `409` on the last try | [`ToolError::Unknown`]: up the ladder |
+//! | a cut connection, a timeout, `5xx` | the answer lost, or `5xx` | [`ToolError::Unknown`]: up the ladder |
+//! | `422` (key reused with other arguments) | `422` | [`ToolError::Fatal`]: a bug, the run stops |
+//! | another `4xx` (no such issue, a malformed request) | that status | [`ToolError::Failed`]: nothing done, the model sees it |
+//! | unreachable for the client's whole retry window | not sent | [`ToolError::Unknown`] ending `; nothing was sent`: the call cannot finish; the run stops after its tries and a rerun continues |
 
 use std::sync::Arc;
 
@@ -19,7 +21,7 @@ use tracker::client::{ClientError, HttpTracker};
 use tracker::wire::LookupReply;
 use tracker::{LookupAnswer, Mode, Request, Response, Tracker, TrackerError};
 
-use agent::ToolError;
+use agent::tool::{http_outcome, HttpEnd, ToolError};
 
 /// The tracker a tool talks to.
 #[derive(Clone, Debug)]
@@ -136,16 +138,20 @@ impl Backend {
     }
 }
 
-/// What an HTTP failure means for the loop (see the module docs).
+/// What an HTTP failure means for the loop: the client's error read as the
+/// answer it stands for, by [`http_outcome`] (see the module docs).
 fn http_error(tool: &str, e: ClientError) -> ToolError {
-    match e {
-        ClientError::KeyReused { .. } => ToolError::Fatal(format!("{tool}: {e}")),
-        ClientError::Refused { .. } => ToolError::Failed(format!("{tool}: {e}")),
-        ClientError::Unreachable { .. } => {
-            ToolError::Unknown(format!("{tool}: {e}; nothing was sent"))
-        }
-        ClientError::Unknown { .. } | ClientError::InFlight { .. } => {
-            ToolError::Unknown(format!("{tool}: {e}"))
-        }
+    let end = match &e {
+        ClientError::KeyReused { .. } => HttpEnd::Status(422),
+        ClientError::Refused { status, .. } => HttpEnd::Status(*status),
+        // The client has waited out its `409`s: this was the last try.
+        ClientError::InFlight { .. } => HttpEnd::Status(409),
+        ClientError::Unreachable { .. } => HttpEnd::NotSent,
+        ClientError::Unknown { .. } => HttpEnd::Lost,
+    };
+    match http_outcome(end, true, format_args!("{tool}: {e}")) {
+        Err(error) => error,
+        // No client error is a `2xx`, or a `409` with tries left.
+        Ok(_) => ToolError::Unknown(format!("{tool}: {e}")),
     }
 }

@@ -5,8 +5,8 @@
 //! They live apart from `agent` so the loop itself knows nothing of the
 //! tracker: the `triage` command and the loop's crash sweep (`loop-sweep`)
 //! both use them. Each declares what the loop needs to run it safely across
-//! crashes ([`agent::Effect`], [`agent::Keys`], a
-//! [`lookup`](agent::Tool::lookup)).
+//! crashes ([`agent::tool::Effect`], [`agent::tool::Keys`], a
+//! [`lookup`](agent::tool::Tool::lookup)).
 //!
 //! For a command with everything on disk:
 //!
@@ -33,7 +33,7 @@ mod tracker_tools;
 
 use std::sync::Arc;
 
-use agent::{ToolError, Tools};
+use agent::tool::{ToolError, Tools};
 use durable::Dir;
 use serde_json::Value;
 

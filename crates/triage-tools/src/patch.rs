@@ -3,11 +3,12 @@
 use std::io;
 use std::sync::Arc;
 
-use durable::{Dir, WriteOptions};
+use durable::write::WriteOptions;
+use durable::Dir;
 use serde_json::{json, Value};
 
 use super::str_arg;
-use agent::{CallContext, Effect, Lookup, Tool, ToolError, ToolOutput};
+use agent::tool::{CallContext, Effect, Lookup, Tool, ToolError, ToolOutput};
 
 /// `code_patch {path, old, new}`: replace the one occurrence of `old` in the
 /// workspace file `path` by `new`; with `old` empty, create `path` holding
@@ -16,7 +17,7 @@ use agent::{CallContext, Effect, Lookup, Tool, ToolError, ToolOutput};
 /// Applying a patch twice fails (`old` is gone, or the file exists), so the
 /// tool is not idempotent: a marked call with no result goes to its
 /// [`lookup`](Tool::lookup), which reads the workspace. Every write is
-/// crash-safe ([`durable::write_atomic`]) and its SHA-256 goes into the
+/// crash-safe ([`durable::write::write_atomic`]) and its SHA-256 goes into the
 /// state, so a resume notices a file someone else changed.
 ///
 /// `path` is a file name inside the workspace directory: the [`Dir`] seam
@@ -129,6 +130,16 @@ impl Tool for CodePatch {
     fn name(&self) -> &str {
         "code_patch"
     }
+    fn description(&self) -> &str {
+        "Edit a file of the workspace: replace the one occurrence of `old` in file `path` by `new`. With `old` empty, create `path` holding `new` (refused if the file exists). `path` is a plain file name."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string"},
+            "old": {"type": "string", "description": "text that occurs exactly once in the file, or empty to create it"},
+            "new": {"type": "string"}},
+            "required": ["path", "old", "new"], "additionalProperties": false})
+    }
     fn effect(&self) -> Effect {
         Effect::Changes
     }
@@ -175,7 +186,7 @@ impl Tool for CodePatch {
         // A failed write may or may not have replaced the file (the rename
         // is done before the directory sync): the outcome is unknown, and
         // the lookup will read the workspace to settle it.
-        durable::write_atomic(self.workspace.as_ref(), p.path, patched.as_bytes(), opts)
+        durable::write::write_atomic(self.workspace.as_ref(), p.path, patched.as_bytes(), opts)
             .map_err(|e| ToolError::Unknown(format!("code_patch: writing {}: {e}", p.path)))?;
         Ok(CodePatch::done(p.path, &patched))
     }

@@ -6,7 +6,8 @@ use tracker::{Mode, Request, Response};
 
 use crate::backend::{Answer, Backend};
 use crate::str_arg;
-use agent::{CallContext, Effect, Keys, Lookup, Role, Tool, ToolError, ToolOutput};
+use agent::state::Role;
+use agent::tool::{CallContext, Effect, Keys, Lookup, Tool, ToolError, ToolOutput};
 
 /// What `issue_file` answers: `{"issue": N}`. Public so a scripted person
 /// can answer the ladder's question in the tool's own words.
@@ -128,6 +129,16 @@ impl Tool for IssueFile {
     fn name(&self) -> &str {
         "issue_file"
     }
+    fn description(&self) -> &str {
+        "File a new issue in the tracker. Refused if this run already filed one for the same cause. Returns the issue's number."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "title": {"type": "string"},
+            "body": {"type": "string"},
+            "cause": {"type": "string", "description": "a short name of the crash group or cause (default: the title); a second filing for the same cause is refused"}},
+            "required": ["title", "body"], "additionalProperties": false})
+    }
     fn effect(&self) -> Effect {
         Effect::Changes
     }
@@ -206,6 +217,15 @@ impl Tool for IssueComment {
     fn name(&self) -> &str {
         "issue_comment"
     }
+    fn description(&self) -> &str {
+        "Add a comment to an existing issue."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "issue": {"type": "integer", "description": "the issue's number"},
+            "body": {"type": "string"}},
+            "required": ["issue", "body"], "additionalProperties": false})
+    }
     fn effect(&self) -> Effect {
         Effect::Changes
     }
@@ -245,6 +265,14 @@ impl Search {
 impl Tool for Search {
     fn name(&self) -> &str {
         "search"
+    }
+    fn description(&self) -> &str {
+        "Search the tracker's issues by words in their titles and bodies. Returns {\"issues\": [{\"number\", \"title\"}]}."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "query": {"type": "string", "description": "words to look for"}},
+            "required": ["query"], "additionalProperties": false})
     }
     fn effect(&self) -> Effect {
         Effect::ReadsOnly

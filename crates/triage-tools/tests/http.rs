@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent::{CallContext, Keys, Lookup, Tool, ToolError, ToolOutput};
+use agent::tool::{CallContext, Keys, Lookup, Tool, ToolError, ToolOutput};
 use durable::RunId;
 use serde_json::{json, Value};
 use tracker::client::{HttpTracker, Retry};

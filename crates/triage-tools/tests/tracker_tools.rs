@@ -4,9 +4,8 @@
 
 use std::sync::Arc;
 
-use agent::{
-    CallContext, Effect, Keys, Lookup, Message, Role, Tool, ToolCall, ToolError, ToolOutput,
-};
+use agent::state::{Message, Role, ToolCall};
+use agent::tool::{CallContext, Effect, Keys, Lookup, Tool, ToolError, ToolOutput};
 use durable::testing::MemDir;
 use durable::RunId;
 use serde_json::{json, Value};
@@ -63,6 +62,63 @@ fn titles(t: &Tracker) -> Vec<(u64, String, String)> {
         .into_iter()
         .map(|i| (i.number, i.title, i.body))
         .collect()
+}
+
+/// Each tool describes itself to the model once, in the tool: a
+/// description, and an object schema whose required arguments are the
+/// ones the tool refuses to run without.
+#[test]
+fn each_tool_describes_itself_with_the_arguments_it_requires() {
+    let tools = triage_tools::triage(Tracker::new(Mode::Keyed), Arc::new(MemDir::new()));
+    let specs = tools.specs();
+    let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["code_patch", "issue_comment", "issue_file", "search"]
+    );
+    let run = RunId::parse("r").unwrap();
+    for spec in &specs {
+        assert!(!spec.description.is_empty(), "{}", spec.name);
+        assert_eq!(spec.parameters["type"], "object", "{}", spec.name);
+        assert_eq!(
+            spec.parameters["additionalProperties"], false,
+            "{}",
+            spec.name
+        );
+        let tool = tools.get(&spec.name).unwrap();
+        for required in spec.parameters["required"].as_array().unwrap() {
+            let name = required.as_str().unwrap();
+            assert!(
+                spec.parameters["properties"].get(name).is_some(),
+                "{}: {name}",
+                spec.name
+            );
+            // Every other argument given, this one missing: refused.
+            let mut args = serde_json::Map::new();
+            for (other, schema) in spec.parameters["properties"].as_object().unwrap() {
+                if other != name {
+                    let v = if schema["type"] == "integer" {
+                        json!(1)
+                    } else {
+                        json!("x")
+                    };
+                    args.insert(other.clone(), v);
+                }
+            }
+            let ctx = CallContext {
+                run: &run,
+                call_id: "c1",
+                key: Some("k"),
+                messages: &[],
+            };
+            let e = tool.call(&ctx, &Value::Object(args)).unwrap_err();
+            assert!(
+                matches!(&e, ToolError::Failed(m) if m.contains(name)),
+                "{}: {name}: {e:?}",
+                spec.name
+            );
+        }
+    }
 }
 
 #[test]

@@ -47,13 +47,13 @@ pub fn mark_saved(world: &Path, run: &RunId) -> Result<(), Failure> {
         return Ok(());
     }
     let dir = DiskDir::new(world).map_err(|e| io_failure("open the world", world, &e))?;
-    let opts = durable::WriteOptions {
+    let opts = durable::write::WriteOptions {
         sync: true,
         points: false,
     };
     let mut text = run.as_str().as_bytes().to_vec();
     text.push(b'\n');
-    durable::write_atomic(&dir, SAVED_MARK, &text, opts)
+    durable::write::write_atomic(&dir, SAVED_MARK, &text, opts)
         .map_err(|e| io_failure("write the first-save mark", &path, &e))
 }
 

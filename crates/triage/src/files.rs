@@ -170,7 +170,7 @@ pub fn sync_dir(path: &Path) -> Result<(), Failure> {
         .map_err(|e| io_failure("sync", path, &e))
 }
 
-/// Whether `name` is a temp file [`durable::write_atomic`] leaves when it
+/// Whether `name` is a temp file [`durable::write::write_atomic`] leaves when it
 /// is killed: `.<target>-<letters and digits>.tmp`.
 pub fn is_write_temp(name: &str) -> bool {
     name.strip_prefix('.')
@@ -183,7 +183,7 @@ pub fn is_write_temp(name: &str) -> bool {
         })
 }
 
-/// Remove every temp file a killed [`durable::write_atomic`] left in the
+/// Remove every temp file a killed [`durable::write::write_atomic`] left in the
 /// directory `dir` (not in its subdirectories); the names removed. Call it
 /// only while no process can be writing there (under the run's lock).
 pub fn remove_write_temps(dir: &Path) -> Result<Vec<String>, Failure> {

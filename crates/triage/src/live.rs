@@ -18,9 +18,9 @@
 
 use std::fmt;
 
-use agent::provider::{Anthropic, ApiKey, OpenAi, Prices, ProviderError, ToolSpec};
-use agent::Model;
-use serde_json::json;
+use agent::model::Model;
+use agent::provider::{Anthropic, ApiKey, OpenAi, Prices, ProviderError};
+use agent::tool::ToolSpec;
 
 /// Where the replies come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -185,59 +185,25 @@ workspace. Check the tracker with search before filing, so you never file a cras
 Call tools only with valid JSON arguments. When the work is done, answer with a short \
 summary of what you did, and call no tool in that reply.";
 
-/// The four triage tools as the model is told about them.
-pub fn tool_specs() -> Vec<ToolSpec> {
-    vec![
-        ToolSpec::new(
-            "search",
-            "Search the tracker's issues by words in their titles and bodies. Returns {\"issues\": [{\"number\", \"title\"}]}.",
-            json!({"type": "object", "properties": {
-                "query": {"type": "string", "description": "words to look for"}},
-                "required": ["query"], "additionalProperties": false}),
-        ),
-        ToolSpec::new(
-            "issue_file",
-            "File a new issue in the tracker. Refused if this run already filed one for the same cause. Returns the issue's number.",
-            json!({"type": "object", "properties": {
-                "title": {"type": "string"},
-                "body": {"type": "string"},
-                "cause": {"type": "string", "description": "a short name of the crash group or cause (default: the title); a second filing for the same cause is refused"}},
-                "required": ["title", "body"], "additionalProperties": false}),
-        ),
-        ToolSpec::new(
-            "issue_comment",
-            "Add a comment to an existing issue.",
-            json!({"type": "object", "properties": {
-                "issue": {"type": "integer", "description": "the issue's number"},
-                "body": {"type": "string"}},
-                "required": ["issue", "body"], "additionalProperties": false}),
-        ),
-        ToolSpec::new(
-            "code_patch",
-            "Edit a file of the workspace: replace the one occurrence of `old` in file `path` by `new`. With `old` empty, create `path` holding `new` (refused if the file exists). `path` is a plain file name.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string"},
-                "old": {"type": "string", "description": "text that occurs exactly once in the file, or empty to create it"},
-                "new": {"type": "string"}},
-                "required": ["path", "old", "new"], "additionalProperties": false}),
-        ),
-    ]
-}
-
 impl Live {
-    /// The client for this provider, with the triage tools, the system
+    /// The client for this provider, with the tools described by `tools`
+    /// (each tool's own words: [`agent::tool::Tools::specs`]), the system
     /// prompt and `prices`.
-    pub fn model(&self, prices: Prices) -> Result<Box<dyn Model>, ProviderError> {
+    pub fn model(
+        &self,
+        prices: Prices,
+        tools: Vec<ToolSpec>,
+    ) -> Result<Box<dyn Model>, ProviderError> {
         Ok(match self.provider {
             Provider::OpenAi => Box::new(
                 OpenAi::new(&self.base_url, self.key.clone(), &self.model)?
-                    .with_tools(tool_specs())
+                    .with_tools(tools)
                     .with_system(SYSTEM_PROMPT)
                     .with_prices(prices),
             ),
             Provider::Anthropic => Box::new(
                 Anthropic::new(&self.base_url, self.key.clone(), &self.model)?
-                    .with_tools(tool_specs())
+                    .with_tools(tools)
                     .with_system(SYSTEM_PROMPT)
                     .with_prices(prices),
             ),
@@ -295,10 +261,5 @@ mod tests {
         );
         assert!(!format!("{m:?}").contains("sk-ant"));
         assert!(!m.describe().contains("sk-ant") && !m.record().contains("sk-ant"));
-        let names: Vec<String> = tool_specs().into_iter().map(|t| t.name).collect();
-        assert_eq!(
-            names,
-            ["search", "issue_file", "issue_comment", "code_patch"]
-        );
     }
 }

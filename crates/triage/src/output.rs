@@ -9,8 +9,9 @@
 use std::io::{self, Write};
 use std::sync::{Mutex, MutexGuard};
 
-use agent::Phase;
-use agent::{Decision, Event, Returned, Rung};
+use agent::approve::Decision;
+use agent::observe::{Event, Returned, Rung};
+use agent::state::Phase;
 use serde_json::{json, Value};
 
 use crate::checks::Verdict;

@@ -150,13 +150,13 @@ impl RunTracker {
             // kill here leaves a run that seeds again when it goes on.
             crashpoint::point!("seeds filed");
             done = Some(tally);
-            let opts = durable::WriteOptions {
+            let opts = durable::write::WriteOptions {
                 sync: true,
                 points: false,
             };
-            durable::write_atomic(dir.as_ref(), SEEDED, url.as_bytes(), opts).map_err(|e| {
-                Failure::run("io", format!("{}: {e}", dir.path_of(SEEDED).display()))
-            })?;
+            durable::write::write_atomic(dir.as_ref(), SEEDED, url.as_bytes(), opts).map_err(
+                |e| Failure::run("io", format!("{}: {e}", dir.path_of(SEEDED).display())),
+            )?;
         }
         Ok((RunTracker::Http(Arc::new(http)), done))
     }

@@ -11,7 +11,7 @@
 //! 2. The run's lock (`<run>.lock`) is taken before its world is opened:
 //!    opening the file-backed tracker removes temp files a killed writer left,
 //!    which must never race a live writer in another process. The held lock
-//!    is handed to the loop's [`Checkpoint::open`](agent::Checkpoint::open)
+//!    is handed to the loop's [`Checkpoint::open`](agent::state::Checkpoint::open)
 //!    through the [`Dir`] seam ([`HeldLock`]), so one lock file covers the
 //!    whole life and a second process gets "locked" at once.
 //! 3. A new run's world is built whole before its checkpoint exists; a
@@ -35,9 +35,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use agent::{Agent, ApproveAll, Approver, TerminalApprover, Unattended};
-use agent::{Checkpoint, Phase};
-use durable::{Dir, DiskDir, LockGuard, RunId, Saved};
+use agent::approve::{ApproveAll, Approver, TerminalApprover, Unattended};
+use agent::state::{Checkpoint, Phase};
+use agent::Agent;
+use durable::checkpoint::Saved;
+use durable::dir::LockGuard;
+use durable::{Dir, DiskDir, RunId};
 use serde_json::json;
 
 use self::hooks::{FirstSave, Hooks};
@@ -316,7 +319,7 @@ fn open_world(
     (run, how): (&RunId, How),
     task: Option<&Task>,
     env_mode: &Mode,
-) -> Result<(World, Option<Saved<agent::State>>), Failure> {
+) -> Result<(World, Option<Saved<agent::state::State>>), Failure> {
     let opened = match (how, task) {
         (How::New, Some(task)) => (sd.create_world(run, task)?, None),
         (How::Adopted, _) => {
@@ -347,7 +350,7 @@ fn load_checkpoint(
     sd: &StateDir,
     run: &RunId,
     env_mode: &Mode,
-) -> Result<Saved<agent::State>, Failure> {
+) -> Result<Saved<agent::state::State>, Failure> {
     // Read the checkpoint first: a corrupt one stops here, untouched.
     let path = sd.checkpoint_path(run);
     if !files::regular("the checkpoint", &path)? {
@@ -395,7 +398,7 @@ fn remove_leftovers(printer: &Shared, world: &World) -> Result<(), Failure> {
 }
 
 /// The mode the run goes on in, and how the header describes it.
-fn run_mode(before: Option<&Saved<agent::State>>, env_mode: Mode) -> (Mode, String) {
+fn run_mode(before: Option<&Saved<agent::state::State>>, env_mode: Mode) -> (Mode, String) {
     // A run goes on in the mode it started in (the checkpoint records it
     // with the first reply); a run with no reply saved yet takes today's.
     let replay_kept = before

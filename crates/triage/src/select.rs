@@ -19,7 +19,7 @@
 use std::fs;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use agent::{Checkpoint, Phase};
+use agent::state::{Checkpoint, Phase};
 use durable::RunId;
 
 use crate::adopt;

@@ -30,7 +30,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use agent::{Tools, Transcript, TranscriptError};
+use agent::model::{Transcript, TranscriptError};
+use agent::tool::Tools;
 
 use crate::checks::{self, Check};
 use crate::exit::Failure;

@@ -58,7 +58,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agent::Checkpoint;
+use agent::state::Checkpoint;
 use durable::{DiskDir, RunId};
 use serde::{Deserialize, Serialize};
 

@@ -2,7 +2,7 @@
 //! (feature `openai`) for any OpenAI-compatible Chat Completions endpoint —
 //! OpenAI's own, and the many providers and local servers that speak its
 //! format — and `Anthropic` (feature `anthropic`) for the Anthropic
-//! Messages API. Both implement [`Model`](crate::Model), so an
+//! Messages API. Both implement [`Model`](crate::model::Model), so an
 //! [`Agent`](crate::Agent) runs them like the scripted model, with the same
 //! save points: the reply, with the provider's call IDs, is saved before any
 //! of its calls runs, and a resumed run in phase `tools` never asks again.
@@ -17,7 +17,9 @@
 //! * [`ApiKey`]: never printed; redacted from every error text.
 //! * [`Prices`]: usage becomes tokens as the provider reports them, and
 //!   dollars from a table the caller can override.
-//! * [`ToolSpec`]: what the model is told about each tool.
+//!
+//! What the model is told about the tools is each tool's own
+//! [`ToolSpec`](crate::tool::ToolSpec) ([`Tools::specs`](crate::tool::Tools::specs)).
 //!
 //! Tool-call arguments stay the raw text the model wrote, even when it is
 //! not valid JSON: the loop saves it as a string, and the tool answers with
@@ -31,16 +33,17 @@
 //! ```no_run
 //! # #[cfg(feature = "openai")]
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use agent::provider::{ApiKey, OpenAi, ToolSpec};
-//! use agent::Model;
+//! use agent::model::Model;
+//! use agent::provider::{ApiKey, OpenAi};
+//! use agent::tool::ToolSpec;
 //!
 //! let key = ApiKey::new(std::env::var("OPENAI_API_KEY")?)?;
 //! let model = OpenAi::new(OpenAi::DEFAULT_BASE_URL, key, "gpt-4o-mini")?
 //!     .with_tools(vec![ToolSpec::new("search", "Search the tracker's issues.",
 //!         serde_json::json!({"type": "object", "properties": {"query": {"type": "string"}},
 //!                            "required": ["query"]}))]);
-//! let reply = model.reply(&[agent::Message {
-//!     role: agent::Role::User,
+//! let reply = model.reply(&[agent::state::Message {
+//!     role: agent::state::Role::User,
 //!     text: "Any open issue about the parser?".into(),
 //!     ..Default::default()
 //! }])?;
@@ -52,8 +55,6 @@
 //! ```
 
 use std::time::Duration;
-
-use serde_json::Value;
 
 mod error;
 mod key;
@@ -76,30 +77,6 @@ pub use key::ApiKey;
 pub use openai::OpenAi;
 pub use prices::{Price, PriceError, Prices};
 pub use retry::{retry_after, thread_sleep, Retry, Sleep};
-
-/// What the model is told about one tool: its name, what it does, and a
-/// JSON Schema of its arguments.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolSpec {
-    /// The name the model calls it by (the [`Tool::name`](crate::Tool::name)).
-    pub name: String,
-    /// What it does, for the model.
-    pub description: String,
-    /// A JSON Schema (an `object` schema) of its arguments.
-    pub parameters: Value,
-}
-
-impl ToolSpec {
-    /// A tool described by `name`, `description` and the schema
-    /// `parameters`.
-    pub fn new(name: &str, description: &str, parameters: Value) -> ToolSpec {
-        ToolSpec {
-            name: name.to_owned(),
-            description: description.to_owned(),
-            parameters,
-        }
-    }
-}
 
 /// How long a client waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

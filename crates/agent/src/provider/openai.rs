@@ -7,10 +7,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::http::Http;
-use super::{
-    base_url, fallback_call_id, ApiKey, Prices, ProviderError, Retry, Sleep, Timeouts, ToolSpec,
-};
+use super::{base_url, fallback_call_id, ApiKey, Prices, ProviderError, Retry, Sleep, Timeouts};
 use crate::model::{Model, ModelError, Reply};
+use crate::tool::ToolSpec;
 
 /// A [`Model`] that asks an OpenAI-compatible Chat Completions endpoint
 /// (`POST {base}/chat/completions`, key as `Authorization: Bearer`).
@@ -84,7 +83,8 @@ impl OpenAi {
         })
     }
 
-    /// Offer these tools to the model.
+    /// Offer these tools to the model: an agent's [`Tools::specs`](crate::tool::Tools::specs),
+    /// each tool in its own words.
     pub fn with_tools(mut self, tools: Vec<ToolSpec>) -> OpenAi {
         self.tools = tools;
         self

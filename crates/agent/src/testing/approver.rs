@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::approver::{Approval, Approver, Decision, Question, Resolution};
+use crate::approve::{Approval, Approver, Decision, Question, Resolution};
 
 /// What a [`ScriptedApprover`] was asked, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]

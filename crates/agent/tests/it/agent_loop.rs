@@ -6,13 +6,13 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use agent::approve::{Decision, Resolution};
+use agent::model::{Model, ModelError, Reply, ScriptedModel, Transcript};
+use agent::observe::{Event, Returned, Rung};
+use agent::state::{Attempt, Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult, Usage};
 use agent::testing::{Asked, ManualClock, ScriptedApprover};
-use agent::{
-    Agent, CallContext, Decision, Effect, Error, Event, Keys, Limits, Model, ModelError, Reply,
-    Resolution, Returned, RunResult, Rung, ScriptedModel, Tool, ToolError, ToolOutput, Tools,
-    Transcript,
-};
-use agent::{Attempt, Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult, Usage};
+use agent::tool::{CallContext, Effect, Keys, Tool, ToolError, ToolOutput, Tools};
+use agent::{Agent, Error, Limits, RunResult};
 use crashpoint::Hit;
 use durable::testing::MemDir;
 use durable::{Dir, Options, RunId};
@@ -129,7 +129,7 @@ impl World {
         assert_eq!(life.outcome.crashed(), Some(&hit), "{:?}", life.outcome);
     }
 
-    fn state(&self) -> durable::Saved<State> {
+    fn state(&self) -> durable::checkpoint::Saved<State> {
         Checkpoint::load(&self.checkpoints, &run_id())
             .unwrap()
             .expect("a checkpoint")
@@ -425,7 +425,7 @@ fn rung_one_reruns_an_idempotent_call_and_a_gated_read() {
                 calls: Arc::clone(&calls),
             };
             if gated {
-                Tools::new().with(agent::Gated(c))
+                Tools::new().with(agent::tool::Gated(c))
             } else {
                 Tools::new().with(c)
             }
@@ -695,7 +695,7 @@ fn restarts_are_limited_even_when_every_restart_dies() {
 
 fn gated_file(w: &World) -> Tools {
     let mut tools = w.triage_tools();
-    tools.insert(agent::Gated(triage_tools::IssueFile::new(
+    tools.insert(agent::tool::Gated(triage_tools::IssueFile::new(
         w.tracker.clone(),
     )));
     tools
@@ -1100,7 +1100,7 @@ fn a_change_to_a_file_an_answered_or_unstarted_call_touches_stops_the_resume() {
     });
     let gated_patch = |w: &World| {
         let mut tools = w.triage_tools();
-        tools.insert(agent::Gated(
+        tools.insert(agent::tool::Gated(
             triage_tools::CodePatch::new(Arc::new(w.workspace.clone())).sync(false),
         ));
         tools
@@ -1218,7 +1218,7 @@ fn a_run_on_disk_resumes_after_a_crash() {
         std::fs::read_to_string(tmp.path().join("workspace/p.rs")).unwrap(),
         "fn p() { x.unwrap_or(0) }"
     );
-    agent::Checkpoint::load(&*dir("state"), &run_id())
+    agent::state::Checkpoint::load(&*dir("state"), &run_id())
         .unwrap()
         .unwrap()
         .check_workspace(&tmp.path().join("workspace"))
@@ -1229,7 +1229,8 @@ fn a_run_on_disk_resumes_after_a_crash() {
 fn an_agent_can_move_to_another_thread() {
     fn is_send<T: Send>() {}
     is_send::<Agent>();
-    is_send::<agent::TerminalApprover<std::io::BufReader<std::io::Stdin>, std::io::Stderr>>();
+    is_send::<agent::approve::TerminalApprover<std::io::BufReader<std::io::Stdin>, std::io::Stderr>>(
+    );
 }
 
 /// A person's "done" that reports a failure is saved as a failure.
@@ -1446,4 +1447,39 @@ fn a_new_run_asks_the_model_about_the_task() {
     assert_eq!(*model.asked.lock().unwrap(), [vec![task.clone()]]);
     let st = Checkpoint::load(&dir, &run_id()).unwrap().unwrap();
     assert_eq!(st.messages[0], task);
+}
+
+/// A finished run's answer is read from its checkpoint with no model and
+/// no tools: the result the run returned, read without a lock, counting no
+/// restart and writing nothing. A run that is not finished, or not there,
+/// has none.
+#[test]
+fn a_finished_run_is_read_without_a_model() {
+    let w = World::keyed();
+    let t = transcript(JOB);
+    assert_eq!(RunResult::load(&w.checkpoints, &run_id()).unwrap(), None);
+    w.crash(&w.agent(&t), "tool returned#1");
+    let unfinished = w.state();
+    assert_eq!(RunResult::load(&w.checkpoints, &run_id()).unwrap(), None);
+    assert_eq!(w.state(), unfinished, "loading wrote nothing");
+
+    let result = w.agent(&t).run().unwrap();
+    let before = w.state();
+    let loaded = RunResult::load(&w.checkpoints, &run_id()).unwrap();
+    assert_eq!(loaded.as_ref(), Some(&result));
+    assert_eq!(w.state(), before, "loading counted no restart");
+    // While another life holds the run's lock, it still reads.
+    let opened = Checkpoint::open(
+        Arc::new(w.checkpoints.clone()),
+        &run_id(),
+        Options::default(),
+    )
+    .unwrap();
+    assert_eq!(RunResult::load(&w.checkpoints, &run_id()).unwrap(), loaded);
+    drop(opened);
+    // A checkpoint that is not a run's is an error, not "no answer".
+    w.checkpoints
+        .write(&Checkpoint::file_name(&run_id()), b"{not json")
+        .unwrap();
+    assert!(RunResult::load(&w.checkpoints, &run_id()).is_err());
 }

@@ -2,6 +2,7 @@
 //! (`tests/state` is the checkpointed state's own binary).
 
 mod agent_loop;
+mod guide;
 #[cfg(feature = "mcp-tools")]
 mod mcp_answers;
 #[cfg(feature = "mcp-tools")]

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent::mcp::IN_FLIGHT_TRIES;
-use agent::{CallContext, Lookup, ToolError, ToolOutput, Tools};
+use agent::tool::{CallContext, Lookup, ToolError, ToolOutput, Tools};
 use durable::RunId;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, JsonObject,
@@ -83,12 +83,20 @@ impl ServerHandler for Scripted {
                 r
             }
             "erring" => CallToolResult::error(vec![ContentBlock::text("no issue #9")]),
-            // The lookup knows of nothing but `structured`'s call with
-            // `{"n": 1}`; of `erring` it cannot tell.
+            // The lookup knows of nothing but `structured`'s calls with
+            // `{"n": 1}` (answered in `response`, as over HTTP) and
+            // `{"n": 3}` (in `output`, an older server's name); of `erring`
+            // it cannot tell.
             "lookup" => {
                 let answer = match (args["tool"].as_str(), &args["arguments"]) {
                     (Some("structured"), a) if *a == json!({"n": 1}) => {
-                        json!({"outcome": "found", "output": {"issue": 7}})
+                        json!({"outcome": "found", "response": {"issue": 7}})
+                    }
+                    (Some("structured"), a) if *a == json!({"n": 3}) => {
+                        json!({"outcome": "found", "output": {"issue": 8}})
+                    }
+                    (Some("structured"), a) if *a == json!({"n": 4}) => {
+                        json!({"outcome": "found"})
                     }
                     (Some("erring"), _) => {
                         json!({"outcome": "cant_tell", "reason": "the index lags"})
@@ -121,7 +129,7 @@ use pipe::connect;
 fn with_tool<R>(
     tools: &Tools,
     name: &str,
-    f: impl FnOnce(&dyn agent::Tool, &CallContext<'_>) -> R,
+    f: impl FnOnce(&dyn agent::tool::Tool, &CallContext<'_>) -> R,
 ) -> R {
     let run = RunId::parse("run-1").unwrap();
     let ctx = CallContext {
@@ -195,6 +203,14 @@ fn the_lookup_tool_answers_found_not_found_or_cant_tell() {
     assert_eq!(
         ctx_lookup(&tools, "structured", json!({"n": 1})),
         Lookup::Found(ToolOutput::ok(r#"{"issue":7}"#))
+    );
+    assert_eq!(
+        ctx_lookup(&tools, "structured", json!({"n": 3})),
+        Lookup::Found(ToolOutput::ok(r#"{"issue":8}"#))
+    );
+    assert_eq!(
+        ctx_lookup(&tools, "structured", json!({"n": 4})),
+        Lookup::CantTell("the lookup found it but gave no response".into())
     );
     assert_eq!(
         ctx_lookup(&tools, "structured", json!({"n": 2})),

@@ -7,7 +7,9 @@
 use std::sync::Arc;
 
 use agent::mcp::McpClient;
-use agent::{Agent, CallContext, Effect, Keys, Lookup, ToolError, Tools, Transcript};
+use agent::model::Transcript;
+use agent::tool::{CallContext, Effect, Keys, Lookup, ToolError, Tools};
+use agent::Agent;
 use durable::testing::MemDir;
 use durable::{Options, RunId};
 use serde_json::json;

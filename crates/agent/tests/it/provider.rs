@@ -7,13 +7,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent::model::{Model, ModelError};
 use agent::provider::{
-    Anthropic, ApiKey, OpenAi, Price, Prices, ProviderError, Retry, Sleep, Timeouts, ToolSpec,
+    Anthropic, ApiKey, OpenAi, Price, Prices, ProviderError, Retry, Sleep, Timeouts,
 };
-use agent::{
-    Agent, CallContext, Checkpoint, Effect, Error, Message, Model, ModelError, Phase, Role, Tool,
-    ToolError, ToolOutput, Tools,
-};
+use agent::state::{Checkpoint, Message, Phase, Role};
+use agent::tool::ToolSpec;
+use agent::tool::{CallContext, Effect, Tool, ToolError, ToolOutput, Tools};
+use agent::{Agent, Error};
 use durable::testing::MemDir;
 use durable::{Dir, Options, RunId};
 use serde_json::{json, Value};
@@ -525,7 +526,7 @@ fn second_turn() -> [Message; 3] {
         user("go"),
         Message {
             role: Role::Assistant,
-            calls: vec![agent::ToolCall {
+            calls: vec![agent::state::ToolCall {
                 id: "call_1".into(),
                 tool: "echo".into(),
                 args: "{}".into(),

@@ -8,7 +8,7 @@ mod workspace;
 
 use std::sync::Arc;
 
-use agent::{Checkpoint, Opened, State};
+use agent::state::{Checkpoint, Opened, State};
 use durable::testing::MemDir;
 use durable::{Dir, Options, RunId};
 
@@ -61,7 +61,7 @@ pub fn temp_files(dir: &dyn Dir) -> Vec<String> {
 
 /// A realistic state: a few messages, calls, results and markers.
 pub fn populated(run: &RunId) -> State {
-    use agent::{Attempt, Message, Phase, Role, ToolCall, ToolResult, Usage};
+    use agent::state::{Attempt, Message, Phase, Role, ToolCall, ToolResult, Usage};
     let mut s = State {
         phase: Phase::Tools,
         turns: 3,
@@ -135,6 +135,6 @@ pub fn populated(run: &RunId) -> State {
 
 /// The bytes of a checkpoint file of run `r` holding `state`.
 pub fn file_bytes(state: &State) -> Vec<u8> {
-    let file = serde_json::json!({"version": durable::FORMAT_VERSION, "run": "r", "state": state});
+    let file = serde_json::json!({"version": durable::checkpoint::FORMAT_VERSION, "run": "r", "state": state});
     serde_json::to_vec_pretty(&file).unwrap()
 }

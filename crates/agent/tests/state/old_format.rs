@@ -1,7 +1,7 @@
 //! Checkpoints of the first format (the agent's state written flat, format
 //! version 1, before durable's envelope) are refused, never misread.
 
-use agent::Checkpoint;
+use agent::state::Checkpoint;
 use durable::testing::MemDir;
 use durable::{Dir, Error};
 

@@ -5,13 +5,18 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
-use agent::{Attempt, Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult, Usage};
+use agent::state::{Attempt, Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult, Usage};
 use durable::testing::MemDir;
 use durable::{Dir, Error};
 
 use crate::{fast, file_bytes, open, populated, run_id, snapshot};
 
-fn load_bytes(bytes: &[u8]) -> (MemDir, durable::Result<Option<durable::Saved<State>>>) {
+fn load_bytes(
+    bytes: &[u8],
+) -> (
+    MemDir,
+    durable::Result<Option<durable::checkpoint::Saved<State>>>,
+) {
     let world = MemDir::new();
     world.write("r.json", bytes).unwrap();
     let r = Checkpoint::load(&world, &run_id("r"));

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use agent::{Attempt, Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult, Usage};
+use agent::state::{Attempt, Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult, Usage};
 use durable::testing::MemDir;
 
 use crate::{fast, open, populated, run_id};

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use agent::State;
+use agent::state::State;
 use durable::Error;
 
 fn setup() -> (tempfile::TempDir, State) {

@@ -30,7 +30,8 @@
 //!
 //! ```
 //! use durable::testing::{Call, FaultDir, MemDir};
-//! use durable::{write_atomic, Dir, WriteOptions};
+//! use durable::write::{write_atomic, WriteOptions};
+//! use durable::Dir;
 //!
 //! let disk = FaultDir::new(MemDir::new());
 //! disk.fail(Call::Sync, 1); // the first fsync fails
@@ -373,7 +374,7 @@ impl<D: Dir> Dir for FaultDir<D> {
 mod tests {
     use super::*;
     use crate::testing::{CrashState, PowerDir};
-    use crate::{write_atomic, WriteOptions};
+    use crate::write::{write_atomic, WriteOptions};
 
     #[test]
     fn each_call_fails_once_at_its_hit_with_its_errno() {

@@ -76,7 +76,7 @@ impl MemInner {
 /// A panic models a process crash, which keeps every write. To model a power
 /// cut as well, `sync` and `sync_dir` record what the disk would keep, and
 /// [`MemDir::power_cut`] forgets the rest, so a sweep can show why
-/// [`write_atomic`](crate::write_atomic) syncs the file before the rename and the directory after.
+/// [`write_atomic`](crate::write::write_atomic) syncs the file before the rename and the directory after.
 #[derive(Clone, Default)]
 pub struct MemDir {
     inner: Arc<Mutex<MemInner>>,

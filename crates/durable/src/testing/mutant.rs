@@ -1,6 +1,6 @@
 //! Deliberately broken writers, to prove that a power-loss sweep catches
 //! them. A mutation is a directory wrapper that drops or replaces one call of
-//! the shipped writer ([`write_atomic`](crate::write_atomic) and
+//! the shipped writer ([`write_atomic`](crate::write::write_atomic) and
 //! [`Checkpoint`](crate::Checkpoint), unchanged): wrapping the directory,
 //! rather than copying the writer, keeps everything else exactly as shipped.
 
@@ -131,7 +131,7 @@ impl<D: Dir> Dir for MutantDir<D> {
 mod tests {
     use super::*;
     use crate::testing::{CrashState, PowerDir};
-    use crate::{write_atomic, WriteOptions};
+    use crate::write::{write_atomic, WriteOptions};
 
     const SYNCED: WriteOptions = WriteOptions {
         sync: true,

@@ -17,7 +17,8 @@
 //!
 //! ```
 //! use durable::testing::{CrashState, PowerDir};
-//! use durable::{write_atomic, Dir, WriteOptions};
+//! use durable::write::{write_atomic, WriteOptions};
+//! use durable::Dir;
 //!
 //! // A save without the file fsync, then a power cut that keeps the rename
 //! // but not the unsynced contents: the file is there, and empty.
@@ -97,7 +98,7 @@ impl PowerDir {
 
     /// [`PowerDir::boot`], a cut keeping what `state` says, which becomes the
     /// directory's state: the hook a sweep's runner calls before each life
-    /// with the scenario's crash state (`sweep::LifeContext`).
+    /// with the scenario's crash state (`sweep::Boot`).
     pub fn boot_in(&self, state: CrashState) -> bool {
         let mut inner = self.inner();
         inner.state = Some(state);
@@ -120,7 +121,8 @@ impl PowerDir {
     ///
     /// ```
     /// use durable::testing::{PersistenceModel, PowerDir};
-    /// use durable::{write_atomic, Dir, WriteOptions};
+    /// use durable::write::{write_atomic, WriteOptions};
+    /// use durable::Dir;
     ///
     /// let unsynced = WriteOptions { sync: false, points: false };
     /// let d = PowerDir::default();
@@ -177,7 +179,8 @@ impl PowerDir {
     ///
     /// ```
     /// use durable::testing::{PersistenceModel, PowerDir};
-    /// use durable::{write_atomic, Dir, WriteOptions};
+    /// use durable::write::{write_atomic, WriteOptions};
+    /// use durable::Dir;
     ///
     /// let unsynced = WriteOptions { sync: false, points: false };
     /// let count = {
@@ -433,7 +436,7 @@ impl Dir for PowerDir {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{write_atomic, WriteOptions};
+    use crate::write::{write_atomic, WriteOptions};
 
     const SYNCED: WriteOptions = WriteOptions {
         sync: true,

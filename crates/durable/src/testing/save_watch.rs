@@ -7,14 +7,15 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::{Checkpoint, Dir, LockGuard, RunId};
+use crate::dir::LockGuard;
+use crate::{Checkpoint, Dir, RunId};
 
 /// Describes a save's bytes for a note, or `None` for bytes that are no
 /// save at all (a torn file: the program's own read reports it).
 type Describe = dyn Fn(&[u8]) -> Option<String> + Send + Sync;
 
 /// A [`Dir`] that watches the saves of one file — a [`Checkpoint`]'s, or
-/// any file written with [`write_atomic`](crate::write_atomic) and
+/// any file written with [`write_atomic`](crate::write::write_atomic) and
 /// `sync: true` — and counts **lost saves**: a life that, after a crash,
 /// reads back something other than the last save that returned (or the
 /// save under way when the crash came). A save that returned is the
@@ -35,7 +36,8 @@ type Describe = dyn Fn(&[u8]) -> Option<String> + Send + Sync;
 /// ```
 /// use std::sync::Arc;
 /// use durable::testing::{CrashState, MutantDir, Mutation, PowerDir, SaveWatch};
-/// use durable::{write_atomic, Dir, WriteOptions};
+/// use durable::write::{write_atomic, WriteOptions};
+/// use durable::Dir;
 ///
 /// let synced = WriteOptions { sync: true, points: false };
 /// for (mutation, lost) in [(None, 0), (Some(Mutation::NoDirSync), 1)] {
@@ -149,7 +151,7 @@ impl SaveWatch {
         self.saves.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A temp file of [`write_atomic`](crate::write_atomic) for the file:
+    /// A temp file of [`write_atomic`](crate::write::write_atomic) for the file:
     /// `.<file>-<unique>.tmp`.
     fn is_temp(&self, name: &str) -> bool {
         name.strip_prefix('.')
@@ -261,7 +263,8 @@ impl Dir for SaveWatch {
 mod tests {
     use super::*;
     use crate::testing::{CrashState, MutantDir, Mutation, PowerDir};
-    use crate::{write_atomic, Options, WriteOptions};
+    use crate::write::{write_atomic, WriteOptions};
+    use crate::Options;
 
     const SYNCED: WriteOptions = WriteOptions {
         sync: true,

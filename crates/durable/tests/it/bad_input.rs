@@ -42,7 +42,7 @@ fn mem() -> Arc<dyn Dir> {
 
 fn valid() -> Vec<u8> {
     let state = populated(&run_id("r"));
-    let file = serde_json::json!({"version": durable::FORMAT_VERSION, "run": "r", "state": state});
+    let file = serde_json::json!({"version": durable::checkpoint::FORMAT_VERSION, "run": "r", "state": state});
     serde_json::to_vec_pretty(&file).unwrap()
 }
 

@@ -3,7 +3,8 @@
 
 use std::io::ErrorKind;
 
-use durable::{write_atomic, Dir, WriteOptions};
+use durable::write::{write_atomic, WriteOptions};
+use durable::Dir;
 
 /// A directory under test, with whatever keeps it alive (a temp dir).
 pub struct Fixture {
@@ -251,7 +252,7 @@ fn write_atomic_removes_its_temp_on_error(d: &dyn Dir) {
         fn list(&self) -> std::io::Result<Vec<String>> {
             self.0.list()
         }
-        fn lock(&self, n: &str) -> std::io::Result<durable::LockGuard> {
+        fn lock(&self, n: &str) -> std::io::Result<durable::dir::LockGuard> {
             self.0.lock(n)
         }
         fn path_of(&self, n: &str) -> std::path::PathBuf {
@@ -361,7 +362,8 @@ mod mem_only {
         use crate::Checkpoint;
         use crashpoint::{crash_at, Hit};
         use durable::testing::MemDir;
-        use durable::{write_atomic, Dir, Options, RunId, WriteOptions};
+        use durable::write::{write_atomic, WriteOptions};
+        use durable::{Dir, Options, RunId};
 
         const SYNC: WriteOptions = WriteOptions {
             sync: true,

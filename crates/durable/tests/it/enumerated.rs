@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use durable::testing::{CrashState, MutantDir, Mutation, PersistenceModel, PowerDir};
-use durable::{write_atomic, Dir, WriteOptions};
+use durable::write::{write_atomic, WriteOptions};
+use durable::Dir;
 
 const SYNCED: WriteOptions = WriteOptions {
     sync: true,
@@ -111,7 +112,7 @@ impl Dir for Counting {
     fn list(&self) -> std::io::Result<Vec<String>> {
         self.inner.list()
     }
-    fn lock(&self, name: &str) -> std::io::Result<durable::LockGuard> {
+    fn lock(&self, name: &str) -> std::io::Result<durable::dir::LockGuard> {
         self.inner.lock(name)
     }
     fn path_of(&self, name: &str) -> std::path::PathBuf {

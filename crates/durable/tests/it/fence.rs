@@ -5,7 +5,8 @@ use std::fs;
 use std::path::Path;
 
 use crashpoint::{record, Outcome};
-use durable::{Error, FileKind, Options};
+use durable::dir::FileKind;
+use durable::{Error, Options};
 
 use crate::{fast, open, run_id, Checkpoint, Phase, State};
 

@@ -35,7 +35,7 @@ fn the_envelope_holds_the_version_run_restarts_and_state() {
         "each open of an unfinished run is a new holder"
     );
     assert_eq!(again.checkpoint.epoch(), 2);
-    assert_eq!(durable::FORMAT_VERSION, 2);
+    assert_eq!(durable::checkpoint::FORMAT_VERSION, 2);
     let saved = Checkpoint::load(&world, &run).unwrap().unwrap();
     assert_eq!(
         (saved.resumes, saved.turns),

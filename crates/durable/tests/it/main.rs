@@ -25,8 +25,8 @@ fn public_types_can_cross_threads() {
     fn send_sync<T: Send + Sync + 'static>() {}
     send_sync::<Checkpoint>();
     send_sync::<Opened>();
-    send_sync::<durable::Saved<State>>();
-    send_sync::<durable::LockGuard>();
+    send_sync::<durable::checkpoint::Saved<State>>();
+    send_sync::<durable::dir::LockGuard>();
     send_sync::<durable::DiskDir>();
     send_sync::<MemDir>();
     send_sync::<durable::Error>();

@@ -3,7 +3,8 @@
 
 use std::io::ErrorKind;
 
-use durable::{Dir, DiskDir, LockGuard};
+use durable::dir::LockGuard;
+use durable::{Dir, DiskDir};
 
 /// A `DiskDir` whose directory was removed after it was opened.
 fn vanished() -> (tempfile::TempDir, DiskDir) {

@@ -7,8 +7,9 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Arc;
 
+use durable::dir::FileKind;
 use durable::testing::{Call, FaultDir, MemDir};
-use durable::{Dir, DiskDir, Error, FileKind, Options};
+use durable::{Dir, DiskDir, Error, Options};
 
 use crate::{fast, open, populated, run_id, Checkpoint};
 
@@ -146,7 +147,7 @@ fn a_checkpoint_over_the_read_limit_is_refused_on_disk_and_in_memory() {
     ));
     assert!(open(&world, &run_id("r"), exact).is_ok());
     assert_eq!(Options::default().max_read_bytes, 64 << 20);
-    assert_eq!(durable::DEFAULT_MAX_READ_BYTES, 64 << 20);
+    assert_eq!(durable::checkpoint::DEFAULT_MAX_READ_BYTES, 64 << 20);
 }
 
 #[test]
@@ -160,8 +161,8 @@ fn a_read_limit_holds_for_a_file_that_grows_after_its_size_was_seen() {
     );
     let e = dir.read_limited("f", 4).unwrap_err();
     assert_eq!(
-        durable::EntryError::of(&e),
-        Some(&durable::EntryError::TooLarge { size: 5, limit: 4 })
+        durable::dir::EntryError::of(&e),
+        Some(&durable::dir::EntryError::TooLarge { size: 5, limit: 4 })
     );
     assert_eq!(dir.read_limited("missing", 4).unwrap(), None);
 }
@@ -336,7 +337,7 @@ fn a_checkpoint_without_read_permission_is_an_error() {
 
 #[test]
 fn a_dir_refusal_travels_inside_an_io_error_and_maps_to_its_variant() {
-    use durable::EntryError;
+    use durable::dir::EntryError;
     let not_a_file = EntryError::NotRegularFile(FileKind::Fifo).into_io();
     assert_eq!(not_a_file.kind(), ErrorKind::InvalidInput);
     assert_eq!(not_a_file.to_string(), "is a FIFO, not a regular file");

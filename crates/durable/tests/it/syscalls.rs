@@ -12,7 +12,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use durable::{write_atomic, DiskDir, WriteOptions};
+use durable::write::{write_atomic, WriteOptions};
+use durable::DiskDir;
 
 const CHILD_DIR: &str = "DURABLE_SYSCALLS_CHILD_DIR";
 

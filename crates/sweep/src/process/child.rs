@@ -65,7 +65,7 @@ impl Running {
                 self.child = None;
                 return Ok(status);
             }
-            if let Some(scope) = crashpoint::current() {
+            if let Some(scope) = crashpoint::scope::current() {
                 if scope.cancel_requested() {
                     self.kill()?;
                     scope.stop();

@@ -122,7 +122,7 @@ fn relay(
                 };
                 world.hits += 1;
                 if let Err(payload) =
-                    panic::catch_unwind(AssertUnwindSafe(|| crashpoint::hit(name)))
+                    panic::catch_unwind(AssertUnwindSafe(|| crashpoint::protocol::hit(name)))
                 {
                     // The crash (or a cancel) lands here: the program is
                     // blocked at this very point until it is killed.
@@ -147,7 +147,7 @@ fn relay(
                 }
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                if let Some(scope) = crashpoint::current() {
+                if let Some(scope) = crashpoint::scope::current() {
                     if scope.cancel_requested() {
                         let status = running.kill()?;
                         ends.push(format!(

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crashpoint::Handle;
+use crashpoint::scope::Handle;
 
 use super::child::{describe_status, pass_fd, show_argv, tail, without_protocol, Running};
 use super::{FD_VAR, VERSION, VERSION_VAR};
@@ -93,7 +93,7 @@ impl Service {
     /// scope.
     pub(super) fn life_started(&self, pid: u32) -> InLife {
         let mut s = lock(&self.shared);
-        s.scope = crashpoint::current();
+        s.scope = crashpoint::scope::current();
         s.program = Some(pid);
         InLife(Arc::clone(&self.shared))
     }
@@ -219,7 +219,7 @@ fn relay(ours: UnixStream, shared: &Mutex<Shared>, running: &Mutex<Option<Runnin
         };
         if let Some(scope) = scope {
             let hit = panic::catch_unwind(AssertUnwindSafe(|| {
-                scope.enter(|| crashpoint::hit(name));
+                scope.enter(|| crashpoint::protocol::hit(name));
             }));
             if hit.is_err() {
                 // Down together. The service is taken out of the world

@@ -378,14 +378,14 @@ impl Subject for Marker {
     fn crash_states(&self) -> Vec<sweep::CrashState> {
         vec![sweep::CrashState::PROCESS, FORGET]
     }
-    fn boot(&self, w: &mut Mailbox, ctx: &sweep::LifeContext) -> Result<(), LifeError> {
+    fn boot(&self, w: &mut Mailbox, ctx: &sweep::Boot) -> Result<(), LifeError> {
         if w.running && *ctx.state() == FORGET {
             w.marked = w.synced;
         }
         w.running = true;
         Ok(())
     }
-    fn shutdown(&self, w: &mut Mailbox, _: &sweep::LifeContext) {
+    fn shutdown(&self, w: &mut Mailbox, _: &sweep::Boot) {
         w.running = false;
     }
     fn life(&self, w: &mut Mailbox) -> Result<(), LifeError> {

@@ -1,7 +1,7 @@
 //! An enumerating crash state: each crash's power cut may leave several
 //! disks, every one a scenario named by its disk, rerun by name alone.
 
-use sweep::{Config, Counter, CrashState, LifeContext, Scenario, Subject, Verdict};
+use sweep::{Boot, Config, Counter, CrashState, Scenario, Subject, Verdict};
 
 const ALL: CrashState = CrashState::named("all");
 
@@ -42,7 +42,7 @@ impl Subject for Disks {
     fn enumerates(&self, state: &CrashState) -> bool {
         *state == ALL
     }
-    fn boot(&self, w: &mut World, ctx: &LifeContext) -> Result<(), sweep::LifeError> {
+    fn boot(&self, w: &mut World, ctx: &Boot) -> Result<(), sweep::LifeError> {
         w.last = None;
         if std::mem::replace(&mut w.running, true) {
             let n = if w.chosen.is_empty() { 3 } else { 2 };
@@ -51,7 +51,7 @@ impl Subject for Disks {
         }
         Ok(())
     }
-    fn shutdown(&self, w: &mut World, _: &LifeContext) {
+    fn shutdown(&self, w: &mut World, _: &Boot) {
         w.running = false;
     }
     fn crash_disks(&self, w: &World) -> Option<u32> {
@@ -159,11 +159,11 @@ impl Subject for Graded {
     fn enumerates(&self, state: &CrashState) -> bool {
         *state == ALL
     }
-    fn boot(&self, w: &mut Steps, _: &LifeContext) -> Result<(), sweep::LifeError> {
+    fn boot(&self, w: &mut Steps, _: &Boot) -> Result<(), sweep::LifeError> {
         w.last = std::mem::replace(&mut w.running, true).then_some(w.at);
         Ok(())
     }
-    fn shutdown(&self, w: &mut Steps, _: &LifeContext) {
+    fn shutdown(&self, w: &mut Steps, _: &Boot) {
         w.running = false;
     }
     fn crash_disks(&self, w: &Steps) -> Option<u32> {
@@ -237,7 +237,7 @@ impl Subject for Eager {
     fn enumerates(&self, _: &CrashState) -> bool {
         true
     }
-    fn boot(&self, boots: &mut u32, _: &LifeContext) -> Result<(), sweep::LifeError> {
+    fn boot(&self, boots: &mut u32, _: &Boot) -> Result<(), sweep::LifeError> {
         *boots += 1;
         Ok(())
     }

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use sweep::{Config, Counter, CrashState, Error, Failure, LifeContext, Subject, Verdict};
+use sweep::{Boot, Config, Counter, CrashState, Error, Failure, Subject, Verdict};
 
 /// Two points per life; the judge counts what `judge` says.
 struct Job<F: Fn(u64) -> Verdict + Sync> {
@@ -569,7 +569,7 @@ impl Subject for Stateful {
     fn crash_states(&self) -> Vec<CrashState> {
         vec![CrashState::PROCESS, CrashState::named("lose")]
     }
-    fn boot(&self, w: &mut Self::World, ctx: &LifeContext) -> Result<(), sweep::LifeError> {
+    fn boot(&self, w: &mut Self::World, ctx: &Boot) -> Result<(), sweep::LifeError> {
         // A power cut in `lose` loses an unsynced `done`.
         if ctx.after_crash() && ctx.state().name() == "lose" {
             w.1 = false;

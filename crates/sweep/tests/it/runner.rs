@@ -584,11 +584,7 @@ impl Subject for Booted {
     fn world(&self) -> Vec<(usize, bool)> {
         Vec::new()
     }
-    fn boot(
-        &self,
-        w: &mut Vec<(usize, bool)>,
-        ctx: &sweep::LifeContext,
-    ) -> Result<(), sweep::LifeError> {
+    fn boot(&self, w: &mut Vec<(usize, bool)>, ctx: &sweep::Boot) -> Result<(), sweep::LifeError> {
         w.push((ctx.life(), ctx.after_crash()));
         Ok(())
     }

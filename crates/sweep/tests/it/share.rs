@@ -521,7 +521,7 @@ impl Subject for Lives {
     fn world(&self) -> Self::World {
         Vec::new()
     }
-    fn boot(&self, w: &mut Self::World, ctx: &sweep::LifeContext) -> Result<(), sweep::LifeError> {
+    fn boot(&self, w: &mut Self::World, ctx: &sweep::Boot) -> Result<(), sweep::LifeError> {
         w.push((ctx.life(), ctx.after_crash()));
         Ok(())
     }
@@ -604,7 +604,7 @@ impl Subject for Parity {
     fn world(&self) -> (bool, u64) {
         (false, 0)
     }
-    fn boot(&self, w: &mut (bool, u64), ctx: &sweep::LifeContext) -> Result<(), sweep::LifeError> {
+    fn boot(&self, w: &mut (bool, u64), ctx: &sweep::Boot) -> Result<(), sweep::LifeError> {
         let n = ctx.life() as u64;
         w.1 = if n % 2 == 0 { n } else { 0 };
         Ok(())

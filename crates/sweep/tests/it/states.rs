@@ -3,7 +3,7 @@
 //! the one-row view adding the states' tallies up, the same whether the
 //! report keeps every scenario or tallies them.
 
-use sweep::{Config, Counter, CrashState, LifeContext, Report, Subject, Verdict};
+use sweep::{Boot, Config, Counter, CrashState, Report, Subject, Verdict};
 
 const LOSE: CrashState = CrashState::named("lose");
 
@@ -46,7 +46,7 @@ impl Subject for Relay {
     fn crash_states(&self) -> Vec<CrashState> {
         vec![CrashState::PROCESS, LOSE]
     }
-    fn boot(&self, w: &mut Mailbox, ctx: &LifeContext) -> Result<(), sweep::LifeError> {
+    fn boot(&self, w: &mut Mailbox, ctx: &Boot) -> Result<(), sweep::LifeError> {
         if w.running && w.first_crash.is_none() {
             w.first_crash = Some(w.stage);
         }
@@ -56,7 +56,7 @@ impl Subject for Relay {
         w.running = true;
         Ok(())
     }
-    fn shutdown(&self, w: &mut Mailbox, _: &LifeContext) {
+    fn shutdown(&self, w: &mut Mailbox, _: &Boot) {
         w.running = false;
     }
     fn life(&self, w: &mut Mailbox) -> Result<(), sweep::LifeError> {

@@ -125,7 +125,7 @@ fn check_index(index: &IndexIn) -> Result<(), String> {
     Ok(())
 }
 
-const SYNCED: durable::WriteOptions = durable::WriteOptions {
+const SYNCED: durable::write::WriteOptions = durable::write::WriteOptions {
     sync: true,
     points: false,
 };
@@ -258,7 +258,7 @@ impl LogStore {
             },
         };
         let bytes = serde_json::to_vec_pretty(&entry).map_err(|e| self.io(e.into()))?;
-        durable::write_atomic(
+        durable::write::write_atomic(
             self.dir.as_ref(),
             &entry_name(self.next_seq),
             &bytes,
@@ -292,6 +292,7 @@ impl LogStore {
             keys,
         };
         let bytes = serde_json::to_vec_pretty(&index).map_err(|e| self.io(e.into()))?;
-        durable::write_atomic(self.dir.as_ref(), INDEX, &bytes, SYNCED).map_err(|e| self.io(e))
+        durable::write::write_atomic(self.dir.as_ref(), INDEX, &bytes, SYNCED)
+            .map_err(|e| self.io(e))
     }
 }

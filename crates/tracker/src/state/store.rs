@@ -98,7 +98,7 @@ impl Store {
         store.remove_leftover_temps()?;
         let read = store
             .dir
-            .read_limited(FILE, durable::DEFAULT_MAX_READ_BYTES);
+            .read_limited(FILE, durable::checkpoint::DEFAULT_MAX_READ_BYTES);
         let Some(bytes) = read.map_err(|e| store.io(e))? else {
             if existing {
                 return Err(TrackerError::Missing { path: store.path() });
@@ -122,11 +122,11 @@ impl Store {
         })
     }
 
-    /// A process killed inside [`durable::write_atomic`] leaves its temp file
+    /// A process killed inside [`durable::write::write_atomic`] leaves its temp file
     /// behind; it never became `tracker.json`, so it holds nothing anyone
     /// heard about.
     fn remove_leftover_temps(&self) -> Result<(), TrackerError> {
-        durable::remove_leftover_temps(self.dir.as_ref(), FILE).map_err(|e| self.io(e))?;
+        durable::write::remove_leftover_temps(self.dir.as_ref(), FILE).map_err(|e| self.io(e))?;
         Ok(())
     }
 
@@ -170,12 +170,12 @@ impl Store {
             keys,
         };
         let bytes = serde_json::to_vec_pretty(&file).map_err(|e| self.io(e.into()))?;
-        let opts = durable::WriteOptions {
+        let opts = durable::write::WriteOptions {
             sync: true,
             points: false,
         };
         self.published_on_failure = false;
-        if let Err(source) = durable::write_atomic(self.dir.as_ref(), FILE, &bytes, opts) {
+        if let Err(source) = durable::write::write_atomic(self.dir.as_ref(), FILE, &bytes, opts) {
             // What reached the file is not known from the error alone: a
             // failed directory fsync comes after the rename. Read it back
             // (best effort) so the next save neither refuses a file this

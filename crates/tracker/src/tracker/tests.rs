@@ -344,8 +344,9 @@ proptest! {
 
 mod file {
     use super::*;
+    use durable::dir::LockGuard;
     use durable::testing::MemDir;
-    use durable::{Dir, DiskDir, LockGuard};
+    use durable::{Dir, DiskDir};
     use std::path::PathBuf;
     use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -835,7 +836,7 @@ mod existing {
     #[test]
     fn a_tracker_over_the_read_limit_is_refused() {
         let world = MemDir::new();
-        let big = vec![b' '; (durable::DEFAULT_MAX_READ_BYTES + 1) as usize];
+        let big = vec![b' '; (durable::checkpoint::DEFAULT_MAX_READ_BYTES + 1) as usize];
         world.write("tracker.json", &big).unwrap();
         let Err(e) = Tracker::open_existing(Arc::new(world), Mode::Keyed) else {
             panic!("a tracker over the limit was read");

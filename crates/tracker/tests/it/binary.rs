@@ -187,7 +187,10 @@ fn mcp_round_trips_a_keyed_call_with_the_key_in_meta() {
             ))
             .await
             .unwrap();
-        assert_eq!(text(&lookup), r#"{"outcome":"found","output":{"issue":1}}"#);
+        assert_eq!(
+            text(&lookup),
+            r#"{"outcome":"found","response":{"issue":1}}"#
+        );
         // The same key with other arguments: refused, as the HTTP 422.
         let reused = client
             .call_tool(keyed(
@@ -210,7 +213,15 @@ fn mcp_round_trips_a_keyed_call_with_the_key_in_meta() {
         );
         match client.call_tool(p).await.unwrap_err() {
             ServiceError::McpError(e) => {
-                assert_eq!(e.data, Some(json!({"code": "missing_idempotency_key"})))
+                assert_eq!(e.data, Some(json!({"code": "missing_idempotency_key"})));
+                // In MCP's words: the `_meta` field, not the HTTP header.
+                assert!(
+                    e.message
+                        .contains("_meta field \"io.crashsweep/idempotency-key\""),
+                    "{}",
+                    e.message
+                );
+                assert!(!e.message.contains("header"), "{}", e.message);
             }
             other => panic!("{other:?}"),
         }

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent::{Event, Message, Model, ModelError, Reply};
+use agent::model::{Model, ModelError, Reply};
+use agent::observe::Event;
+use agent::state::Message;
 use durable::RunId;
 use serde_json::{json, Value};
 
@@ -31,7 +33,7 @@ impl Model for DieAfterReply {
         let reply = self.inner.reply(conversation)?;
         let turn = conversation
             .iter()
-            .filter(|m| m.role == agent::Role::Assistant)
+            .filter(|m| m.role == agent::state::Role::Assistant)
             .count()
             + 1;
         if u32::try_from(turn).is_ok_and(|t| t == self.turn) {

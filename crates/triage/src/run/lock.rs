@@ -6,7 +6,8 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use durable::{Dir, DiskDir, LockGuard};
+use durable::dir::LockGuard;
+use durable::{Dir, DiskDir};
 
 use crate::exit::Failure;
 use crate::world::StateDir;
@@ -32,7 +33,7 @@ pub(crate) fn take_lock(sd: &StateDir, lock_name: &str) -> Result<LockGuard, Fai
 /// touched until the life ends. Every other operation goes to the real
 /// directory.
 ///
-/// [`Checkpoint::open`]: agent::Checkpoint::open
+/// [`Checkpoint::open`]: agent::state::Checkpoint::open
 #[derive(Debug)]
 pub(crate) struct HeldLock {
     pub(crate) dir: Arc<DiskDir>,

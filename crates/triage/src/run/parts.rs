@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
+use agent::model::{Model, Recording, ScriptedModel};
 use agent::provider::Prices;
-use agent::{Gated, Model, Recording, ScriptedModel, Tool, Tools};
+use agent::tool::{Gated, Tool, Tools};
 use durable::Dir;
 use serde_json::Value;
 use triage_tools::{Backend, CodePatch, IssueComment, IssueFile, Search};
@@ -55,7 +56,7 @@ pub(crate) fn model(
             Box::new(ScriptedModel::new(transcript.clone()))
         }
         Mode::Live(live) => live
-            .model(prices)
+            .model(prices, tools.specs())
             .map_err(|e| Failure::usage("live", e.to_string()))?,
     };
     if let Some(path) = &cli.record {

@@ -108,7 +108,7 @@ pub(crate) fn header(
     sd: &StateDir,
     (run, how): (&RunId, How),
     world: &World,
-    before: Option<&durable::Saved<agent::State>>,
+    before: Option<&durable::checkpoint::Saved<agent::state::State>>,
     (mode, mode_text): (&Mode, &str),
 ) {
     let p = output::lock(printer);

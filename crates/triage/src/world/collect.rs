@@ -6,7 +6,7 @@
 use std::fs;
 use std::io;
 
-use agent::Checkpoint;
+use agent::state::Checkpoint;
 use durable::{Dir, RunId};
 
 use super::validate::PROBE_PREFIX;
@@ -113,7 +113,7 @@ impl StateDir {
                 Err(e) => return Err(io_failure("lock", &self.dir.path_of(&lock_name), &e)),
             };
             let checkpoint = Checkpoint::file_name(&run);
-            let temps = durable::remove_leftover_temps(self.dir.as_ref(), &checkpoint)
+            let temps = durable::write::remove_leftover_temps(self.dir.as_ref(), &checkpoint)
                 .map_err(|e| io_failure("remove temp files of", &self.checkpoint_path(&run), &e))?;
             c.temps.extend(temps);
             if !names.contains(&checkpoint) {

@@ -5,7 +5,8 @@
 use std::io;
 use std::time::Duration;
 
-use durable::{Dir, LockGuard};
+use durable::dir::LockGuard;
+use durable::Dir;
 
 use super::{StateDir, STATE_LOCK};
 use crate::exit::{Exit, Failure};

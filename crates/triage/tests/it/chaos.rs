@@ -16,7 +16,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::Child;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use agent::Phase;
+use agent::state::Phase;
 use common::*;
 
 /// SplitMix64: a small seeded generator, enough to pick delays.

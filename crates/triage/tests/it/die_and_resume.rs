@@ -6,7 +6,7 @@ use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 
-use agent::Phase;
+use agent::state::Phase;
 use common::*;
 
 /// One scenario: die right after the first call of `tool` returns, then

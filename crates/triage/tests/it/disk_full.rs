@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agent::Phase;
+use agent::state::Phase;
 use common::*;
 
 const TASK: &str = "a3-login-after-wake";

@@ -6,7 +6,7 @@ use crate::common;
 use std::fs;
 use std::path::Path;
 
-use agent::Phase;
+use agent::state::Phase;
 use common::*;
 use serde_json::Value;
 

@@ -11,7 +11,7 @@ use crate::common;
 
 use std::path::Path;
 
-use agent::Phase;
+use agent::state::Phase;
 use common::*;
 use test_provider::{openai, Script, TestProvider};
 
@@ -275,7 +275,7 @@ fn a_crash_after_the_reply_arrived_and_before_it_was_saved_asks_exactly_once_mor
         let saved_replies = st
             .messages
             .iter()
-            .filter(|m| m.role == agent::Role::Assistant)
+            .filter(|m| m.role == agent::state::Role::Assistant)
             .count();
         assert_eq!(saved_replies, turn - 1, "turn {turn}");
         assert_ne!(st.phase, Phase::Done, "turn {turn}");
@@ -419,9 +419,9 @@ fn a_recorded_live_run_replays_to_the_same_tool_calls() {
     assert!(!std::fs::read_to_string(&file).unwrap().contains(KEY));
 
     // The file is a transcript with the same calls, IDs and arguments …
-    let original = agent::Transcript::parse(&task.json.to_string(), "original").unwrap();
-    let copy = agent::Transcript::load(&file).unwrap();
-    let calls = |t: &agent::Transcript| t.calls().cloned().collect::<Vec<_>>();
+    let original = agent::model::Transcript::parse(&task.json.to_string(), "original").unwrap();
+    let copy = agent::model::Transcript::load(&file).unwrap();
+    let calls = |t: &agent::model::Transcript| t.calls().cloned().collect::<Vec<_>>();
     assert_eq!(calls(&copy), calls(&original));
     assert_eq!(copy.task, original.task);
     let usage: Vec<_> = copy

@@ -149,7 +149,7 @@ fn a_deleted_lock_file_does_not_let_two_processes_run_one_run() {
         filed,
         "nor in the tracker"
     );
-    assert_eq!(checkpoint(&state, &run).phase, agent::Phase::Done);
+    assert_eq!(checkpoint(&state, &run).phase, agent::state::Phase::Done);
     assert_each_effect_once(&task, &tracker(&state, &run));
 }
 

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use agent::Phase;
+use agent::state::Phase;
 use common::*;
 use serde_json::Value;
 use tracker::client::HttpTracker;

@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use agent::{Phase, Role, State};
+use agent::state::{Phase, Role, State};
 use common::*;
 use serde_json::Value;
 use std::os::unix::process::ExitStatusExt;

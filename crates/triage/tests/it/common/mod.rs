@@ -12,7 +12,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use agent::{Checkpoint, State};
+use agent::state::{Checkpoint, State};
 use durable::{DiskDir, RunId};
 use serde_json::Value;
 use tracker::{Mode, Request, Tracker};
@@ -280,7 +280,7 @@ pub fn only_run(state: &Path) -> String {
 }
 
 /// A run's checkpoint, read as the store reads it.
-pub fn checkpoint(state: &Path, run: &str) -> durable::Saved<State> {
+pub fn checkpoint(state: &Path, run: &str) -> durable::checkpoint::Saved<State> {
     let dir = DiskDir::new(state).unwrap();
     Checkpoint::load(&dir, &RunId::parse(run).unwrap())
         .unwrap()

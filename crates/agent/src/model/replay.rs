@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use crate::{Message, Role};
+use crate::state::{Message, Role};
 
+use super::transcript::Transcript;
 use crate::model::{Model, ModelError, Reply};
-use crate::transcript::Transcript;
 
 /// A model that replays a recorded [`Transcript`].
 ///

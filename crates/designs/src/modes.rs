@@ -100,7 +100,7 @@ pub struct Power {
 }
 
 /// How the checkpoint reaches the disk. [`Writer::Real`] is
-/// `durable::write_atomic` as shipped; the others are mutations of it that a
+/// `durable::write::write_atomic` as shipped; the others are mutations of it that a
 /// power-loss sweep must catch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Writer {

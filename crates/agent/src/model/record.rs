@@ -12,7 +12,7 @@ use crate::model::{Model, ModelError, Reply};
 
 /// A [`Model`] that passes each request to `inner` and writes the replies
 /// of the run so far to a file, in the transcript format
-/// [`Transcript`](crate::Transcript) reads (text, calls with their IDs and
+/// [`Transcript`](crate::model::Transcript) reads (text, calls with their IDs and
 /// arguments, usage).
 ///
 /// The file always matches the conversation the loop sent: on each reply,
@@ -29,7 +29,9 @@ use crate::model::{Model, ModelError, Reply};
 ///
 /// The file is replaced on every reply (written to a temporary file beside
 /// it, then renamed; missing directories are created), so a crash leaves
-/// the last complete version.
+/// the last complete version. On unix it is readable by its owner only
+/// (mode `0600`), like every other file a run writes: a recording holds the
+/// whole conversation.
 #[derive(Debug)]
 pub struct Recording<M> {
     inner: M,
@@ -157,7 +159,18 @@ impl<M: Model> Recording<M> {
             std::fs::create_dir_all(parent)?;
         }
         let tmp = self.path.with_file_name(format!(".{name}.recording.tmp"));
-        std::fs::write(&tmp, text)?;
+        // A leftover from a crash may have other permissions; start afresh.
+        match std::fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&tmp)?;
+        std::io::Write::write_all(&mut file, text.as_bytes())?;
+        drop(file);
         std::fs::rename(&tmp, &self.path)
     }
 }
@@ -255,7 +268,7 @@ impl<M: Model> Model for Recording<M> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ScriptedModel, Transcript};
+    use crate::model::{ScriptedModel, Transcript};
 
     #[test]
     fn a_recording_replays_to_the_same_calls_and_follows_the_conversation() {
@@ -305,6 +318,31 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains(r#""args": {"#), "{text}");
         assert!(text.contains(r#""args": "{not json""#), "{text}");
+    }
+
+    /// The recording is its owner's only (`0600`), as every other file a
+    /// run writes, whatever a crash left behind.
+    #[cfg(unix)]
+    #[test]
+    fn a_recording_is_written_for_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let t =
+            Transcript::parse(r#"{"task": "t", "replies": [{"text": "done"}]}"#, "t.json").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec.json");
+        // A temporary file a crash left, readable by everyone.
+        let tmp = dir.path().join(".rec.json.recording.tmp");
+        std::fs::write(&tmp, "half").unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let rec = Recording::new(ScriptedModel::new(t), &path, header()).unwrap();
+        rec.reply(&[Message::default()]).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        assert!(!tmp.exists());
+        // Written again (the next reply), still the owner's only.
+        rec.reply(&[Message::default()]).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     }
 
     fn header() -> Map<String, Value> {

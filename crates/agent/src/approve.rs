@@ -3,7 +3,7 @@
 use std::io::{BufRead, Write};
 use std::sync::Mutex;
 
-use crate::{Attempt, ToolCall, ToolResult};
+use crate::state::{Attempt, ToolCall, ToolResult};
 use durable::RunId;
 
 /// A gated call waiting for a yes.

@@ -19,7 +19,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::{ToolCall, Usage};
+use crate::state::{ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 
