@@ -45,7 +45,8 @@ fn runtime(program: &str) -> bool {
 }
 
 /// `crashsweep --format json --world … --judge … -- ARGV`.
-fn crashsweep(argv: &[String]) -> (Output, serde_json::Value) {
+/// Sweep `argv` with the example judge at `depth` (JSON out, 2 threads).
+fn crashsweep(depth: u32, argv: &[String]) -> (Output, serde_json::Value) {
     let world = tempfile::tempdir().unwrap();
     let judge = root().join("clients/examples/judge.py");
     let out = Command::new(env!("CARGO_BIN_EXE_crashsweep"))
@@ -53,6 +54,8 @@ fn crashsweep(argv: &[String]) -> (Output, serde_json::Value) {
         .arg("json")
         .arg("--threads")
         .arg("2")
+        .arg("--depth")
+        .arg(depth.to_string())
         .arg("--world")
         .arg(world.path())
         .arg("--judge")
@@ -78,8 +81,10 @@ fn failed_scenarios(json: &serde_json::Value) -> Vec<String> {
 
 /// Sweep the buggy and the fixed example given by `argv` (`--fixed` added
 /// for the fixed one).
+/// The buggy example fails at each payment's single crash (depth 1 shows
+/// it); the fixed one passes every single and double crash (depth 2).
 fn sweep_both(language: &str, argv: Vec<String>) {
-    let (out, json) = crashsweep(&argv);
+    let (out, json) = crashsweep(1, &argv);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{language} buggy: {stderr}");
     let failed = failed_scenarios(&json);
@@ -100,7 +105,7 @@ fn sweep_both(language: &str, argv: Vec<String>) {
 
     let mut fixed = argv;
     fixed.push("--fixed".into());
-    let (out, json) = crashsweep(&fixed);
+    let (out, json) = crashsweep(2, &fixed);
     assert_eq!(
         out.status.code(),
         Some(0),
