@@ -186,8 +186,15 @@ impl Observer for Quiet {
     fn event(&self, _: &Event) {}
 }
 
-/// `text` on one line, cut to `max` characters (with `…`).
-fn short(text: &str, max: usize) -> String {
+/// `text` on one line (line breaks become spaces), cut to `max`
+/// characters with `…`: how an [`Event`] prints a long value, for callers
+/// that print their own lines the same way.
+///
+/// ```
+/// assert_eq!(agent::observe::short("a\nb", 10), "a b");
+/// assert_eq!(agent::observe::short("abcdef", 4), "abc…");
+/// ```
+pub fn short(text: &str, max: usize) -> String {
     let line: String = text
         .chars()
         .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })

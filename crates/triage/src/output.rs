@@ -60,20 +60,9 @@ pub fn lock(printer: &Mutex<Printer>) -> MutexGuard<'_, Printer> {
     printer.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// `s` on one line, cut to `max` characters.
-pub fn short(s: &str, max: usize) -> String {
-    let one_line: String = s
-        .chars()
-        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
-        .collect();
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        let mut cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
-        cut.push('…');
-        cut
-    }
-}
+/// `s` on one line, cut to `max` characters (agent's own rule, so a
+/// line of ours and an event's print long values alike).
+pub use agent::observe::short;
 
 /// A call's arguments for a human line: a JSON object's fields shortest
 /// first, so the path or title shows before a long patch text is cut.
