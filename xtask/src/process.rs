@@ -116,6 +116,12 @@ pub fn subject(tracker: Tracker) -> Result<Process, String> {
     let mut p = Process::new(&title(tracker), &argv)
         .judge_with(judge)
         .counters(counters());
+    // The worlds on a RAM disk when there is one: the same results (a
+    // SIGKILL keeps the page cache), several times faster (triage syncs
+    // every save).
+    if let Some(ram) = sweep::process::ram_disk() {
+        p = p.worlds_in(ram);
+    }
     if let Some(s) = service {
         p = p.service(s).crash_service();
     }

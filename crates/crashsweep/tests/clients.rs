@@ -49,7 +49,13 @@ fn runtime(program: &str) -> bool {
 fn crashsweep(depth: u32, argv: &[String]) -> (Output, serde_json::Value) {
     let world = tempfile::tempdir().unwrap();
     let judge = root().join("clients/examples/judge.py");
-    let out = Command::new(env!("CARGO_BIN_EXE_crashsweep"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crashsweep"));
+    // Worlds on a RAM disk when there is one: the same results, faster
+    // (the examples sync every save).
+    if let Some(ram) = sweep::process::ram_disk() {
+        cmd.arg("--worlds-in").arg(ram);
+    }
+    let out = cmd
         .arg("--format")
         .arg("json")
         .arg("--threads")
@@ -234,4 +240,55 @@ fn shards_merge_into_the_whole_table_and_threads_change_nothing() {
         String::from_utf8_lossy(&merged.stdout),
         String::from_utf8_lossy(&whole.stdout)
     );
+}
+
+#[test]
+fn worlds_are_made_where_worlds_in_says_and_a_missing_directory_runs_nothing() {
+    let here = tempfile::tempdir().unwrap();
+    let judge = root().join("clients/examples/judge.py");
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_crashsweep"));
+    let exe = bin.parent().unwrap().join("examples/payouts");
+    // The judge runs in the scenario's world: outside `here`, it counts a
+    // required "outside", and the scenario fails.
+    let inside = format!(
+        "case \"$PWD\" in {}/*) python3 {};; *) echo '{{\"outside\": 1}}';; esac",
+        here.path().display(),
+        judge.display()
+    );
+    let out = Command::new(&bin)
+        .args(["--depth", "1", "--worlds-in"])
+        .arg(here.path())
+        .args(["--judge", &inside, "--"])
+        .arg(&exe)
+        .arg("--fixed")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stdout.contains("outside"), "{stdout}");
+    let left: Vec<_> = std::fs::read_dir(here.path()).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "every world is removed after its scenario: {left:?}"
+    );
+
+    let missing = here.path().join("no-such-dir");
+    let out = Command::new(&bin)
+        .arg("--worlds-in")
+        .arg(&missing)
+        .args(["--judge", "true", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--worlds-in") && stderr.contains("not a directory"),
+        "{stderr}"
+    );
+    assert!(!missing.exists(), "nothing is created");
 }

@@ -42,7 +42,7 @@ mod world;
 
 use std::path::Path;
 
-pub use builder::{JudgeFn, Process};
+pub use builder::{ram_disk, JudgeFn, Process};
 pub use error::ProcessError;
 pub use world::ProcessWorld;
 

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""The README's two set-up commands share one build of every registry crate.
+
+`cargo xtask sweep` builds xtask and its dependencies; `cargo test
+--workspace` builds every crate with its dev-dependencies. Cargo unifies
+features per command, so a registry crate that gets one more feature in the
+test build is compiled twice, and with it every crate above it (one extra
+feature of libc or serde rebuilt about fifty crates, minutes on two cores).
+xtask/Cargo.toml pins those features; this check fails when the two builds
+drift apart again, naming the crate, the features and the fix.
+
+    .ci/one_build.py               compare the two builds, and CI's build of
+                                   crashpoint's default features with the
+                                   test build (runs cargo tree)
+    .ci/one_build.py --self-test   check this checker on made-up trees
+
+Exit 0: same features everywhere (but the allowed crates below); 1: a
+difference; 2: a cargo tree error.
+"""
+import re
+import subprocess
+import sys
+
+# Registry crates allowed to differ, with the reason. ureq gets rustls from
+# agent's model features, which xtask does not pin (they would bring rustls
+# and ring into the first command's build).
+ALLOWED = {"ureq": "TLS from agent's `openai`/`anthropic` features, not pinned in xtask"}
+
+XTASK = ["cargo", "tree", "-p", "xtask", "-e", "normal,build,features", "-f", "{p} [{f}]", "--prefix", "none"]
+# CI's check of crashpoint's default build (`cargo test -p crashpoint --lib`,
+# after the test command): its dev-dependencies pin features the same way.
+CRASHPOINT = ["cargo", "tree", "-p", "crashpoint", "-e", "normal,build,dev,features", "-f", "{p} [{f}]", "--prefix", "none"]
+TESTS = ["cargo", "tree", "--workspace", "-e", "normal,build,dev,features", "-f", "{p} [{f}]", "--prefix", "none"]
+
+LINE = re.compile(r"^(\S+) v(\S+)( \([^)]*\))?(?: \(\*\))? \[(.*)\]$")
+
+
+def registry_features(tree):
+    """{(name, version): set of features} of the registry crates in `tree`
+    (crates with a path or git source are the workspace's own: skipped)."""
+    out = {}
+    for line in tree.splitlines():
+        m = LINE.match(line.strip())
+        if not m or m.group(3):
+            continue
+        feats = {f for f in m.group(4).split(",") if f}
+        out.setdefault((m.group(1), m.group(2)), set()).update(feats)
+    return out
+
+
+def differences(xtask_tree, test_tree, allowed=ALLOWED):
+    """One message per registry crate both builds compile with different
+    features."""
+    x, t = registry_features(xtask_tree), registry_features(test_tree)
+    errors = []
+    for key in sorted(x.keys() & t.keys()):
+        name, version = key
+        if name in allowed or x[key] == t[key]:
+            continue
+        more = sorted(t[key] - x[key])
+        fewer = sorted(x[key] - t[key])
+        what = []
+        if more:
+            what.append(f"the test build adds {', '.join(more)}")
+        if fewer:
+            what.append(f"only xtask's build has {', '.join(fewer)}")
+        errors.append(
+            f"{name} {version} is compiled twice by the README's two commands: {'; '.join(what)}. "
+            f"Fix: pin `{name} = {{ version = \"…\", features = [{', '.join(repr(f).replace(chr(39), chr(34)) for f in sorted(t[key]))}] }}` "
+            f"among xtask/Cargo.toml's feature pins (default-features = false when `default` is not listed)."
+        )
+    return errors
+
+
+def self_test():
+    same = "serde v1.0.0 [default,std]\nsweep v0.1.0 (/w/crates/sweep) [cli]\n"
+    more = "serde v1.0.0 [default,rc,std]\nsweep v0.1.0 (/w/crates/sweep) [cli,extra]\n"
+    cases = [
+        ("same features pass", same, same, 0),
+        ("a workspace crate's own features do not count", same, same.replace("[cli]", "[]"), 0),
+        ("a registry crate with one more feature fails", same, more, 1),
+        ("an allowed crate may differ", "ureq v3.0.0 []\n", "ureq v3.0.0 [rustls]\n", 0),
+        ("a crate only one build has does not count", same, same + "rmcp v1.0.0 [default]\n", 0),
+        ("a repeated line (*) is the same crate", same, "serde v1.0.0 [default,std] (*)\n" + same, 0),
+    ]
+    failed = 0
+    for name, x, t, want in cases:
+        got = differences(x, t)
+        ok = len(got) == want and all("serde" in e and "rc" in e for e in got)
+        print(f"{'ok  ' if ok else 'FAIL'} {name}")
+        failed += not ok
+    return 1 if failed else 0
+
+
+def tree(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"one_build: `{' '.join(cmd)}` failed:\n{r.stderr}", file=sys.stderr)
+        sys.exit(2)
+    return r.stdout
+
+
+def main(argv):
+    if argv == ["--self-test"]:
+        return self_test()
+    if argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    tests = tree(TESTS)
+    errors = differences(tree(XTASK), tests)
+    errors += [e.replace("the README's two commands", "CI's crashpoint step and the test command").replace("xtask/Cargo.toml", "crates/crashpoint/Cargo.toml")
+               for e in differences(tree(CRASHPOINT), tests)]
+    for e in errors:
+        print(f"one_build: {e}", file=sys.stderr)
+    if not errors:
+        print("one_build: `cargo xtask sweep` and `cargo test --workspace` compile every registry crate with the same features"
+              f" (allowed to differ: {', '.join(sorted(ALLOWED))})")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
