@@ -235,8 +235,8 @@ fn model(
 pub(crate) fn exit_code(e: &agent::Error) -> u8 {
     use agent::Error as E;
     match e {
-        // Another process is running this run: leave it be.
-        E::Checkpoint(durable::Error::Locked { .. }) => 3,
+        // Another process is running this run, or took it over: leave it be.
+        E::Checkpoint(durable::Error::Locked { .. }) | E::Stale { .. } => 3,
         // Waiting on a person (a "later", or nobody at the terminal): run
         // the same command again to be asked again.
         E::Paused { .. } => 4,

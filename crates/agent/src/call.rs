@@ -130,6 +130,7 @@ impl Life<'_> {
             run: &self.agent.run,
             call_id: &call.id,
             key,
+            epoch: self.checkpoint.epoch(),
             messages: &self.st.messages,
         };
         let mut fatal = None;
@@ -137,6 +138,14 @@ impl Life<'_> {
             Ok(out) => Ok(out),
             Err(ToolError::Failed(message)) => Ok(ToolOutput::error(message)),
             Err(ToolError::Unknown(reason)) => Err(reason),
+            // Before the point and the event: a stale process acts no more.
+            Err(ToolError::Stale(reason)) => {
+                return Err(Error::Stale {
+                    call: call.id.clone(),
+                    tool: call.tool.clone(),
+                    reason,
+                })
+            }
             Err(ToolError::Fatal(reason)) => {
                 let out = ToolOutput::error(&reason);
                 fatal = Some(reason);

@@ -111,6 +111,24 @@ pub enum Error {
         reason: String,
     },
 
+    /// A tool's receiver has seen a newer holder of this run
+    /// ([`ToolError::Stale`](crate::tool::ToolError::Stale)): another
+    /// process took the run over (this one was paused past its lease, say)
+    /// and this one stopped at once. Nothing was done, nothing more was
+    /// saved, and the model never saw it. Not an error to retry: the run
+    /// belongs to the other process.
+    #[error(
+        "call {call} ({tool}): {reason}; this process stops and leaves the run to its new holder"
+    )]
+    Stale {
+        /// The call ID.
+        call: String,
+        /// The tool.
+        tool: String,
+        /// The receiver's words.
+        reason: String,
+    },
+
     /// A marked call names a tool this agent does not have, so nothing can
     /// tell whether it happened. (An unmarked call to an unknown tool only
     /// gets an error result the model sees.)

@@ -98,6 +98,7 @@ impl Life<'_> {
             run: &agent.run,
             call_id: &call.id,
             key: marker.key.as_deref(),
+            epoch: self.checkpoint.epoch(),
             messages: &self.st.messages,
         };
         let cant_tell = match tool.lookup(&ctx, args) {

@@ -13,6 +13,10 @@
 //!   server honours keys for that long, and every call carries
 //!   [`CallContext::key`] in the request's `_meta` under [`META_KEY`]
 //!   (`io.crashsweep/idempotency-key`) — never in the arguments;
+//! * every call carries its fence in `_meta`: the run under [`META_RUN`]
+//!   and [`CallContext::epoch`] under [`META_EPOCH`], so a server that has
+//!   seen a newer holder of the run refuses this one (error code
+//!   `stale_epoch`, [`ToolError::Stale`]: the run stops);
 //! * its [`lookup`](Tool::lookup) calls the server's `lookup` tool, if it has
 //!   one (`{"tool", "arguments"}`, the key in `_meta`; it answers
 //!   `{"outcome": "found", "output"} | {"outcome": "not_found"} |
@@ -55,6 +59,16 @@ use crate::tool::{CallContext, Effect, Keys, Lookup, Tool, ToolError, ToolOutput
 
 /// The `_meta` entry of a `tools/call` request that carries the call's key.
 pub const META_KEY: &str = "io.crashsweep/idempotency-key";
+
+/// The `_meta` entry of a `tools/call` request that names the run (with
+/// [`META_EPOCH`]: the call's fence, sent on every call).
+pub const META_RUN: &str = "io.crashsweep/run";
+
+/// The `_meta` entry of a `tools/call` request that carries this process's
+/// fencing epoch of the run ([`CallContext::epoch`]). A server that has
+/// seen a newer one answers with the error code `stale_epoch`:
+/// [`ToolError::Stale`], and the run stops.
+pub const META_EPOCH: &str = "io.crashsweep/epoch";
 
 /// The `_meta` entry of a listed tool saying the server honours keys for it.
 pub const KEYS_META: &str = "io.crashsweep/idempotency";
@@ -172,17 +186,26 @@ impl McpClient {
         Ok(tools)
     }
 
-    /// One `tools/call`, with `key` in `_meta`, bounded by the timeout.
+    /// One `tools/call`, with `key` and the fence (run, epoch) in `_meta`,
+    /// bounded by the timeout.
     fn call(
         &self,
         name: &str,
         args: serde_json::Map<String, Value>,
         key: Option<&str>,
+        fence: Option<(&str, u64)>,
     ) -> Result<CallToolResult, ServiceError> {
         let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(args);
+        let mut meta = MetaObject::new();
         if let Some(k) = key {
-            let mut meta = MetaObject::new();
             meta.0.insert(META_KEY.into(), Value::String(k.to_owned()));
+        }
+        if let Some((run, epoch)) = fence {
+            meta.0
+                .insert(META_RUN.into(), Value::String(run.to_owned()));
+            meta.0.insert(META_EPOCH.into(), Value::from(epoch));
+        }
+        if !meta.0.is_empty() {
             params.meta = Some(RequestMetaObject(meta));
         }
         let peer = self.service.peer().clone();
@@ -252,9 +275,10 @@ impl Tool for McpTool {
     fn call(&self, ctx: &CallContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
         let args = object(&self.name, args)?;
         let key = if self.keys.sends() { ctx.key } else { None };
+        let fence = Some((ctx.run.as_str(), ctx.epoch));
         let mut pause = Duration::from_millis(20);
         for _ in 1..IN_FLIGHT_TRIES {
-            match self.client.call(&self.name, args.clone(), key) {
+            match self.client.call(&self.name, args.clone(), key, fence) {
                 Err(ServiceError::McpError(e)) if code(&e) == Some("request_in_flight") => {
                     std::thread::sleep(pause);
                     pause *= 2;
@@ -262,7 +286,7 @@ impl Tool for McpTool {
                 other => return self.answer(other),
             }
         }
-        self.answer(self.client.call(&self.name, args, key))
+        self.answer(self.client.call(&self.name, args, key, fence))
     }
     fn lookup(&self, ctx: &CallContext<'_>, args: &Value) -> Lookup {
         if !self.has_lookup {
@@ -275,7 +299,7 @@ impl Tool for McpTool {
         let Value::Object(query) = query else {
             return Lookup::CantTell("cannot build the lookup".into());
         };
-        let result = match self.client.call("lookup", query, ctx.key) {
+        let result = match self.client.call("lookup", query, ctx.key, None) {
             Ok(r) => r,
             Err(e) => return Lookup::CantTell(format!("the lookup failed: {e}")),
         };
@@ -314,6 +338,7 @@ impl McpTool {
             Ok(result) => Ok(ToolOutput::ok(text_of(&result))),
             Err(ServiceError::McpError(e)) => match code(&e) {
                 Some("key_reused") => Err(ToolError::Fatal(format!("{tool}: {}", e.message))),
+                Some("stale_epoch") => Err(ToolError::Stale(format!("{tool}: {}", e.message))),
                 Some("request_in_flight") => Err(ToolError::Unknown(format!(
                     "{tool}: still in flight after {IN_FLIGHT_TRIES} tries: {}",
                     e.message

@@ -90,6 +90,14 @@ pub struct CallContext<'a> {
     /// `durable::key(run, call_id)` if the tool sends keys ([`Keys::sends`]),
     /// the same on every retry in every process.
     pub key: Option<&'a str>,
+    /// This process's fencing epoch of the run (the checkpoint's
+    /// [`epoch`](durable::Checkpoint::epoch)): it rises every time a process
+    /// takes the run over. Send it with the run beside the key (the
+    /// tracker's `Crashsweep-Run` and `Crashsweep-Epoch` headers, or MCP
+    /// `_meta`), so a receiver that has seen a newer holder refuses a stale
+    /// one's request even without keys; that refusal is
+    /// [`ToolError::Stale`].
+    pub epoch: u64,
     /// The conversation so far, including the results of this reply's
     /// earlier calls: what the run already did (the refile guard reads it).
     pub messages: &'a [Message],
@@ -156,6 +164,13 @@ pub enum ToolError {
     /// stays, so a rerun after the fix settles it on the ladder.
     #[error("refused for good: {0}")]
     Fatal(String),
+    /// The receiver has seen a newer holder of this run (a higher epoch
+    /// than [`CallContext::epoch`]; the tracker answers `412`): another
+    /// process took the run over, and this one must stop. The loop stops at
+    /// once with [`Error::Stale`](crate::Error::Stale): the model never
+    /// sees it, and this process saves nothing more.
+    #[error("this process no longer holds the run: {0}")]
+    Stale(String),
 }
 
 /// The answer to "did this call happen?", the ladder's second rung.
@@ -444,6 +459,7 @@ mod tests {
             run: &run,
             call_id: "c1",
             key: Some("k1"),
+            epoch: 1,
             messages: &[],
         };
         let args = json!({"path": "src/a.rs"});

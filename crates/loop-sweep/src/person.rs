@@ -103,6 +103,7 @@ pub(crate) fn person_answer(
                     run: &run,
                     call_id: &call.id,
                     key: None,
+                    epoch: 1,
                     messages: &[],
                 };
                 match tool.lookup(&ctx, &args) {
@@ -186,6 +187,7 @@ mod tests {
             run: &run,
             call_id: "c3",
             key: None,
+            epoch: 1,
             messages: &[],
         };
         let out = CodePatch::new(Arc::clone(&ws)).call(&ctx, &args).unwrap();
@@ -212,6 +214,7 @@ mod tests {
             run: &run,
             call_id: id,
             key: None,
+            epoch: 1,
             messages: &[],
         };
         let args = json!({"title": "A", "body": "a"});

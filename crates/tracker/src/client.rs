@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 
 use crate::wire::{self, Config, Created, ErrorBody, LookupReply, LookupRequest, SearchAnswer};
-use crate::{Issue, Mode, Request, Response};
+use crate::{Fence, Issue, Mode, Request, Response};
 
 /// How long the client waits on a busy or restarting service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +98,14 @@ pub enum ClientError {
         /// The service's message.
         message: String,
     },
+    /// `412`: the request's fence is older than one the service recorded
+    /// for its run: another process holds the run now, and this one must
+    /// stop. Nothing was recorded.
+    #[error("412, a newer holder of the run acted here: {message}")]
+    Stale {
+        /// The service's message.
+        message: String,
+    },
     /// Another `4xx`: the service recorded nothing.
     #[error("the tracker refused the request ({status} {code}): {message}")]
     Refused {
@@ -137,7 +145,11 @@ struct Answer {
 
 enum Method<'a> {
     Get(&'a [(&'a str, &'a str)]),
-    Post { body: Vec<u8>, key: Option<&'a str> },
+    Post {
+        body: Vec<u8>,
+        key: Option<&'a str>,
+        fence: Option<&'a Fence>,
+    },
 }
 
 impl HttpTracker {
@@ -215,10 +227,15 @@ impl HttpTracker {
                     }
                     r.call()
                 }
-                Method::Post { body, key } => {
+                Method::Post { body, key, fence } => {
                     let mut r = self.agent.post(&url).content_type("application/json");
                     if let Some(k) = key {
                         r = r.header(wire::IDEMPOTENCY_KEY_HEADER, wire::key_header_value(k));
+                    }
+                    if let Some(f) = fence {
+                        r = r
+                            .header(wire::RUN_HEADER, f.run.as_str())
+                            .header(wire::EPOCH_HEADER, f.epoch.to_string());
                     }
                     r.send(&body[..])
                 }
@@ -271,6 +288,9 @@ impl HttpTracker {
             422 => ClientError::KeyReused {
                 message: body.message,
             },
+            wire::STALE_EPOCH_STATUS => ClientError::Stale {
+                message: body.message,
+            },
             400..=499 => ClientError::Refused {
                 status: a.status,
                 code: body.error,
@@ -300,7 +320,7 @@ impl HttpTracker {
         &self,
         path: &str,
         body: &impl serde::Serialize,
-        key: Option<&str>,
+        (key, fence): (Option<&str>, Option<&Fence>),
         ok: u16,
     ) -> Result<T, ClientError> {
         let body = serde_json::to_vec(body)
@@ -314,6 +334,7 @@ impl HttpTracker {
                 &Method::Post {
                     body: body.clone(),
                     key,
+                    fence,
                 },
             )?;
             if a.status == ok {
@@ -338,6 +359,19 @@ impl HttpTracker {
     /// Perform a mutating request with `key` in the `Idempotency-Key` header
     /// (none is sent if `None`).
     pub fn apply(&self, req: &Request, key: Option<&str>) -> Result<Response, ClientError> {
+        self.apply_fenced(req, key, None)
+    }
+
+    /// [`HttpTracker::apply`] with the sender's [`Fence`] in the
+    /// `Crashsweep-Run` and `Crashsweep-Epoch` headers: a service that has
+    /// recorded a newer epoch of the run answers `412`,
+    /// [`ClientError::Stale`].
+    pub fn apply_fenced(
+        &self,
+        req: &Request,
+        key: Option<&str>,
+        fence: Option<&Fence>,
+    ) -> Result<Response, ClientError> {
         let created: Created = match req {
             Request::FileIssue { title, body } => self.post_json(
                 "/issues",
@@ -345,13 +379,13 @@ impl HttpTracker {
                     title: title.clone(),
                     body: body.clone(),
                 },
-                key,
+                (key, fence),
                 201,
             )?,
             Request::Comment { issue, body } => self.post_json(
                 &format!("/issues/{issue}/comments"),
                 &wire::NewComment { body: body.clone() },
-                key,
+                (key, fence),
                 201,
             )?,
         };
@@ -399,7 +433,12 @@ impl HttpTracker {
 
     /// `POST /lookup`: did `req` (sent with `key`) happen?
     pub fn lookup(&self, req: &Request, key: Option<&str>) -> Result<LookupReply, ClientError> {
-        self.post_json("/lookup", &LookupRequest::from(req.clone()), key, 200)
+        self.post_json(
+            "/lookup",
+            &LookupRequest::from(req.clone()),
+            (key, None),
+            200,
+        )
     }
 
     /// `GET /keys/{key}`.

@@ -14,6 +14,18 @@ pub enum TrackerError {
         /// The reused key.
         key: String,
     },
+    /// The request's [`Fence`](crate::Fence) is older than one the tracker
+    /// already recorded for the run: another process has taken the run
+    /// over, and the sender must stop. Nothing was recorded.
+    #[error("run {run:?} at epoch {epoch} is stale: the tracker has recorded epoch {highest} of it; this process no longer holds the run")]
+    StaleEpoch {
+        /// The run.
+        run: String,
+        /// The sender's epoch.
+        epoch: u64,
+        /// The highest epoch the tracker recorded for the run.
+        highest: u64,
+    },
     /// A comment on an issue that does not exist. Nothing was recorded.
     #[error("no issue #{issue}")]
     NoSuchIssue {

@@ -44,7 +44,7 @@ use serde::Deserialize;
 
 use crate::service::{Accepted, Refusal, Service};
 use crate::wire::{self, ErrorBody, LookupRequest, NewComment, NewIssue};
-use crate::Request;
+use crate::{Fence, Request};
 
 type Svc = Arc<Service>;
 
@@ -90,7 +90,8 @@ fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Fail {
 
 fn refusal(r: &Refusal) -> Fail {
     let status = match r {
-        Refusal::MissingKey | Refusal::BadKey(_) => StatusCode::BAD_REQUEST,
+        Refusal::MissingKey | Refusal::BadKey(_) | Refusal::BadFence(_) => StatusCode::BAD_REQUEST,
+        Refusal::StaleEpoch { .. } => StatusCode::PRECONDITION_FAILED,
         Refusal::KeyReused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
         Refusal::InFlight { .. } => StatusCode::CONFLICT,
         Refusal::NoSuchIssue { .. } => StatusCode::NOT_FOUND,
@@ -116,6 +117,27 @@ fn key_of(headers: &HeaderMap) -> Result<Option<String>, Fail> {
     wire::parse_key_header(text)
         .map(Some)
         .map_err(|e| refusal(&Refusal::BadKey(e)))
+}
+
+/// The fence of a request: `Ok(None)` without its headers, `Err` (`400`)
+/// for headers that are there but unusable.
+fn fence_of(headers: &HeaderMap) -> Result<Option<Fence>, Fail> {
+    let one = |name: &str| -> Result<Option<&str>, Fail> {
+        let mut values = headers.get_all(name).iter();
+        let Some(v) = values.next() else {
+            return Ok(None);
+        };
+        if values.next().is_some() {
+            return Err(refusal(&Refusal::BadFence(format!(
+                "{name} was sent more than once"
+            ))));
+        }
+        v.to_str()
+            .map(Some)
+            .map_err(|_| refusal(&Refusal::BadFence(format!("{name} is not printable ASCII"))))
+    };
+    let (run, epoch) = (one(wire::RUN_HEADER)?, one(wire::EPOCH_HEADER)?);
+    wire::parse_fence(run, epoch).map_err(|m| refusal(&Refusal::BadFence(m)))
 }
 
 /// Read a whole body of at most `MAX_BODY_BYTES`.
@@ -171,8 +193,12 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     })
 }
 
-async fn create(svc: Svc, req: Request, key: Option<String>) -> Response {
-    let result = blocking(move || svc.create(&req, key.as_deref())).await;
+async fn create(svc: Svc, req: Request, headers: &HeaderMap, key: Option<String>) -> Response {
+    let fence = match fence_of(headers) {
+        Ok(f) => f,
+        Err(r) => return r.into_response(),
+    };
+    let result = blocking(move || svc.create_fenced(&req, key.as_deref(), fence.as_ref())).await;
     match result {
         Err(r) => r.into_response(),
         Ok(Err(refused)) => refusal(&refused).into_response(),
@@ -200,7 +226,7 @@ async fn post_issue(State(svc): State<Svc>, headers: HeaderMap, body: Body) -> R
         Ok(b) => b,
         Err(r) => return r.into_response(),
     };
-    create(svc, Request::FileIssue { title, body }, key).await
+    create(svc, Request::FileIssue { title, body }, &headers, key).await
 }
 
 fn issue_number(path: Result<Path<String>, PathRejection>) -> Result<u64, Fail> {
@@ -243,7 +269,7 @@ async fn post_comment(
         Ok(b) => b,
         Err(r) => return r.into_response(),
     };
-    create(svc, Request::Comment { issue, body }, key).await
+    create(svc, Request::Comment { issue, body }, &headers, key).await
 }
 
 async fn post_lookup(State(svc): State<Svc>, headers: HeaderMap, body: Body) -> Response {

@@ -65,7 +65,7 @@ pub mod wire;
 
 pub use config::{Fault, Mode};
 pub use error::TrackerError;
-pub use model::{Comment, Issue, LookupAnswer, Request, Response};
+pub use model::{Comment, Fence, Issue, LookupAnswer, Request, Response};
 pub use state::log::LogLayout;
 pub use tracker::Tracker;
 

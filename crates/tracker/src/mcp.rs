@@ -38,7 +38,7 @@ use serde_json::{json, Value};
 
 use crate::service::{Refusal, Service};
 use crate::wire::{self, Created, LookupReply};
-use crate::{Mode, Request};
+use crate::{Fence, Mode, Request};
 
 /// The MCP face of a [`Service`].
 #[derive(Clone, Debug)]
@@ -190,6 +190,7 @@ impl McpServer {
         name: &str,
         args: &JsonObject,
         key: Option<&str>,
+        fence: Option<&Fence>,
     ) -> Result<CallToolResult, ErrorData> {
         match name {
             "issue_file" | "issue_comment" => {
@@ -197,7 +198,7 @@ impl McpServer {
                     Ok(r) => r,
                     Err(message) => return Ok(tool_error(message)),
                 };
-                match self.svc.create(&req, key) {
+                match self.svc.create_fenced(&req, key, fence) {
                     Ok(accepted) => Ok(ok(output(&accepted.created))),
                     Err(Refusal::NoSuchIssue { issue }) => {
                         Ok(tool_error(format!("{name}: no issue #{issue}")))
@@ -262,6 +263,41 @@ fn meta_key(meta: &MetaObject) -> Result<Option<String>, ErrorData> {
     }
 }
 
+/// The fence a `tools/call` carries in its `_meta`
+/// ([`MCP_RUN_META`](wire::MCP_RUN_META) and
+/// [`MCP_EPOCH_META`](wire::MCP_EPOCH_META)), if any.
+fn meta_fence(meta: &MetaObject) -> Result<Option<Fence>, ErrorData> {
+    let bad = |m: String| refusal(&Refusal::BadFence(m));
+    let run = match meta.0.get(wire::MCP_RUN_META) {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(bad(format!(
+                "_meta {:?} must be a string, not {other}",
+                wire::MCP_RUN_META
+            )))
+        }
+    };
+    let epoch = match meta.0.get(wire::MCP_EPOCH_META) {
+        None => None,
+        Some(Value::Number(n)) if n.is_u64() => Some(n.to_string()),
+        Some(other) => {
+            return Err(bad(format!(
+                "_meta {:?} must be a whole number, not {other}",
+                wire::MCP_EPOCH_META
+            )))
+        }
+    };
+    wire::parse_fence(run.as_deref(), epoch.as_deref()).map_err(|m| {
+        bad(m
+            .replace(wire::RUN_HEADER, &format!("_meta {:?}", wire::MCP_RUN_META))
+            .replace(
+                wire::EPOCH_HEADER,
+                &format!("_meta {:?}", wire::MCP_EPOCH_META),
+            ))
+    })
+}
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
@@ -284,10 +320,11 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let key = meta_key(&context.meta.0)?;
+        let fence = meta_fence(&context.meta.0)?;
         let args = request.arguments.unwrap_or_default();
         let name = request.name.to_string();
         let this = self.clone();
-        tokio::task::spawn_blocking(move || this.call(&name, &args, key.as_deref()))
+        tokio::task::spawn_blocking(move || this.call(&name, &args, key.as_deref(), fence.as_ref()))
             .await
             .map_err(|e| ErrorData::internal_error(format!("the call's task failed: {e}"), None))?
             .map(CallToolResponse::from)

@@ -4,6 +4,21 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Which holder of a run sent a request: the run and its fencing epoch,
+/// which rises every time a process takes the run over (the checkpoint
+/// records it). The tracker remembers the highest epoch of each run among
+/// the requests it recorded and refuses a lower one
+/// ([`TrackerError::StaleEpoch`](crate::TrackerError::StaleEpoch)): a
+/// process that lost its run (paused past its lease while another finished
+/// it) cannot act through this tracker, keys or no keys.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Fence {
+    /// The run.
+    pub run: String,
+    /// The sender's epoch.
+    pub epoch: u64,
+}
+
 /// A request that changes the tracker. Its arguments are what a keyed repeat
 /// is compared by, and what [`Tracker::lookup`] and [`Tracker::count`] match.
 ///

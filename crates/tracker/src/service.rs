@@ -17,6 +17,15 @@
 //! | key's first request still in flight | [`Refusal::InFlight`] (`409`) |
 //! | key expired | a new request |
 //! | keyless service | keys ignored: every request is new |
+//! | a fence older than the run's highest recorded epoch (keyed or keyless) | [`Refusal::StaleEpoch`] (`412`) |
+//! | a fence that is not a run and a whole-number epoch | [`Refusal::BadFence`] (`400`) |
+//!
+//! A request may carry a [`Fence`]: its run and the sender's fencing epoch
+//! (the `Crashsweep-Run` and `Crashsweep-Epoch` headers, or MCP `_meta`).
+//! The service remembers the highest epoch of each run among the requests
+//! it recorded, on disk with the records, and refuses a lower one before
+//! anything else: a process that lost its run to another cannot act here,
+//! even on a keyless service.
 //!
 //! The request's *fingerprint* is the request itself ([`Request`]: the
 //! operation and its arguments, parsed), so the same JSON with other
@@ -28,7 +37,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::wire::{self, Config, Created, KeyError, LookupReply, SearchAnswer, SearchHit};
-use crate::{Issue, Mode, Request, Tracker, TrackerError};
+use crate::{Fence, Issue, Mode, Request, Tracker, TrackerError};
 
 /// The lock file a service holds in its directory while it runs.
 pub const LOCK_FILE: &str = "tracker.lock";
@@ -126,6 +135,20 @@ pub enum Refusal {
         /// The key.
         key: String,
     },
+    /// The fence is older than one recorded for its run: the sender no
+    /// longer holds the run.
+    #[error("run {run:?} at epoch {epoch} is stale: epoch {highest} of it was recorded here; this process no longer holds the run and must stop")]
+    StaleEpoch {
+        /// The run.
+        run: String,
+        /// The sender's epoch.
+        epoch: u64,
+        /// The highest epoch recorded for the run.
+        highest: u64,
+    },
+    /// The fence headers (or `_meta` entries) are unusable.
+    #[error("bad fence: {0}")]
+    BadFence(String),
     /// A comment on an issue that does not exist.
     #[error("no issue #{issue}")]
     NoSuchIssue {
@@ -145,6 +168,8 @@ impl Refusal {
             Refusal::BadKey(_) => "bad_idempotency_key",
             Refusal::KeyReused { .. } => "key_reused",
             Refusal::InFlight { .. } => "request_in_flight",
+            Refusal::StaleEpoch { .. } => "stale_epoch",
+            Refusal::BadFence(_) => "bad_fence",
             Refusal::NoSuchIssue { .. } => "no_such_issue",
             Refusal::Storage(_) => "storage",
         }
@@ -350,6 +375,17 @@ impl Service {
     /// Perform a mutating request under the idempotency contract (see the
     /// module docs). `key` is the key as received (already unquoted), if any.
     pub fn create(&self, req: &Request, key: Option<&str>) -> Result<Accepted, Refusal> {
+        self.create_fenced(req, key, None)
+    }
+
+    /// [`Service::create`] with the sender's [`Fence`], if it sent one: a
+    /// stale one is refused ([`Refusal::StaleEpoch`]) whatever the mode.
+    pub fn create_fenced(
+        &self,
+        req: &Request,
+        key: Option<&str>,
+        fence: Option<&Fence>,
+    ) -> Result<Accepted, Refusal> {
         let key = self.effective_key(key)?;
         self.tick();
         let _guard = key.as_deref().map(|k| self.enter(k, req)).transpose()?;
@@ -364,9 +400,18 @@ impl Service {
         }
         let response = self
             .tracker
-            .apply(req, key.as_deref())
+            .apply_fenced(req, key.as_deref(), fence)
             .map_err(|e| match e {
                 TrackerError::KeyReused { key } => Refusal::KeyReused { key },
+                TrackerError::StaleEpoch {
+                    run,
+                    epoch,
+                    highest,
+                } => Refusal::StaleEpoch {
+                    run,
+                    epoch,
+                    highest,
+                },
                 TrackerError::NoSuchIssue { issue } => Refusal::NoSuchIssue { issue },
                 other => Refusal::Storage(other.to_string()),
             })?;

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Comment, Fault, Issue, Request, Response, TrackerError};
+use crate::{Comment, Fault, Fence, Issue, Request, Response, TrackerError};
 
 pub(crate) mod log;
 pub(crate) mod store;
@@ -43,6 +43,9 @@ pub(crate) struct State {
     pub(crate) comments_total: u64,
     /// Ordered, so the file is the same byte for byte for the same history.
     pub(crate) keys: BTreeMap<String, KeyEntry>,
+    /// The highest fencing epoch of each run among the recorded requests
+    /// that carried a [`Fence`].
+    pub(crate) epochs: BTreeMap<String, u64>,
     pub(crate) store: Option<store::Store>,
     /// The file holds records whose save failed after the file was replaced
     /// (a failed directory fsync): visible, not known durable. The next
@@ -61,6 +64,31 @@ impl State {
             Some(ttl_ticks) if age_ticks >= ttl_ticks => None,
             _ => Some(entry),
         }
+    }
+
+    /// Refuse a fence older than the run's highest recorded epoch.
+    pub(crate) fn check_fence(&self, fence: Option<&Fence>) -> Result<(), TrackerError> {
+        let Some(f) = fence else { return Ok(()) };
+        match self.epochs.get(&f.run) {
+            Some(&highest) if highest > f.epoch => Err(TrackerError::StaleEpoch {
+                run: f.run.clone(),
+                epoch: f.epoch,
+                highest,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Raise the run's recorded epoch to the fence's; returns what to
+    /// restore on undo (`None`: nothing changed).
+    pub(crate) fn raise(&mut self, fence: Option<&Fence>) -> Option<(String, Option<u64>)> {
+        let f = fence?;
+        let before = self.epochs.get(&f.run).copied();
+        if before.is_some_and(|h| h >= f.epoch) {
+            return None;
+        }
+        self.epochs.insert(f.run.clone(), f.epoch);
+        Some((f.run.clone(), before))
     }
 
     pub(crate) fn issue_index(&self, number: u64) -> Option<usize> {
@@ -123,9 +151,11 @@ impl State {
         &mut self,
         req: &Request,
         key: Option<&str>,
+        fence: Option<&Fence>,
     ) -> Result<(Response, bool), TrackerError> {
         let records_before = self.records();
         let (response, undo) = self.record(req)?;
+        let raised = self.raise(fence);
         let replaced = key.map(|k| {
             let entry = KeyEntry {
                 request: req.clone(),
@@ -134,7 +164,7 @@ impl State {
             };
             (k, self.keys.insert(k.to_owned(), entry))
         });
-        if let Err(e) = self.persist_new(req, &response, key) {
+        if let Err(e) = self.persist_new(req, &response, key, fence) {
             if self
                 .store
                 .as_ref()
@@ -147,6 +177,12 @@ impl State {
                 return Err(e);
             }
             self.undo(undo);
+            if let Some((run, before)) = raised {
+                match before {
+                    Some(epoch) => self.epochs.insert(run, epoch),
+                    None => self.epochs.remove(&run),
+                };
+            }
             if let Some((k, previous)) = replaced {
                 match previous {
                     Some(entry) => self.keys.insert(k.to_owned(), entry),
@@ -195,14 +231,15 @@ impl State {
         req: &Request,
         response: &Response,
         key: Option<&str>,
+        fence: Option<&Fence>,
     ) -> Result<(), TrackerError> {
         match &mut self.log {
             Some(log) => log.append(
-                (req, response, key),
+                (req, response, key, fence),
                 self.clock_ticks,
                 &self.issues,
                 self.comments_total,
-                &self.keys,
+                (&self.keys, &self.epochs),
             ),
             None => self.persist(),
         }
@@ -216,7 +253,7 @@ impl State {
                 self.clock_ticks,
                 &self.issues,
                 self.comments_total,
-                &self.keys,
+                (&self.keys, &self.epochs),
             );
         }
         match &mut self.store {
@@ -224,7 +261,7 @@ impl State {
                 self.clock_ticks,
                 &self.issues,
                 self.comments_total,
-                &self.keys,
+                (&self.keys, &self.epochs),
             ),
             None => Ok(()),
         }

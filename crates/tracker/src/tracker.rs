@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::state::{log, store, State};
 use crate::{
-    Fault, Issue, LogLayout, LookupAnswer, Mode, Request, Response, TrackerError, ACCEPTED,
+    Fault, Fence, Issue, LogLayout, LookupAnswer, Mode, Request, Response, TrackerError, ACCEPTED,
 };
 
 /// The fake tracker. Clones share the records (and the configuration), so a
@@ -157,6 +157,7 @@ impl Tracker {
             issues: st.issues.clone(),
             comments_total: st.comments_total,
             keys: st.keys.clone(),
+            epochs: st.epochs.clone(),
             store: None,
             log: None,
             not_durable: st.not_durable,
@@ -190,6 +191,9 @@ impl Tracker {
             st.store.is_some(),
             st.log.is_some()
         );
+        if !st.epochs.is_empty() {
+            let _ = write!(W(h), "|{:?}", st.epochs);
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -300,9 +304,24 @@ impl Tracker {
     /// leaves a record the caller never heard about — and then any injected
     /// [`Fault`] fires.
     pub fn apply(&self, req: &Request, key: Option<&str>) -> Result<Response, TrackerError> {
+        self.apply_fenced(req, key, None)
+    }
+
+    /// [`Tracker::apply`] for a sender that says which holder of its run it
+    /// is: a `fence` older than the run's highest recorded epoch is refused
+    /// with [`TrackerError::StaleEpoch`] before anything else (a keyed
+    /// repeat too), and a recorded request raises the run's epoch to its
+    /// own, durably with the record.
+    pub fn apply_fenced(
+        &self,
+        req: &Request,
+        key: Option<&str>,
+        fence: Option<&Fence>,
+    ) -> Result<Response, TrackerError> {
         let key = self.effective_key(key);
         let (response, dropped) = {
             let mut st = self.lock();
+            st.check_fence(fence)?;
             let repeat = match key {
                 Some(k) => match st.held(k) {
                     Some(first) if first.request == *req => Some(first.response.clone()),
@@ -321,7 +340,7 @@ impl Tracker {
                     }
                     (first, false)
                 }
-                None => st.accept(req, key)?,
+                None => st.accept(req, key, fence)?,
             }
         };
         // Outside the lock: a crash here must not poison the world.

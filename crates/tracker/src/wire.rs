@@ -21,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{LookupAnswer, Request, Response};
+use crate::{Fence, LookupAnswer, Request, Response};
 
 /// The request header that carries an idempotency key
 /// (draft-ietf-httpapi-idempotency-key-header).
@@ -41,6 +41,56 @@ pub const MCP_META_KEY: &str = "io.crashsweep/idempotency-key";
 /// server honours [`MCP_META_KEY`] for it: `{"ttl_secs": N}` (or `null` for
 /// keys kept for ever). Absent: keys are ignored (a keyless server).
 pub const MCP_KEYS_META: &str = "io.crashsweep/idempotency";
+
+/// The request header naming the run a mutating request acts for; with
+/// [`EPOCH_HEADER`] it is the request's [`Fence`]. Both or neither.
+pub const RUN_HEADER: &str = "Crashsweep-Run";
+
+/// The request header carrying the sender's fencing epoch of the run in
+/// [`RUN_HEADER`] (a decimal number).
+pub const EPOCH_HEADER: &str = "Crashsweep-Epoch";
+
+/// The `_meta` entry naming the run of an MCP `tools/call` (with
+/// [`MCP_EPOCH_META`], a number): the MCP form of the fence headers.
+pub const MCP_RUN_META: &str = "io.crashsweep/run";
+
+/// The `_meta` entry carrying the sender's fencing epoch (a number).
+pub const MCP_EPOCH_META: &str = "io.crashsweep/epoch";
+
+/// The status of a request whose fence is older than one the tracker
+/// recorded for its run (`412 Precondition Failed`, code `stale_epoch`):
+/// the sender no longer holds the run and must stop. Nothing was recorded.
+pub const STALE_EPOCH_STATUS: u16 = 412;
+
+/// The fence of a request from its run and epoch fields (headers or MCP
+/// `_meta`): `Ok(None)` when neither is there; an error naming what is
+/// wrong when only one is, the run is not a printable string of 1–255
+/// bytes, or the epoch is not a whole number.
+pub fn parse_fence(run: Option<&str>, epoch: Option<&str>) -> Result<Option<Fence>, String> {
+    match (run, epoch) {
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(format!("{RUN_HEADER} was sent without {EPOCH_HEADER}")),
+        (None, Some(_)) => Err(format!("{EPOCH_HEADER} was sent without {RUN_HEADER}")),
+        (Some(run), Some(epoch)) => {
+            if run.is_empty()
+                || run.len() > MAX_KEY_BYTES
+                || !run.chars().all(|c| c.is_ascii_graphic() || c == ' ')
+            {
+                return Err(format!(
+                    "{RUN_HEADER} must be 1 to {MAX_KEY_BYTES} printable ASCII characters"
+                ));
+            }
+            let epoch = epoch
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| format!("{EPOCH_HEADER} {epoch:?} is not a whole number"))?;
+            Ok(Some(Fence {
+                run: run.to_owned(),
+                epoch,
+            }))
+        }
+    }
+}
 
 /// The largest request body the service reads, in bytes; a larger one is
 /// `413`.

@@ -19,9 +19,9 @@ use std::sync::Arc;
 
 use tracker::client::{ClientError, HttpTracker};
 use tracker::wire::LookupReply;
-use tracker::{LookupAnswer, Mode, Request, Response, Tracker, TrackerError};
+use tracker::{Fence, LookupAnswer, Mode, Request, Response, Tracker, TrackerError};
 
-use agent::tool::{http_outcome, HttpEnd, ToolError};
+use agent::tool::{http_outcome, CallContext, HttpEnd, ToolError};
 
 /// The tracker a tool talks to.
 #[derive(Clone, Debug)]
@@ -90,21 +90,31 @@ impl Backend {
         &self,
         tool: &str,
         req: &Request,
-        key: Option<&str>,
+        ctx: &CallContext<'_>,
     ) -> Result<Response, ToolError> {
+        let key = ctx.key;
+        // Every request says which holder of the run sends it: a tracker
+        // that has recorded a newer one refuses it (`412`), keys or no keys.
+        let fence = Fence {
+            run: ctx.run.to_string(),
+            epoch: ctx.epoch,
+        };
         match self {
             // As before the service existed: a reused key is an error the
             // model sees (the sweeps' tables count on it). `Dropped` (the
             // connection dropped after the tracker acted) and `Unknown` (its
             // save of the accepted request failed: a full disk, a failed
             // fsync) may have acted: an unknown outcome, up the ladder.
-            Backend::Local(t) => t.apply(req, key).map_err(|e| match e {
+            Backend::Local(t) => t.apply_fenced(req, key, Some(&fence)).map_err(|e| match e {
                 TrackerError::Dropped | TrackerError::Unknown { .. } => {
                     ToolError::Unknown(format!("{tool}: {e}"))
                 }
+                TrackerError::StaleEpoch { .. } => ToolError::Stale(format!("{tool}: {e}")),
                 other => ToolError::Failed(format!("{tool}: {other}")),
             }),
-            Backend::Http(t) => t.apply(req, key).map_err(|e| http_error(tool, e)),
+            Backend::Http(t) => t
+                .apply_fenced(req, key, Some(&fence))
+                .map_err(|e| http_error(tool, e)),
         }
     }
 
@@ -143,6 +153,7 @@ impl Backend {
 fn http_error(tool: &str, e: ClientError) -> ToolError {
     let end = match &e {
         ClientError::KeyReused { .. } => HttpEnd::Status(422),
+        ClientError::Stale { .. } => HttpEnd::Status(tracker::wire::STALE_EPOCH_STATUS),
         ClientError::Refused { status, .. } => HttpEnd::Status(*status),
         // The client has waited out its `409`s: this was the last try.
         ClientError::InFlight { .. } => HttpEnd::Status(409),

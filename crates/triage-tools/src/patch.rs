@@ -216,6 +216,7 @@ mod tests {
             run: &run,
             call_id: "c1",
             key: None,
+            epoch: 1,
             messages: &[],
         };
         let args = json!({ "path": path, "old": old, "new": new });
@@ -300,6 +301,7 @@ mod tests {
             run: &run,
             call_id: "c1",
             key: None,
+            epoch: 1,
             messages: &[],
         };
         let args = json!({ "path": "a.rs", "old": "a()", "new": "b()" });

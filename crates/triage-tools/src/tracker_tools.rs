@@ -161,7 +161,7 @@ impl Tool for IssueFile {
             }
         }
         self.tracker
-            .apply("issue_file", &req, ctx.key)
+            .apply("issue_file", &req, ctx)
             .map(|r| ToolOutput::ok(output(&r)))
     }
     fn lookup(&self, ctx: &CallContext<'_>, args: &Value) -> Lookup {
@@ -235,7 +235,7 @@ impl Tool for IssueComment {
     fn call(&self, ctx: &CallContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
         let req = IssueComment::request(args)?;
         self.tracker
-            .apply("issue_comment", &req, ctx.key)
+            .apply("issue_comment", &req, ctx)
             .map(|r| ToolOutput::ok(output(&r)))
     }
     fn lookup(&self, ctx: &CallContext<'_>, args: &Value) -> Lookup {

@@ -36,6 +36,7 @@ fn ctx<'a>(run: &'a RunId, call_id: &'a str, key: Option<&'a str>) -> CallContex
         run,
         call_id,
         key,
+        epoch: 1,
         messages: &[],
     }
 }
@@ -185,4 +186,25 @@ fn http_failures_map_to_failed_fatal_and_unknown() {
         matches!(&l, Lookup::CantTell(m) if m.starts_with("the lookup failed: ")),
         "{l:?}"
     );
+}
+
+#[test]
+fn over_http_a_stale_holder_is_refused_as_stale_and_files_nothing() {
+    let (svc, client) = serve(Tracker::new(Mode::Keyed));
+    let tool = IssueFile::new(Arc::clone(&client));
+    let run = RunId::parse("r").unwrap();
+    let newer = CallContext {
+        epoch: 2,
+        ..ctx(&run, "c1", Some("k1"))
+    };
+    tool.call(&newer, &json!({ "title": "crash", "body": "t" }))
+        .unwrap();
+    // The older holder, with a key of its own: keys alone would let it in.
+    let older = ctx(&run, "c2", Some("k2"));
+    match tool.call(&older, &json!({ "title": "crash", "body": "t" })) {
+        Err(ToolError::Stale(m)) => assert!(m.contains("412"), "{m}"),
+        other => panic!("the older holder was not refused as stale: {other:?}"),
+    }
+    assert_eq!(client.issues().unwrap().len(), 1);
+    svc.stop();
 }

@@ -26,6 +26,7 @@ fn ctx<'a>(
         run,
         call_id,
         key,
+        epoch: 1,
         messages,
     }
 }
@@ -109,6 +110,7 @@ fn each_tool_describes_itself_with_the_arguments_it_requires() {
                 run: &run,
                 call_id: "c1",
                 key: Some("k"),
+                epoch: 1,
                 messages: &[],
             };
             let e = tool.call(&ctx, &Value::Object(args)).unwrap_err();
@@ -488,4 +490,28 @@ fn search_answers_the_matching_issues_numbers_and_titles() {
         matches!(&e, ToolError::Failed(m) if m.starts_with("search: missing argument \"query\"")),
         "{e:?}"
     );
+}
+
+#[test]
+fn a_stale_holder_of_the_run_is_refused_as_stale_and_files_nothing() {
+    // Keyless: without the epoch, nothing would stop the older holder's
+    // request from filing a second issue.
+    let t = Tracker::new(Mode::Keyless);
+    let tool = IssueFile::new(&t);
+    let run = run();
+    let newer = CallContext {
+        epoch: 2,
+        ..ctx(&run, "c1", None, &[])
+    };
+    tool.call(&newer, &json!({ "title": "crash", "body": "t" }))
+        .unwrap();
+    let older = CallContext {
+        epoch: 1,
+        ..ctx(&run, "c1", None, &[])
+    };
+    match tool.call(&older, &json!({ "title": "crash", "body": "t" })) {
+        Err(ToolError::Stale(m)) => assert!(m.contains("issue_file"), "{m}"),
+        other => panic!("the older holder was not refused as stale: {other:?}"),
+    }
+    assert_eq!(t.issues().len(), 1);
 }

@@ -42,6 +42,7 @@ pub enum HttpNext {
 /// | `2xx` | `Ok(HttpNext::Done)`: read the answer |
 /// | `409` (a request with this key is in flight) | `Ok(HttpNext::Retry)`; on the last try, [`ToolError::Unknown`]: the first request may still land |
 /// | `422` (the key was used with other arguments) | [`ToolError::Fatal`]: a bug in the caller, the run stops |
+/// | `412` (the service has seen a newer epoch of the run than [`CallContext::epoch`](crate::tool::CallContext::epoch)) | [`ToolError::Stale`]: another process holds the run; this one stops |
 /// | another `4xx` | [`ToolError::Failed`]: nothing was done; the model sees `message` |
 /// | `5xx`, [`HttpEnd::Lost`] (a cut connection, a timeout) | [`ToolError::Unknown`]: it may have acted, the call goes up the resolution ladder |
 /// | [`HttpEnd::NotSent`] (connection refused) | [`ToolError::Unknown`], `message` followed by `; nothing was sent`: nothing happened, but the call cannot finish now; after its tries the run stops and a rerun goes on |
@@ -57,6 +58,7 @@ pub enum HttpNext {
 /// assert_eq!(http_outcome(HttpEnd::Status(201), false, "created"), Ok(HttpNext::Done));
 /// assert_eq!(http_outcome(HttpEnd::Status(409), false, "busy"), Ok(HttpNext::Retry));
 /// assert_eq!(http_outcome(HttpEnd::Status(409), true, "busy"), Err(ToolError::Unknown("busy".into())));
+/// assert_eq!(http_outcome(HttpEnd::Status(412), false, "stale"), Err(ToolError::Stale("stale".into())));
 /// assert_eq!(http_outcome(HttpEnd::Status(404), false, "no such ticket"),
 ///            Err(ToolError::Failed("no such ticket".into())));
 /// assert!(matches!(http_outcome(HttpEnd::NotSent, false, "down"),
@@ -76,6 +78,7 @@ pub fn http_outcome(
         200..=299 => Ok(HttpNext::Done),
         409 if !last_try => Ok(HttpNext::Retry),
         422 => Err(ToolError::Fatal(message.to_string())),
+        412 => Err(ToolError::Stale(message.to_string())),
         409 => Err(ToolError::Unknown(message.to_string())),
         400..=499 => Err(ToolError::Failed(message.to_string())),
         _ => Err(ToolError::Unknown(message.to_string())),

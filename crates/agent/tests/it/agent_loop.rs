@@ -1483,3 +1483,43 @@ fn a_finished_run_is_read_without_a_model() {
         .unwrap();
     assert!(RunResult::load(&w.checkpoints, &run_id()).is_err());
 }
+
+// ---------------------------------------------------------------------------
+// The fence
+
+#[test]
+fn a_receiver_that_saw_a_newer_holder_stops_the_run_and_the_model_never_hears_of_it() {
+    // A keyless tracker: keys cannot stop this process, only its epoch.
+    let w = World::new(Tracker::new(Mode::Keyless));
+    // Another process took the run over and acted with a newer epoch.
+    let newer = tracker::Fence {
+        run: RUN.into(),
+        epoch: 1_000,
+    };
+    w.tracker
+        .apply_fenced(&file_a(), None, Some(&newer))
+        .unwrap();
+    let t = transcript(JOB);
+    let e = w.agent(&t).run().unwrap_err();
+    match &e {
+        Error::Stale { call, tool, reason } => {
+            assert_eq!((call.as_str(), tool.as_str()), ("c1", "issue_file"));
+            assert!(reason.contains("stale"), "{reason}");
+        }
+        other => panic!("not stopped as stale: {other:?}"),
+    }
+    // Nothing more: one model call, the other holder's issue only, no
+    // result of c1 in the conversation, no event of a returned call.
+    assert_eq!(w.calls(), 1);
+    assert_eq!(w.tracker.issues().len(), 1);
+    let st = w.state();
+    assert!(
+        !st.messages.iter().any(|m| m.role == Role::Tool),
+        "{:?}",
+        st.messages
+    );
+    assert!(!w
+        .events()
+        .iter()
+        .any(|e| matches!(e, Event::ToolReturned { .. })));
+}

@@ -136,6 +136,7 @@ fn with_tool<R>(
         run: &run,
         call_id: "c1",
         key: Some("k-c1"),
+        epoch: 1,
         messages: &[],
     };
     f(tools.get(name).unwrap(), &ctx)

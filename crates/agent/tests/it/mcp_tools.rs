@@ -52,6 +52,7 @@ fn tools_carry_their_effects_and_keys_and_send_the_key_in_meta() {
         run: &run,
         call_id: "c1",
         key: Some("k-c1"),
+        epoch: 1,
         messages: &[],
     };
     let args = json!({"title": "crash in parser", "body": "trace"});
@@ -69,6 +70,7 @@ fn tools_carry_their_effects_and_keys_and_send_the_key_in_meta() {
     let ctx2 = CallContext {
         call_id: "c2",
         key: Some("k-c2"),
+        epoch: 1,
         ..ctx
     };
     let missing = comment

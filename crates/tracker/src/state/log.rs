@@ -25,7 +25,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::{KeyEntry, State};
-use crate::{Issue, Request, Response, TrackerError};
+use crate::{Fence, Issue, Request, Response, TrackerError};
 
 /// The index file's name.
 pub(crate) const INDEX: &str = "tracker-index.json";
@@ -68,6 +68,8 @@ struct Entry {
     response: Response,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fence: Option<Fence>,
 }
 
 #[derive(Serialize)]
@@ -78,6 +80,8 @@ struct IndexOut<'a> {
     comments_total: u64,
     issues: &'a [Issue],
     keys: &'a BTreeMap<String, KeyEntry>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    epochs: &'a BTreeMap<String, u64>,
 }
 
 #[derive(Deserialize)]
@@ -89,6 +93,8 @@ struct IndexIn {
     comments_total: u64,
     issues: Vec<Issue>,
     keys: BTreeMap<String, KeyEntry>,
+    #[serde(default)]
+    epochs: BTreeMap<String, u64>,
 }
 
 /// A log-backed tracker's files.
@@ -187,6 +193,7 @@ impl LogStore {
             st.comments_total = index.comments_total;
             st.issues = index.issues;
             st.keys = index.keys;
+            st.epochs = index.epochs;
         }
         let mut seqs: Vec<u64> = names.iter().filter_map(|n| entry_seq(n)).collect();
         seqs.sort_unstable();
@@ -217,6 +224,7 @@ impl LogStore {
                     format!("replays as {response:?}, was {:?}", entry.response),
                 ));
             }
+            st.raise(entry.fence.as_ref());
             if let Some(k) = entry.key {
                 st.keys.insert(
                     k,
@@ -239,13 +247,13 @@ impl LogStore {
     /// before, between and after.
     pub(crate) fn append(
         &mut self,
-        new: (&Request, &Response, Option<&str>),
+        new: (&Request, &Response, Option<&str>, Option<&Fence>),
         clock_ticks: u64,
         issues: &[Issue],
         comments_total: u64,
-        keys: &BTreeMap<String, KeyEntry>,
+        tables: (&BTreeMap<String, KeyEntry>, &BTreeMap<String, u64>),
     ) -> Result<(), TrackerError> {
-        let (request, response, key) = new;
+        let (request, response, key, fence) = new;
         crashpoint::point!(crate::RECEIVED);
         let entry = Entry {
             seq: self.next_seq,
@@ -256,6 +264,7 @@ impl LogStore {
                 LogLayout::KeysInLog => key.map(str::to_owned),
                 LogLayout::KeysInIndexOnly => None,
             },
+            fence: fence.cloned(),
         };
         let bytes = serde_json::to_vec_pretty(&entry).map_err(|e| self.io(e.into()))?;
         durable::write::write_atomic(
@@ -270,7 +279,7 @@ impl LogStore {
         // The entry is the commit: from here the record exists whatever
         // happens, so a failed index write must not undo it (the next open
         // replays the entry, and the next write covers it).
-        let _repaired_by_replay = self.save_index(clock_ticks, issues, comments_total, keys);
+        let _repaired_by_replay = self.save_index(clock_ticks, issues, comments_total, tables);
         crashpoint::point!(crate::INDEX_UPDATED);
         Ok(())
     }
@@ -281,7 +290,7 @@ impl LogStore {
         clock_ticks: u64,
         issues: &[Issue],
         comments_total: u64,
-        keys: &BTreeMap<String, KeyEntry>,
+        (keys, epochs): (&BTreeMap<String, KeyEntry>, &BTreeMap<String, u64>),
     ) -> Result<(), TrackerError> {
         let index = IndexOut {
             version: VERSION,
@@ -290,6 +299,7 @@ impl LogStore {
             comments_total,
             issues,
             keys,
+            epochs,
         };
         let bytes = serde_json::to_vec_pretty(&index).map_err(|e| self.io(e.into()))?;
         durable::write::write_atomic(self.dir.as_ref(), INDEX, &bytes, SYNCED)

@@ -34,6 +34,10 @@ struct FileOut<'a> {
     next_comment: u64,
     issues: &'a [Issue],
     keys: &'a BTreeMap<String, KeyEntry>,
+    /// Absent until a fenced request is recorded: older files read as they
+    /// were, and a tracker nobody fences writes the same bytes as before.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    epochs: &'a BTreeMap<String, u64>,
 }
 
 /// The file as read; unknown fields are an error, not silently dropped on
@@ -48,6 +52,8 @@ struct FileIn {
     next_comment: u64,
     issues: Vec<Issue>,
     keys: BTreeMap<String, KeyEntry>,
+    #[serde(default)]
+    epochs: BTreeMap<String, u64>,
 }
 
 /// Just the generation, to check nobody else wrote the file since we did.
@@ -117,6 +123,7 @@ impl Store {
             comments_total: file.next_comment - 1,
             issues: file.issues,
             keys: file.keys,
+            epochs: file.epochs,
             store: Some(store),
             ..State::default()
         })
@@ -157,7 +164,7 @@ impl Store {
         clock_ticks: u64,
         issues: &[Issue],
         comments_total: u64,
-        keys: &BTreeMap<String, KeyEntry>,
+        (keys, epochs): (&BTreeMap<String, KeyEntry>, &BTreeMap<String, u64>),
     ) -> Result<(), TrackerError> {
         self.check_unchanged()?;
         let file = FileOut {
@@ -168,6 +175,7 @@ impl Store {
             next_comment: comments_total + 1,
             issues,
             keys,
+            epochs,
         };
         let bytes = serde_json::to_vec_pretty(&file).map_err(|e| self.io(e.into()))?;
         let opts = durable::write::WriteOptions {

@@ -225,12 +225,33 @@ fn mcp_round_trips_a_keyed_call_with_the_key_in_meta() {
             }
             other => panic!("{other:?}"),
         }
+        // A fenced call: epoch 2 of run-1 files, then epoch 1 (a holder the
+        // run has moved past) is refused as stale, even with a fresh key.
+        let fenced = |key: &str, epoch: u64| {
+            let mut p = keyed("issue_file", json!({"title": "f", "body": key}), key);
+            let meta = &mut p.meta.as_mut().expect("keyed sets _meta").0 .0;
+            meta.insert(tracker::wire::MCP_RUN_META.into(), json!("run-1"));
+            meta.insert(tracker::wire::MCP_EPOCH_META.into(), json!(epoch));
+            p
+        };
+        client.call_tool(fenced("k2", 2)).await.unwrap();
+        match client.call_tool(fenced("k3", 1)).await.unwrap_err() {
+            ServiceError::McpError(e) => {
+                assert_eq!(
+                    e.data,
+                    Some(json!({"code": "stale_epoch"})),
+                    "{}",
+                    e.message
+                )
+            }
+            other => panic!("{other:?}"),
+        }
         client.cancel().await.unwrap();
     });
-    // One issue on disk, filed once.
+    // Two issues on disk: the first filed once, the fenced one once.
     let file: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("tracker.json")).unwrap())
             .unwrap();
-    assert_eq!(file["issues"].as_array().unwrap().len(), 1, "{file}");
+    assert_eq!(file["issues"].as_array().unwrap().len(), 2, "{file}");
     let _ = Duration::ZERO;
 }

@@ -2,6 +2,7 @@
 
 mod binary;
 mod faults;
+mod fence;
 mod http_contract;
 #[cfg(all(feature = "serve", feature = "client"))]
 mod mutants_client;

@@ -74,6 +74,10 @@ pub(crate) fn loop_failure(
         E::OutcomeUnknown { .. } => Failure::run("outcome_unknown", e.to_string()),
         E::UnknownTool { .. } => Failure::run("unknown_tool", e.to_string()),
         E::ToolFatal { .. } => Failure::run("tool_refused", e.to_string()),
+        // The tracker has seen a newer holder of this run: like a fenced
+        // save, this process stops and leaves the run to it.
+        E::Stale { .. } => Failure::new(Exit::Locked, "stale_holder", e.to_string())
+            .hint("another process holds the run now and finishes it; this one did nothing more"),
         E::BadCallId { .. } => Failure::run("bad_call_id", e.to_string()),
         E::Cancelled { phase } => Failure::new(
             Exit::Stopped,
