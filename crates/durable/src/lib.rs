@@ -8,7 +8,9 @@ mod envelope;
 mod error;
 pub mod hash;
 mod key;
+mod leased;
 mod run_id;
+pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod write;
