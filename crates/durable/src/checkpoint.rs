@@ -72,8 +72,9 @@ use serde::Serialize;
 
 use crate::dir::{Dir, LockGuard};
 use crate::disk::DiskDir;
-use crate::envelope::{parse, EnvelopeRef, EpochOnly};
+use crate::envelope::{EnvelopeRef, EpochOnly};
 use crate::error::{Error, Result};
+use crate::read::parse;
 use crate::run_id::RunId;
 use crate::store::{Lease, RunStore};
 use crate::write::{write_atomic_step, WriteFail, WriteOptions};

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::checkpoint::{At, Checkpoint, Durable, Opened, Options, Saved};
-use crate::envelope::parse;
 use crate::error::{Error, Result};
+use crate::read::parse;
 use crate::run_id::RunId;
 use crate::store::{Claim, Lease, RunStore};
 

@@ -9,6 +9,7 @@ mod error;
 pub mod hash;
 mod key;
 mod leased;
+mod read;
 mod run_id;
 pub mod store;
 #[cfg(feature = "testing")]

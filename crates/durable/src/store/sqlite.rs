@@ -51,6 +51,18 @@ const NEXT: &str = concat!(
     ") ORDER BY run_id LIMIT 1"
 );
 
+/// A run's row: epoch, owner, status, checkpoint.
+type Row = (i64, Option<String>, String, Option<Vec<u8>>);
+
+fn read_row(conn: &Connection, run: &RunId) -> rusqlite::Result<Option<Row>> {
+    conn.query_row(
+        "SELECT epoch, lease_owner, status, checkpoint FROM runs WHERE run_id = ?1",
+        params![run.as_str()],
+        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+    )
+    .optional()
+}
+
 /// Runs in an SQLite database file: one row per run in the table `runs`
 /// (`run_id`, `epoch`, `lease_owner`, `lease_expires_at`, `status`,
 /// `checkpoint`, `updated_at`), every step one transaction.
@@ -145,13 +157,10 @@ impl SqliteStore {
                 checkpoint,
             });
         }
-        let (epoch, owner, status, checkpoint): (i64, Option<String>, String, Option<Vec<u8>>) = tx
-            .query_row(
-                "SELECT epoch, lease_owner, status, checkpoint FROM runs WHERE run_id = ?1",
-                params![run.as_str()],
-                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
-            )
-            .map_err(&fail)?;
+        // The INSERT above made sure the row is there.
+        let (epoch, owner, status, checkpoint) = read_row(tx, run)
+            .map_err(&fail)?
+            .ok_or_else(|| fail(rusqlite::Error::QueryReturnedNoRows))?;
         Ok(if status == "done" {
             Claim::Done {
                 epoch: epoch as u64,
@@ -296,15 +305,7 @@ impl RunStore for SqliteStore {
 
     fn load(&self, run: &RunId) -> Result<Option<Record>> {
         let fail = self.fail(Some(run), "load");
-        let row: Option<(i64, Option<String>, String, Option<Vec<u8>>)> = self
-            .conn()
-            .query_row(
-                "SELECT epoch, lease_owner, status, checkpoint FROM runs WHERE run_id = ?1",
-                params![run.as_str()],
-                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
-            )
-            .optional()
-            .map_err(fail)?;
+        let row = read_row(&self.conn(), run).map_err(fail)?;
         Ok(row.map(|(epoch, owner, status, checkpoint)| Record {
             epoch: epoch as u64,
             owner,
