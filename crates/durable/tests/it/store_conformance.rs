@@ -97,6 +97,37 @@ fn the_postgres_store_conforms() {
     });
 }
 
+/// The synchronous client would panic inside a tokio runtime: the store
+/// refuses with a typed error instead, before connecting and after.
+#[test]
+fn the_postgres_store_refuses_inside_a_tokio_runtime() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let inside = rt.block_on(async { PostgresStore::connect("host=/nonexistent dbname=runs") });
+    let err = inside.unwrap_err();
+    assert!(matches!(err, Error::InsideAsyncRuntime { .. }), "{err}");
+    assert!(err.to_string().contains("spawn_blocking"), "{err}");
+    let bad = PostgresStore::connect("host=/nonexistent port=notaport").unwrap_err();
+    assert!(matches!(bad, Error::Store { .. }), "{bad}");
+
+    let Some(cluster) = PgCluster::start(false) else {
+        return;
+    };
+    let store = PostgresStore::connect(&cluster.conn("postgres")).unwrap();
+    let run = run_id("async");
+    let inside = rt.block_on(async { store.claim(&run, "a", LONG) });
+    assert!(
+        matches!(inside, Err(Error::InsideAsyncRuntime { op: "claim", .. })),
+        "{inside:?}"
+    );
+    // Outside it, the same store works.
+    assert!(matches!(
+        store.claim(&run, "a", LONG).unwrap(),
+        Claim::Won { .. }
+    ));
+}
+
 fn won(claim: Claim) -> durable::store::Lease {
     match claim {
         Claim::Won { lease, .. } => lease,
