@@ -59,8 +59,9 @@
 //! local file, guarded by a local `flock`: a run shared across machines
 //! needs a lease in a database, where the same epoch becomes the lease's
 //! fencing token and the check-and-write one conditional update
-//! (`UPDATE … WHERE epoch <= ours`), which closes the window above. A build
-//! older than the epoch ignores it.
+//! (`UPDATE … WHERE epoch = ours`), which closes the window above: that is
+//! [`Checkpoint::open_store`] on a [`RunStore`](crate::store::RunStore)
+//! (see [`crate::store`]). A build older than the epoch ignores it.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -69,13 +70,14 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::dir::{Dir, LockGuard};
 use crate::disk::DiskDir;
-use crate::envelope::{EnvelopeOwned, EnvelopeRef, EpochOnly};
+use crate::envelope::{EnvelopeRef, EpochOnly};
 use crate::error::{Error, Result};
+use crate::read::parse;
 use crate::run_id::RunId;
+use crate::store::{Lease, RunStore};
 use crate::write::{write_atomic_step, WriteFail, WriteOptions};
 
 pub use crate::envelope::FORMAT_VERSION;
@@ -179,12 +181,11 @@ impl<S> std::ops::Deref for Saved<S> {
 /// Holding a `Checkpoint` holds the run's lock (`<run>.lock`); dropping it,
 /// or the process dying, releases it.
 pub struct Checkpoint<S> {
-    dir: Arc<dyn Dir>,
-    run: RunId,
-    opts: Options,
-    file: String,
-    resumes: u32,
-    epoch: u64,
+    pub(crate) at: At,
+    pub(crate) run: RunId,
+    pub(crate) opts: Options,
+    pub(crate) resumes: u32,
+    pub(crate) epoch: u64,
     /// The last save's bytes and the epoch they record: when the file on
     /// disk holds exactly these bytes, the fence check knows its epoch
     /// without parsing it again.
@@ -192,8 +193,22 @@ pub struct Checkpoint<S> {
     /// A buffer the next save serialises into (the one before last), so it
     /// does not grow a fresh one.
     spare: Vec<u8>,
-    _lock: LockGuard,
     _state: PhantomData<fn(&S)>,
+}
+
+/// Where a [`Checkpoint`] saves.
+pub(crate) enum At {
+    /// `<run>.json` in a directory, under the `flock` on `<run>.lock`.
+    Files {
+        dir: Arc<dyn Dir>,
+        file: String,
+        _lock: LockGuard,
+    },
+    /// A run store, under a lease.
+    Store {
+        store: Arc<dyn RunStore>,
+        lease: Lease,
+    },
 }
 
 impl<S> fmt::Debug for Checkpoint<S> {
@@ -276,21 +291,46 @@ impl<S: Durable> Checkpoint<S> {
                 Error::from_io(dir.path_of(&lock_name), "lock", source)
             }
         })?;
-        let mut checkpoint = Checkpoint {
-            file: file_name(run),
+        let file = file_name(run);
+        crate::write::remove_leftover_temps(dir.as_ref(), &file).map_err(|source| {
+            Error::from_io(dir.path_of(&file), "remove leftover temp files", source)
+        })?;
+        let loaded = Self::load_limited(dir.as_ref(), run, opts.max_read_bytes)?;
+        let at = At::Files {
             dir,
+            file,
+            _lock: lock,
+        };
+        // A new holder: a higher epoch, saved by the first save, fences off
+        // every older holder's saves.
+        let epoch = loaded.as_ref().map_or(1, |s| s.epoch.saturating_add(1));
+        let checkpoint = Checkpoint::new(at, run, opts, epoch);
+        checkpoint.start_or_resume(loaded, fresh)
+    }
+
+    /// A checkpoint at `at`, before its first save.
+    pub(crate) fn new(at: At, run: &RunId, opts: Options, epoch: u64) -> Checkpoint<S> {
+        Checkpoint {
+            at,
             run: run.clone(),
             opts,
             resumes: 0,
-            epoch: 1,
+            epoch,
             last: (Vec::new(), 0),
             spare: Vec::new(),
-            _lock: lock,
             _state: PhantomData,
-        };
-        checkpoint.remove_temp_files()?;
+        }
+    }
 
-        let loaded = Self::load_limited(checkpoint.dir.as_ref(), run, opts.max_read_bytes)?;
+    /// The rest of an open, once the run is held and read: start `fresh`,
+    /// hand a finished run back, or count a restart (see
+    /// [`Checkpoint::open_with`]). The holder's new epoch is set already.
+    pub(crate) fn start_or_resume(
+        self,
+        loaded: Option<Saved<S>>,
+        fresh: impl FnOnce() -> S,
+    ) -> Result<Opened<S>> {
+        let mut checkpoint = self;
         let Some(saved) = loaded else {
             let state = fresh();
             checkpoint.save(&state)?;
@@ -307,8 +347,8 @@ impl<S: Durable> Checkpoint<S> {
             epoch,
         } = saved;
         checkpoint.resumes = resumes;
-        checkpoint.epoch = epoch;
         if state.is_finished() {
+            checkpoint.epoch = epoch;
             return Ok(Opened {
                 checkpoint,
                 state,
@@ -316,10 +356,7 @@ impl<S: Durable> Checkpoint<S> {
                 resumes,
             });
         }
-        // A new holder: a higher epoch, saved by the first save below, fences
-        // off every older holder's saves.
-        checkpoint.epoch = epoch.saturating_add(1);
-        let Some(limit) = opts.max_resumes else {
+        let Some(limit) = checkpoint.opts.max_resumes else {
             // Nothing to count, but the epoch must reach the disk before the
             // caller acts: a save with no crash points of its own.
             checkpoint.save_with_points(&state, false)?;
@@ -405,23 +442,30 @@ impl<S: Durable> Checkpoint<S> {
             sync: self.opts.sync,
             points,
         };
-        let dir = self.dir.as_ref();
-        let written = write_atomic_step(dir, &self.file, &bytes, opts, &mut || self.check_fence());
+        let written = match &self.at {
+            At::Files { dir, file, .. } => {
+                write_atomic_step(dir.as_ref(), file, &bytes, opts, &mut || self.check_fence())
+                    .map_err(|fail| match fail {
+                        WriteFail::Step(op, source) => Error::from_io(self.path(), op, source),
+                        WriteFail::Refused(e) => e,
+                    })
+            }
+            At::Store { store, lease } => store.save(lease, &bytes, state.is_finished()),
+        };
         let (old, _) = std::mem::replace(&mut self.last, (bytes, self.epoch));
         self.spare = old;
-        written.map_err(|fail| match fail {
-            WriteFail::Step(op, source) => Error::from_io(self.path(), op, source),
-            WriteFail::Refused(e) => e,
-        })
+        written
     }
 
     /// Refuse to write if a newer holder saved since this one opened the
     /// run: read the epoch on disk, under the lock, just before the rename.
     fn check_fence(&self) -> Result<()> {
         let path = || self.path();
-        let bytes = self
-            .dir
-            .read_limited(&self.file, self.opts.max_read_bytes)
+        let At::Files { dir, file, .. } = &self.at else {
+            return Ok(());
+        };
+        let bytes = dir
+            .read_limited(file, self.opts.max_read_bytes)
             .map_err(|source| Error::from_io(path(), "read before saving", source))?;
         let Some(bytes) = bytes else {
             return Ok(());
@@ -466,7 +510,13 @@ impl<S: Durable> Checkpoint<S> {
         let path = || dir.path_of(&file);
         match dir.read_limited(&file, limit) {
             Ok(None) => Ok(None),
-            Ok(Some(bytes)) => parse(&bytes, run, &path()).map(Some),
+            Ok(Some(bytes)) => parse(&bytes, run, &path()).map(|e| {
+                Some(Saved {
+                    state: e.state,
+                    resumes: e.resumes,
+                    epoch: e.epoch,
+                })
+            }),
             Err(source) => Err(Error::from_io(path(), "read", source)),
         }
     }
@@ -502,82 +552,9 @@ impl<S> Checkpoint<S> {
 
     /// The checkpoint file's path (or `mem:/<run>.json`), for messages.
     pub fn path(&self) -> PathBuf {
-        self.dir.path_of(&self.file)
-    }
-
-    /// Remove `.<run>.json-<unique>.tmp` files left by saves that crashed
-    /// before their rename. Only names whose unique part is alphanumeric
-    /// count, so the temp files of a run whose ID extends this one's (run
-    /// `a` and run `a.json-b`) are never touched.
-    fn remove_temp_files(&self) -> Result<()> {
-        let dir = self.dir.as_ref();
-        crate::write::remove_leftover_temps(dir, &self.file).map_err(|source| {
-            Error::from_io(
-                dir.path_of(&self.file),
-                "remove leftover temp files",
-                source,
-            )
-        })?;
-        Ok(())
-    }
-}
-
-/// Parse a checkpoint's bytes into the state of `run`, with a typed error
-/// for every way it can be wrong. Never panics, whatever the bytes.
-fn parse<S: DeserializeOwned>(bytes: &[u8], run: &RunId, path: &Path) -> Result<Saved<S>> {
-    let corrupt = |reason: String| Error::Corrupt {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        if e.is_eof() {
-            Error::Truncated {
-                path: path.to_path_buf(),
-            }
-        } else {
-            corrupt(format!("invalid JSON: {e}"))
+        match &self.at {
+            At::Files { dir, file, .. } => dir.path_of(file),
+            At::Store { store, .. } => store.path_of(&self.run),
         }
-    })?;
-    let Value::Object(fields) = &value else {
-        return Err(corrupt("not a JSON object".to_owned()));
-    };
-    match fields.get("version") {
-        None => return Err(corrupt("no \"version\" field".to_owned())),
-        Some(v) => match v.as_u64() {
-            Some(version) if version == u64::from(FORMAT_VERSION) => {}
-            Some(version) => {
-                return Err(Error::UnsupportedVersion {
-                    path: path.to_path_buf(),
-                    version,
-                })
-            }
-            None => return Err(corrupt(format!("\"version\" is {v}, not a number"))),
-        },
     }
-    if !fields.contains_key("state") {
-        return Err(corrupt("no \"state\" field".to_owned()));
-    }
-    let mut unknown = None;
-    let envelope: EnvelopeOwned<S> = serde_ignored::deserialize(value, |field| {
-        unknown.get_or_insert_with(|| field.to_string());
-    })
-    .map_err(|e| corrupt(format!("wrong shape: {e}")))?;
-    if let Some(field) = unknown {
-        return Err(Error::UnknownField {
-            path: path.to_path_buf(),
-            field,
-        });
-    }
-    if envelope.run != run.as_str() {
-        return Err(corrupt(format!(
-            "it holds run {:?}, not {:?}",
-            envelope.run,
-            run.as_str()
-        )));
-    }
-    Ok(Saved {
-        state: envelope.state,
-        resumes: envelope.resumes,
-        epoch: envelope.epoch,
-    })
 }

@@ -124,6 +124,53 @@ pub enum Error {
         on_disk: u64,
     },
 
+    /// Another worker holds the run's lease in a
+    /// [`RunStore`](crate::store::RunStore), and it has not expired. The
+    /// second worker stops at once, as with [`Error::Locked`].
+    #[error("run is leased by {owner:?} until its lease expires: {path}")]
+    Leased {
+        /// Where the run lives.
+        path: PathBuf,
+        /// Who holds it.
+        owner: String,
+    },
+
+    /// The run is done in its [`RunStore`](crate::store::RunStore): a save
+    /// after the run's final save is refused and nothing is written, so a
+    /// completed run is never overwritten.
+    #[error("run is done; its final checkpoint is not written over: {path}")]
+    Finished {
+        /// Where the run lives.
+        path: PathBuf,
+    },
+
+    /// A database store failed (connection, query, schema); the store's
+    /// own message is inside.
+    #[error("{op} {path}: {source}")]
+    Store {
+        /// The database and run (`sqlite:<file>#<run>`, `postgres:…`).
+        path: PathBuf,
+        /// The operation, e.g. `"claim"` or `"save"`.
+        op: &'static str,
+        /// The database client's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    /// The synchronous Postgres store was called on a thread that runs a
+    /// tokio runtime, where its client would panic. Call it from
+    /// `tokio::task::spawn_blocking` or a plain thread.
+    #[error(
+        "{op} {path}: called inside a tokio runtime, where the synchronous \
+         Postgres client cannot run; call it from spawn_blocking or a plain thread"
+    )]
+    InsideAsyncRuntime {
+        /// The database.
+        path: PathBuf,
+        /// The operation.
+        op: &'static str,
+    },
+
     /// The run's lock file was deleted or replaced while this process
     /// locked it, so the lock it holds excludes nobody; nothing was read.
     #[error("lock file {path} was deleted or replaced while it was being locked; try again")]

@@ -8,7 +8,10 @@ mod envelope;
 mod error;
 pub mod hash;
 mod key;
+mod leased;
+mod read;
 mod run_id;
+pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod write;

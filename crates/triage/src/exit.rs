@@ -164,6 +164,13 @@ impl From<durable::Error> for Failure {
             E::NotRegularFile { .. } => Failure::run("not_a_file", message),
             E::TooLarge { .. } => Failure::run("too_large", message),
             E::UnknownField { .. } => Failure::run("unknown_field", message),
+            // Run stores (triage does not use one yet).
+            E::Leased { .. } => Failure::new(Exit::Locked, "leased", message).hint(
+                "another worker holds this run's lease; wait for it to finish or for the lease \
+                 to expire, then rerun",
+            ),
+            E::Finished { .. } => Failure::run("finished", message),
+            E::Store { .. } | E::InsideAsyncRuntime { .. } => Failure::run("store", message),
         }
     }
 }

@@ -11,7 +11,10 @@ mod lock;
 mod mutants_checkpoint;
 mod mutants_disk;
 mod not_a_file;
+mod pg_cluster;
 mod points_on;
+mod store_conformance;
+mod store_sweep;
 mod syscalls;
 
 use std::sync::Arc;

@@ -1,0 +1,337 @@
+//! The Postgres store: runs in one table of a Postgres database, for
+//! workers on many hosts.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use postgres::{Client, Config, NoTls, Transaction};
+
+use super::{millis, refused, Claim, Lease, Record, RunStore};
+use crate::error::{Error, Result};
+use crate::run_id::RunId;
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS runs (
+    run_id text PRIMARY KEY,
+    epoch bigint NOT NULL DEFAULT 0,
+    lease_owner text,
+    lease_expires_at timestamptz,
+    status text NOT NULL DEFAULT 'runnable' CHECK (status IN ('runnable', 'done')),
+    checkpoint bytea,
+    updated_at timestamptz NOT NULL DEFAULT now()
+)";
+
+const INSERT: &str = "INSERT INTO runs (run_id, epoch, status, updated_at) \
+    VALUES ($1, 0, 'runnable', now()) ON CONFLICT (run_id) DO NOTHING";
+
+/// The lease's expiry, `$3` milliseconds from the server's `now()`.
+const CLAIM: &str = "UPDATE runs SET epoch = epoch + 1, lease_owner = $2, \
+    lease_expires_at = now() + $3::float8 * interval '1 millisecond', updated_at = now() \
+    WHERE run_id = $1 AND status <> 'done' \
+    AND (lease_owner IS NULL OR lease_expires_at < now()) \
+    RETURNING epoch, checkpoint";
+
+const NEXT: &str = "UPDATE runs SET epoch = epoch + 1, lease_owner = $1, \
+    lease_expires_at = now() + $2::float8 * interval '1 millisecond', updated_at = now() \
+    WHERE run_id = (SELECT run_id FROM runs WHERE status <> 'done' \
+        AND (lease_owner IS NULL OR lease_expires_at < now()) \
+        ORDER BY run_id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+    AND status <> 'done' AND (lease_owner IS NULL OR lease_expires_at < now()) \
+    RETURNING run_id, epoch, checkpoint";
+
+/// Runs in a Postgres database: one row per run in the table `runs`
+/// (`run_id`, `epoch`, `lease_owner`, `lease_expires_at`, `status`,
+/// `checkpoint`, `updated_at`), created if missing; every step one
+/// transaction.
+///
+/// Leases are computed and compared with the server's clock (`now()`), so
+/// workers whose clocks disagree still agree on when a lease ends. A claim
+/// is one `UPDATE … WHERE (lease_owner IS NULL OR lease_expires_at < now())
+/// AND status <> 'done' RETURNING epoch`; a save one `UPDATE … WHERE run_id
+/// = $1 AND epoch = $2`; [`RunStore::claim_next`] takes its row with `FOR
+/// UPDATE SKIP LOCKED`, so a pool of workers never waits on one another.
+///
+/// The client is the synchronous `postgres` crate, which runs a tokio
+/// runtime of its own inside: called on a thread that already runs one, it
+/// would panic, so every method refuses there with
+/// [`Error::InsideAsyncRuntime`] (call it from `spawn_blocking`). TLS is
+/// not built in: connect over a Unix socket or a trusted network.
+pub struct PostgresStore {
+    client: Mutex<Client>,
+    name: String,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn outside_runtime(path: impl Fn() -> PathBuf, op: &'static str) -> Result<()> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(Error::InsideAsyncRuntime { path: path(), op });
+    }
+    Ok(())
+}
+
+impl PostgresStore {
+    /// Connect with a connection string as libpq takes it, either
+    /// `key=value` pairs (`host=/run/postgresql user=worker dbname=runs`; a
+    /// host that is a directory is a Unix socket) or a URL
+    /// (`postgresql://worker@db.internal/runs`), and create the `runs`
+    /// table if it is missing.
+    pub fn connect(params: &str) -> Result<PostgresStore> {
+        let bad = |op, source: Box<dyn std::error::Error + Send + Sync>| Error::Store {
+            path: PathBuf::from("postgres:"),
+            op,
+            source,
+        };
+        outside_runtime(|| PathBuf::from("postgres:"), "connect to")?;
+        let config = Config::from_str(params)
+            .map_err(|e| bad("parse the connection string of", e.into()))?;
+        let name = format!(
+            "postgres:{}",
+            config
+                .get_dbname()
+                .or(config.get_user())
+                .unwrap_or("postgres")
+        );
+        let mut client = config
+            .connect(NoTls)
+            .map_err(|e| bad("connect to", e.into()))?;
+        client.batch_execute(SCHEMA).map_err(|e| Error::Store {
+            path: PathBuf::from(&name),
+            op: "create the runs table in",
+            source: e.into(),
+        })?;
+        Ok(PostgresStore {
+            client: Mutex::new(client),
+            name,
+        })
+    }
+
+    fn client(
+        &self,
+        path: impl Fn() -> PathBuf,
+        op: &'static str,
+    ) -> Result<MutexGuard<'_, Client>> {
+        outside_runtime(path, op)?;
+        // A panic mid-step (an injected crash) dropped its transaction,
+        // which rolls it back: the client is fine to use.
+        Ok(self.client.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn fail(&self, run: Option<&RunId>, op: &'static str) -> impl Fn(postgres::Error) -> Error {
+        let path = match run {
+            Some(run) => self.path_of(run),
+            None => PathBuf::from(&self.name),
+        };
+        move |e| Error::Store {
+            path: path.clone(),
+            op,
+            source: Box::new(e),
+        }
+    }
+
+    /// Claim `run` inside `tx`.
+    fn claim_in(
+        &self,
+        tx: &mut Transaction<'_>,
+        run: &RunId,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<Claim> {
+        let fail = self.fail(Some(run), "claim");
+        tx.execute(INSERT, &[&run.as_str()]).map_err(&fail)?;
+        let ms = millis(lease) as f64;
+        if let Some(row) = tx
+            .query_opt(CLAIM, &[&run.as_str(), &owner, &ms])
+            .map_err(&fail)?
+        {
+            let epoch: i64 = row.try_get(0).map_err(&fail)?;
+            return Ok(Claim::Won {
+                lease: Lease {
+                    run: run.clone(),
+                    owner: owner.to_owned(),
+                    epoch: epoch as u64,
+                },
+                checkpoint: row.try_get(1).map_err(&fail)?,
+            });
+        }
+        let row = tx
+            .query_one(
+                "SELECT epoch, lease_owner, status, checkpoint FROM runs WHERE run_id = $1",
+                &[&run.as_str()],
+            )
+            .map_err(&fail)?;
+        let status: String = row.try_get(2).map_err(&fail)?;
+        Ok(if status == "done" {
+            let epoch: i64 = row.try_get(0).map_err(&fail)?;
+            Claim::Done {
+                epoch: epoch as u64,
+                checkpoint: row.try_get(3).map_err(&fail)?,
+            }
+        } else {
+            let owner: Option<String> = row.try_get(1).map_err(&fail)?;
+            Claim::Held {
+                owner: owner.unwrap_or_default(),
+            }
+        })
+    }
+
+    /// Run `update` (`$1` the run, `$2` the epoch) in a transaction for
+    /// `lease`'s holder; zero rows changed is refused.
+    fn fenced_update(
+        &self,
+        lease: &Lease,
+        op: &'static str,
+        points: (&'static str, &'static str),
+        update: &str,
+        extra: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<()> {
+        let fail = self.fail(Some(&lease.run), op);
+        let mut client = self.client(|| self.path_of(&lease.run), op)?;
+        let mut tx = client.transaction().map_err(&fail)?;
+        let run = lease.run.as_str();
+        let epoch = lease.epoch as i64;
+        let mut args: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&run, &epoch];
+        args.extend_from_slice(extra);
+        let changed = tx.execute(update, &args).map_err(&fail)?;
+        if changed == 0 {
+            let now = tx
+                .query_opt("SELECT epoch, status FROM runs WHERE run_id = $1", &[&run])
+                .map_err(&fail)?;
+            let now = match now {
+                Some(row) => {
+                    let epoch: i64 = row.try_get(0).map_err(&fail)?;
+                    let status: String = row.try_get(1).map_err(&fail)?;
+                    Some((epoch as u64, status == "done"))
+                }
+                None => None,
+            };
+            return Err(refused(self.path_of(&lease.run), lease.epoch, now));
+        }
+        crashpoint::point!(points.0);
+        tx.commit().map_err(&fail)?;
+        crashpoint::point!(points.1);
+        Ok(())
+    }
+}
+
+impl RunStore for PostgresStore {
+    fn add(&self, run: &RunId) -> Result<bool> {
+        let fail = self.fail(Some(run), "add");
+        let added = self
+            .client(|| self.path_of(run), "add")?
+            .execute(INSERT, &[&run.as_str()])
+            .map_err(fail)?;
+        Ok(added > 0)
+    }
+
+    fn claim(&self, run: &RunId, owner: &str, lease: Duration) -> Result<Claim> {
+        let fail = self.fail(Some(run), "claim");
+        let mut client = self.client(|| self.path_of(run), "claim")?;
+        let mut tx = client.transaction().map_err(&fail)?;
+        let claim = self.claim_in(&mut tx, run, owner, lease)?;
+        // Points only where the claim changed something: a claim that
+        // finds the run held or done commits nothing a crash could lose,
+        // and a worker may poll for a lease to expire any number of times.
+        let won = matches!(claim, Claim::Won { .. });
+        if won {
+            crashpoint::point!("claim: before commit");
+        }
+        tx.commit().map_err(&fail)?;
+        if won {
+            crashpoint::point!("claim: committed");
+        }
+        Ok(claim)
+    }
+
+    fn claim_next(&self, owner: &str, lease: Duration) -> Result<Option<(Lease, Option<Vec<u8>>)>> {
+        let op = "claim the next run in";
+        let fail = self.fail(None, op);
+        let mut client = self.client(|| PathBuf::from(&self.name), op)?;
+        let mut tx = client.transaction().map_err(&fail)?;
+        let ms = millis(lease) as f64;
+        let Some(row) = tx.query_opt(NEXT, &[&owner, &ms]).map_err(&fail)? else {
+            return Ok(None);
+        };
+        let run: String = row.try_get(0).map_err(&fail)?;
+        let epoch: i64 = row.try_get(1).map_err(&fail)?;
+        let checkpoint: Option<Vec<u8>> = row.try_get(2).map_err(&fail)?;
+        let run = RunId::parse(&run)?;
+        crashpoint::point!("claim: before commit");
+        tx.commit().map_err(&fail)?;
+        crashpoint::point!("claim: committed");
+        let lease = Lease {
+            run,
+            owner: owner.to_owned(),
+            epoch: epoch as u64,
+        };
+        Ok(Some((lease, checkpoint)))
+    }
+
+    fn renew(&self, lease: &Lease, lease_for: Duration) -> Result<()> {
+        let ms = millis(lease_for) as f64;
+        self.fenced_update(
+            lease,
+            "renew",
+            ("renew: before commit", "renew: committed"),
+            "UPDATE runs SET lease_expires_at = now() + $3::float8 * interval '1 millisecond', \
+             updated_at = now() WHERE run_id = $1 AND epoch = $2 AND status <> 'done'",
+            &[&ms],
+        )
+    }
+
+    fn save(&self, lease: &Lease, checkpoint: &[u8], done: bool) -> Result<()> {
+        let status = if done { "done" } else { "runnable" };
+        self.fenced_update(
+            lease,
+            "save",
+            ("save: before commit", "save: committed"),
+            "UPDATE runs SET checkpoint = $3, status = $4, updated_at = now() \
+             WHERE run_id = $1 AND epoch = $2 AND status <> 'done'",
+            &[&checkpoint, &status],
+        )
+    }
+
+    fn load(&self, run: &RunId) -> Result<Option<Record>> {
+        let fail = self.fail(Some(run), "load");
+        let row = self
+            .client(|| self.path_of(run), "load")?
+            .query_opt(
+                "SELECT epoch, lease_owner, status, checkpoint FROM runs WHERE run_id = $1",
+                &[&run.as_str()],
+            )
+            .map_err(&fail)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let epoch: i64 = row.try_get(0).map_err(&fail)?;
+        let status: String = row.try_get(2).map_err(&fail)?;
+        Ok(Some(Record {
+            epoch: epoch as u64,
+            owner: row.try_get(1).map_err(&fail)?,
+            done: status == "done",
+            checkpoint: row.try_get(3).map_err(&fail)?,
+        }))
+    }
+
+    fn release(&self, lease: &Lease) -> Result<()> {
+        self.fenced_update(
+            lease,
+            "release",
+            ("release: before commit", "release: committed"),
+            "UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL, updated_at = now() \
+             WHERE run_id = $1 AND epoch = $2",
+            &[],
+        )
+    }
+
+    fn path_of(&self, run: &RunId) -> PathBuf {
+        PathBuf::from(format!("{}#{run}", self.name))
+    }
+}

@@ -1,0 +1,408 @@
+//! The run stores' conformance suite: every store (files, SQLite, Postgres
+//! on a throwaway cluster) keeps the promises of `durable::store`. Each
+//! check gets a fresh store and opens one connection per worker, as
+//! workers on different machines would.
+
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::Duration;
+
+use durable::store::{Claim, FileStore, PostgresStore, RunStore, SqliteStore};
+use durable::{Error, RunId};
+
+use crate::pg_cluster::PgCluster;
+use crate::{fast, run_id, Checkpoint, Phase};
+
+/// A fresh store; each call of the function it returns is a new worker's
+/// connection to it.
+type Workers = Box<dyn Fn() -> Arc<dyn RunStore>>;
+
+const LONG: Duration = Duration::from_secs(60);
+const SHORT: Duration = Duration::from_millis(40);
+
+/// Sleep until a lease of `SHORT` taken now has expired, whichever clock.
+fn outlive_short_lease() {
+    thread::sleep(SHORT * 3);
+}
+
+type Check = fn(&dyn Fn() -> Arc<dyn RunStore>);
+
+const CHECKS: &[(&str, Check)] = &[
+    ("claim, save, load, renew, release", claim_save_load),
+    (
+        "two workers claim one run at once: exactly one wins",
+        one_of_two_wins,
+    ),
+    (
+        "a holder paused past its lease is fenced",
+        stale_holder_fenced,
+    ),
+    (
+        "a done run refuses every save, its holder's too",
+        done_is_final,
+    ),
+    (
+        "a rescue racing a completion never overwrites it",
+        rescue_races_completion,
+    ),
+    (
+        "claim-next: held and done runs skipped, each run to one worker",
+        claim_next_pool,
+    ),
+    (
+        "Checkpoint::open_store: start, restart, fence",
+        checkpoint_on_store,
+    ),
+];
+
+fn conformance(store: &str, fresh: &dyn Fn(usize) -> Workers) {
+    for (i, (name, check)) in CHECKS.iter().enumerate() {
+        let workers = fresh(i);
+        eprintln!("{store}: {name}");
+        check(&*workers);
+    }
+}
+
+#[test]
+fn the_file_store_conforms() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    conformance("files", &|i| {
+        let path = root.join(format!("check-{i}"));
+        Box::new(move || Arc::new(FileStore::open(&path).unwrap()) as Arc<dyn RunStore>)
+    });
+}
+
+#[test]
+fn the_sqlite_store_conforms() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    conformance("sqlite", &|i| {
+        let path = root.join(format!("check-{i}.db"));
+        Box::new(move || Arc::new(SqliteStore::open(&path).unwrap()) as Arc<dyn RunStore>)
+    });
+}
+
+#[test]
+fn the_postgres_store_conforms() {
+    let Some(cluster) = PgCluster::start(false) else {
+        return;
+    };
+    conformance("postgres", &|i| {
+        let conn = cluster.create_db(&format!("check_{i}"));
+        // The table is created by the first connection, before the workers
+        // race.
+        drop(PostgresStore::connect(&conn).unwrap());
+        Box::new(move || Arc::new(PostgresStore::connect(&conn).unwrap()) as Arc<dyn RunStore>)
+    });
+}
+
+/// The synchronous client would panic inside a tokio runtime: the store
+/// refuses with a typed error instead, before connecting and after.
+#[test]
+fn the_postgres_store_refuses_inside_a_tokio_runtime() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let inside = rt.block_on(async { PostgresStore::connect("host=/nonexistent dbname=runs") });
+    let err = inside.unwrap_err();
+    assert!(matches!(err, Error::InsideAsyncRuntime { .. }), "{err}");
+    assert!(err.to_string().contains("spawn_blocking"), "{err}");
+    let bad = PostgresStore::connect("host=/nonexistent port=notaport").unwrap_err();
+    assert!(matches!(bad, Error::Store { .. }), "{bad}");
+
+    let Some(cluster) = PgCluster::start(false) else {
+        return;
+    };
+    let store = PostgresStore::connect(&cluster.conn("postgres")).unwrap();
+    let run = run_id("async");
+    let inside = rt.block_on(async { store.claim(&run, "a", LONG) });
+    assert!(
+        matches!(inside, Err(Error::InsideAsyncRuntime { op: "claim", .. })),
+        "{inside:?}"
+    );
+    // Outside it, the same store works.
+    assert!(matches!(
+        store.claim(&run, "a", LONG).unwrap(),
+        Claim::Won { .. }
+    ));
+}
+
+fn won(claim: Claim) -> durable::store::Lease {
+    match claim {
+        Claim::Won { lease, .. } => lease,
+        other => panic!("expected a win, got {other:?}"),
+    }
+}
+
+fn claim_save_load(workers: &dyn Fn() -> Arc<dyn RunStore>) {
+    let (a, b) = (workers(), workers());
+    let run = run_id("job-1");
+    assert_eq!(a.load(&run).unwrap(), None);
+    let lease = won(a.claim(&run, "a", LONG).unwrap());
+    assert_eq!(lease.epoch, 1);
+    a.save(&lease, b"step 1", false).unwrap();
+    let rec = b.load(&run).unwrap().unwrap();
+    assert_eq!(rec.checkpoint.as_deref(), Some(&b"step 1"[..]));
+    assert_eq!(
+        (rec.epoch, rec.owner.as_deref(), rec.done),
+        (1, Some("a"), false)
+    );
+    assert_eq!(
+        b.claim(&run, "b", LONG).unwrap(),
+        Claim::Held { owner: "a".into() }
+    );
+    a.renew(&lease, LONG).unwrap();
+    a.release(&lease).unwrap();
+    let Claim::Won {
+        lease: l2,
+        checkpoint,
+    } = b.claim(&run, "b", LONG).unwrap()
+    else {
+        panic!("a released run is claimable at once");
+    };
+    assert_eq!((l2.epoch, checkpoint.as_deref()), (2, Some(&b"step 1"[..])));
+    assert!(b.add(&run_id("job-2")).unwrap());
+    assert!(!b.add(&run_id("job-2")).unwrap());
+    assert!(!b.add(&run).unwrap(), "add leaves a run it has alone");
+    assert_eq!(b.load(&run).unwrap().unwrap().epoch, 2);
+}
+
+fn one_of_two_wins(workers: &dyn Fn() -> Arc<dyn RunStore>) {
+    for round in 0..12 {
+        let run = run_id(&format!("race-{round}"));
+        if round % 2 == 1 {
+            // Half the rounds race for a run the store already has.
+            workers().add(&run).unwrap();
+        }
+        let barrier = Arc::new(Barrier::new(2));
+        let handles: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|who| {
+                let (store, run, barrier) = (workers(), run.clone(), barrier.clone());
+                thread::spawn(move || {
+                    barrier.wait();
+                    store.claim(&run, who, LONG).unwrap()
+                })
+            })
+            .collect();
+        let claims: Vec<Claim> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let winners: Vec<_> = claims
+            .iter()
+            .filter_map(|c| match c {
+                Claim::Won { lease, .. } => Some(lease.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(winners.len(), 1, "round {round}: {claims:?}");
+        let loser = claims.iter().find(|c| !matches!(c, Claim::Won { .. }));
+        assert_eq!(
+            loser,
+            Some(&Claim::Held {
+                owner: winners[0].owner.clone()
+            })
+        );
+        assert_eq!(winners[0].epoch, 1);
+    }
+}
+
+fn stale_holder_fenced(workers: &dyn Fn() -> Arc<dyn RunStore>) {
+    let (a, b) = (workers(), workers());
+    let run = run_id("paused");
+    let stale = won(a.claim(&run, "a", SHORT).unwrap());
+    a.save(&stale, b"a: step 1", false).unwrap();
+    // `a` pauses (a GC, a stopped VM) past its lease; `b` rescues the run
+    // and finishes it.
+    outlive_short_lease();
+    let fresh = won(b.claim(&run, "b", LONG).unwrap());
+    assert_eq!(fresh.epoch, stale.epoch + 1);
+    b.save(&fresh, b"b: step 2", false).unwrap();
+    b.save(&fresh, b"b: done", true).unwrap();
+    let before = b.load(&run).unwrap();
+    // `a` wakes up: every write it tries is refused, and nothing changes.
+    let fenced = |r: durable::Result<()>| match r {
+        Err(Error::Fenced { ours, on_disk, .. }) => assert_eq!((ours, on_disk), (1, 2)),
+        other => panic!("the stale holder was not fenced: {other:?}"),
+    };
+    fenced(a.save(&stale, b"a: step 2", false));
+    fenced(a.save(&stale, b"a: done", true));
+    fenced(a.renew(&stale, LONG));
+    fenced(a.release(&stale));
+    assert_eq!(b.load(&run).unwrap(), before);
+    assert_eq!(before.unwrap().checkpoint.as_deref(), Some(&b"b: done"[..]));
+}
+
+fn done_is_final(workers: &dyn Fn() -> Arc<dyn RunStore>) {
+    let (a, b) = (workers(), workers());
+    let run = run_id("final");
+    let lease = won(a.claim(&run, "a", SHORT).unwrap());
+    a.save(&lease, b"done", true).unwrap();
+    let finished = |r: durable::Result<()>| {
+        assert!(matches!(r, Err(Error::Finished { .. })), "{r:?}");
+    };
+    finished(a.save(&lease, b"after", false));
+    finished(a.save(&lease, b"after", true));
+    finished(a.renew(&lease, LONG));
+    outlive_short_lease();
+    // The lease has expired: a rescue finds the run done, not claimable.
+    assert_eq!(
+        b.claim(&run, "b", LONG).unwrap(),
+        Claim::Done {
+            epoch: 1,
+            checkpoint: Some(b"done".to_vec())
+        }
+    );
+    assert_eq!(b.claim_next("b", LONG).unwrap(), None);
+    a.release(&lease).unwrap();
+    let rec = b.load(&run).unwrap().unwrap();
+    assert_eq!((rec.epoch, rec.done), (1, true));
+    assert_eq!(rec.checkpoint.as_deref(), Some(&b"done"[..]));
+}
+
+/// River's rescue bug as a regression test: a worker whose lease expired
+/// completes its run at the very moment a rescuer claims it. Either the
+/// completion lands first (the rescue finds the run done) or the rescue
+/// does (the completion is fenced); never both, and a completed run is
+/// never claimed or written again.
+fn rescue_races_completion(workers: &dyn Fn() -> Arc<dyn RunStore>) {
+    let (mut completed, mut rescued) = (0, 0);
+    for round in 0..16 {
+        let run = run_id(&format!("rescue-{round}"));
+        let (a, b) = (workers(), workers());
+        let lease = won(a.claim(&run, "a", SHORT).unwrap());
+        a.save(&lease, b"a: working", false).unwrap();
+        outlive_short_lease();
+        let barrier = Arc::new(Barrier::new(2));
+        let finisher = {
+            let (barrier, lease) = (barrier.clone(), lease.clone());
+            thread::spawn(move || {
+                barrier.wait();
+                a.save(&lease, b"a: done", true)
+            })
+        };
+        let rescuer = {
+            let (barrier, run, b) = (barrier.clone(), run.clone(), b.clone());
+            thread::spawn(move || {
+                barrier.wait();
+                let claim = b.claim(&run, "b", LONG).unwrap();
+                if let Claim::Won { lease, .. } = &claim {
+                    b.save(lease, b"b: redone", false).unwrap();
+                }
+                claim
+            })
+        };
+        let finished = finisher.join().unwrap();
+        let claim = rescuer.join().unwrap();
+        let rec = b.load(&run).unwrap().unwrap();
+        match (&finished, &claim) {
+            (Ok(()), Claim::Done { epoch: 1, .. }) => {
+                completed += 1;
+                assert!(rec.done, "round {round}");
+                assert_eq!(rec.checkpoint.as_deref(), Some(&b"a: done"[..]));
+            }
+            (
+                Err(Error::Fenced {
+                    ours: 1,
+                    on_disk: 2,
+                    ..
+                }),
+                Claim::Won { .. },
+            ) => {
+                rescued += 1;
+                assert!(!rec.done, "round {round}");
+                assert_eq!(rec.checkpoint.as_deref(), Some(&b"b: redone"[..]));
+            }
+            other => panic!("round {round}: completion and rescue both went through: {other:?}"),
+        }
+        // Whoever won, a later rescue never reclaims a done run.
+        if rec.done {
+            assert!(matches!(
+                b.claim(&run, "c", LONG).unwrap(),
+                Claim::Done { .. }
+            ));
+            assert_eq!(b.load(&run).unwrap().unwrap(), rec);
+        }
+    }
+    eprintln!("  completion first {completed}, rescue first {rescued}");
+}
+
+fn claim_next_pool(workers: &dyn Fn() -> Arc<dyn RunStore>) {
+    let a = workers();
+    assert_eq!(a.claim_next("a", LONG).unwrap(), None);
+    for r in ["r1", "r2", "r3"] {
+        assert!(a.add(&run_id(r)).unwrap());
+    }
+    let l1 = won(a.claim(&run_id("r1"), "a", LONG).unwrap());
+    a.save(&l1, b"r1 done", true).unwrap();
+    let (b, c) = (workers(), workers());
+    let (lb, _) = b.claim_next("b", LONG).unwrap().unwrap();
+    let (lc, _) = c.claim_next("c", LONG).unwrap().unwrap();
+    assert_eq!((lb.run.as_str(), lc.run.as_str()), ("r2", "r3"));
+    assert_eq!(
+        a.claim_next("a", LONG).unwrap(),
+        None,
+        "held and done runs are skipped"
+    );
+    b.save(&lb, b"r2 step", false).unwrap();
+    b.release(&lb).unwrap();
+    let (again, cp) = a.claim_next("a", LONG).unwrap().unwrap();
+    assert_eq!((again.run.as_str(), again.epoch), ("r2", 2));
+    assert_eq!(cp.as_deref(), Some(&b"r2 step"[..]));
+
+    // A pool of four workers drains twenty runs: each run to exactly one.
+    let ids: Vec<RunId> = (0..20).map(|i| run_id(&format!("pool-{i:02}"))).collect();
+    for id in &ids {
+        a.add(id).unwrap();
+    }
+    let handles: Vec<_> = (0..4)
+        .map(|w| {
+            let store = workers();
+            thread::spawn(move || {
+                let mut mine = Vec::new();
+                while let Some((lease, _)) = store.claim_next(&format!("w{w}"), LONG).unwrap() {
+                    store.save(&lease, b"done", true).unwrap();
+                    mine.push(lease.run.as_str().to_owned());
+                }
+                mine
+            })
+        })
+        .collect();
+    let mut all: Vec<String> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    all.sort();
+    let want: Vec<String> = ids.iter().map(|r| r.as_str().to_owned()).collect();
+    assert_eq!(all, want, "every pooled run claimed once, none twice");
+}
+
+fn checkpoint_on_store(workers: &dyn Fn() -> Arc<dyn RunStore>) {
+    let run = run_id("agent-run");
+    let open = |who: &str, lease| {
+        Checkpoint::open_store(workers(), &run, who, lease, fast(), Default::default)
+    };
+    let mut first = open("a", SHORT).unwrap();
+    assert!(!first.resumed);
+    assert_eq!(first.checkpoint.epoch(), 1);
+    first.state.phase = Phase::Tools;
+    first.checkpoint.save(&first.state).unwrap();
+    assert!(matches!(open("b", LONG), Err(Error::Leased { owner, .. }) if owner == "a"));
+    outlive_short_lease();
+    let mut second = open("b", LONG).unwrap();
+    assert!(second.resumed);
+    assert_eq!((second.resumes, second.checkpoint.epoch()), (1, 2));
+    assert_eq!(second.state.phase, Phase::Tools);
+    first.state.turns = 99;
+    assert!(matches!(
+        first.checkpoint.save(&first.state),
+        Err(Error::Fenced { .. })
+    ));
+    second.state.phase = Phase::Done;
+    second.checkpoint.save(&second.state).unwrap();
+    second.checkpoint.release().unwrap();
+    let third = open("c", LONG).unwrap();
+    assert_eq!(third.state.phase, Phase::Done);
+    assert_eq!(third.state.turns, 0, "the fenced save wrote nothing");
+    let rec = workers().load(&run).unwrap().unwrap();
+    assert!(rec.done);
+}
