@@ -60,7 +60,7 @@
 //! needs a lease in a database, where the same epoch becomes the lease's
 //! fencing token and the check-and-write one conditional update
 //! (`UPDATE … WHERE epoch = ours`), which closes the window above: that is
-//! [`Checkpoint::open_store`] on a [`RunStore`](crate::store::RunStore)
+//! [`Checkpoint::open_store`] on a [`RunStore`]
 //! (see [`crate::store`]). A build older than the epoch ignores it.
 
 use std::fmt;
