@@ -3,8 +3,10 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::state::ToolCall;
+use durable::store::RunStore;
 use durable::{Dir, Options, RunId};
 
 use crate::approve::{Approver, Unattended};
@@ -45,6 +47,15 @@ pub struct Agent {
     pub(crate) cancel: Arc<AtomicBool>,
     pub(crate) workspace: Option<Arc<dyn Dir>>,
     pub(crate) mode: Option<String>,
+    pub(crate) store: Option<OnStore>,
+}
+
+/// [`Agent::on_store`]: the run store, who this process is, and its lease.
+#[derive(Clone, Debug)]
+pub(crate) struct OnStore {
+    pub(crate) store: Arc<dyn RunStore>,
+    pub(crate) owner: String,
+    pub(crate) lease: Duration,
 }
 
 impl std::fmt::Debug for Agent {
@@ -56,6 +67,7 @@ impl std::fmt::Debug for Agent {
             .field("tools", &self.tools)
             .field("limits", &self.limits)
             .field("workspace", &self.workspace)
+            .field("store", &self.store)
             .finish_non_exhaustive()
     }
 }
@@ -94,6 +106,7 @@ impl Agent {
             cancel: Arc::default(),
             workspace: None,
             mode: None,
+            store: None,
         }
     }
 
@@ -115,6 +128,35 @@ impl Agent {
             ScriptedModel::new(transcript),
             tools,
         ))
+    }
+
+    /// Keep the run in a [`RunStore`] (SQLite, Postgres, or files) under a
+    /// lease, instead of in `checkpoints` under an `flock`: for runs that
+    /// several processes, on several machines, may pick up.
+    ///
+    /// [`Agent::run`] claims the run for `owner` for `lease`
+    /// ([`Checkpoint::open_store`](durable::Checkpoint::open_store)):
+    /// another holder's unexpired lease is
+    /// [`durable::Error::Leased`] (as [`durable::Error::Locked`] is for a
+    /// directory), and once the lease has expired another process may claim
+    /// the run with a higher fencing epoch. From then on this process's
+    /// saves are refused ([`durable::Error::Fenced`], nothing written), and
+    /// so are its tool calls to a receiver that knows the newer epoch
+    /// ([`CallContext::epoch`](crate::tool::CallContext::epoch),
+    /// [`Error::Stale`](crate::Error::Stale)): a process paused past its
+    /// lease does nothing twice. `checkpoints` is then unused.
+    pub fn on_store(
+        mut self,
+        store: Arc<dyn RunStore>,
+        owner: impl Into<String>,
+        lease: Duration,
+    ) -> Agent {
+        self.store = Some(OnStore {
+            store,
+            owner: owner.into(),
+            lease,
+        });
+        self
     }
 
     /// Save and restart options of the checkpoint store.

@@ -24,7 +24,17 @@ impl Agent {
     /// are typed; whatever the error, the checkpoint holds where the run
     /// stopped.
     pub fn run(&self) -> Result<RunResult, Error> {
-        let opened = Checkpoint::open(Arc::clone(&self.checkpoints), &self.run, self.options)?;
+        let opened = match &self.store {
+            None => Checkpoint::open(Arc::clone(&self.checkpoints), &self.run, self.options)?,
+            Some(on) => Checkpoint::open_store(
+                Arc::clone(&on.store),
+                &self.run,
+                &on.owner,
+                on.lease,
+                self.options,
+                State::default,
+            )?,
+        };
         let mut life = Life {
             agent: self,
             checkpoint: opened.checkpoint,

@@ -46,6 +46,21 @@ struct State {
     cancel: bool,
     /// The scope was stopped by [`Handle::cancel`], at this hit.
     cancelled: Option<Hit>,
+    /// [`Handle::pause_at`]: the hit, and what runs there.
+    pause: Option<Pause>,
+}
+
+/// What [`Handle::pause_at`] runs at its hit.
+#[derive(Clone)]
+struct Pause {
+    hit: Hit,
+    then: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl std::fmt::Debug for Pause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pause at {}", self.hit)
+    }
 }
 
 /// A handle on the scope a thread runs in, to carry it into another thread.
@@ -77,6 +92,47 @@ impl Handle {
                 ..State::default()
             })),
         }
+    }
+
+    /// At `hit`, hold the thread that reaches it and run `then` there, then
+    /// let the life go on, as if the process had been paused (a long GC
+    /// pause, a stalled VM, `SIGSTOP`) at that point. The hit is recorded
+    /// like any other; a scope that also crashes at `hit` crashes instead.
+    /// `then` runs outside the scope: points it passes on its own thread
+    /// are not this life's (run another life there in a scope of its own).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    /// use crashpoint::scope::Handle;
+    /// use crashpoint::Hit;
+    ///
+    /// let seen = Arc::new(AtomicU32::new(0));
+    /// let during = Arc::clone(&seen);
+    /// let state = Arc::new(AtomicU32::new(0));
+    /// let life_state = Arc::clone(&state);
+    /// let life = Handle::new(None)
+    ///     .pause_at(Hit::new("step", 2), move || {
+    ///         // What the world looked like while the life was held.
+    ///         during.store(life_state.load(Ordering::SeqCst), Ordering::SeqCst);
+    ///     })
+    ///     .run(|| {
+    ///         for _ in 0..3 {
+    ///             crashpoint::point!("step");
+    ///             state.fetch_add(1, Ordering::SeqCst);
+    ///         }
+    ///     });
+    /// assert!(life.outcome.crashed().is_none());
+    /// # if crashpoint::ENABLED {
+    /// assert_eq!(seen.load(Ordering::SeqCst), 1);
+    /// # }
+    /// ```
+    pub fn pause_at(self, hit: Hit, then: impl Fn() + Send + Sync + 'static) -> Handle {
+        lock(&self.state).pause = Some(Pause {
+            hit,
+            then: Arc::new(then),
+        });
+        self
     }
 
     /// Run `f` in this scope, as [`run`] does: catch the injected crash (or a
@@ -189,7 +245,7 @@ pub(crate) fn hit_in_scope(name: &'static str) {
         let mut st = lock(&handle.state);
         if let Some(hit) = st.crashed.clone() {
             // The life is already dead: a thread still running in it dies too.
-            return Some(hit);
+            return Some(Err(hit));
         }
         let occurrence = match st.counts.iter_mut().find(|(n, _)| *n == name) {
             Some((_, c)) => {
@@ -205,18 +261,37 @@ pub(crate) fn hit_in_scope(name: &'static str) {
         if st.cancel {
             st.cancelled = Some(hit.clone());
             st.crashed = Some(hit.clone());
-            return Some(hit);
+            return Some(Err(hit));
         }
         if st.target.as_ref() == Some(&hit) {
             st.crashed = Some(hit.clone());
-            Some(hit)
+            Some(Err(hit))
         } else {
+            let pause = st.pause.as_ref().filter(|p| p.hit == hit).cloned();
             st.hits.push(hit);
-            None
+            pause.map(Ok)
         }
     });
-    if let Some(hit) = crash {
-        panic::panic_any(Crash { hit });
+    match crash {
+        Some(Err(hit)) => panic::panic_any(Crash { hit }),
+        // Held: every borrow and lock released, so `then` may read the
+        // scope (or run other scopes) while this thread waits.
+        Some(Ok(pause)) => {
+            // Outside the scope while held: restored afterwards, even if
+            // `then` panics.
+            struct Back(Option<Handle>);
+            impl Drop for Back {
+                fn drop(&mut self) {
+                    let h = self.0.take();
+                    ACTIVE.with(|a| a.set(h.is_some()));
+                    CURRENT.with(|c| *c.borrow_mut() = h);
+                }
+            }
+            let _back = Back(CURRENT.with(|c| c.borrow_mut().take()));
+            ACTIVE.with(|a| a.set(false));
+            (pause.then)()
+        }
+        None => {}
     }
 }
 

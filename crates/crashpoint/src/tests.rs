@@ -21,6 +21,50 @@ mod enabled {
     }
 
     #[test]
+    fn a_paused_life_is_held_at_its_hit_and_goes_on_afterwards() {
+        use crate::scope::Handle;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let held_after = Arc::new(AtomicUsize::new(usize::MAX));
+        let during = Arc::clone(&held_after);
+        let handle = Handle::new(None);
+        let watched = handle.clone();
+        let life = handle
+            .pause_at(Hit::new("x", 2), move || {
+                // The hit is recorded before the pause; the scope can be
+                // read from the pausing code (no lock is held).
+                during.store(
+                    watched.last_hit().map_or(0, |h| h.occurrence as usize),
+                    Ordering::SeqCst,
+                );
+                // Points passed here, outside any scope, are not the life's.
+                point!("elsewhere");
+            })
+            .run(|| {
+                for _ in 0..3 {
+                    point!("x");
+                }
+            });
+        assert!(life.outcome.crashed().is_none());
+        assert_eq!(names(&life.hits), ["x#1", "x#2", "x#3"]);
+        assert_eq!(held_after.load(Ordering::SeqCst), 2);
+        // A crash at the same hit wins: the pause never runs.
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r = Arc::clone(&ran);
+        let life = Handle::new(Some(Hit::new("x", 2)))
+            .pause_at(Hit::new("x", 2), move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .run(|| {
+                for _ in 0..3 {
+                    point!("x");
+                }
+            });
+        assert_eq!(life.outcome.crashed(), Some(&Hit::new("x", 2)));
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
     fn record_counts_occurrences_per_name() {
         let life = record(|| {
             for _ in 0..2 {

@@ -66,6 +66,7 @@ use std::sync::Arc;
 use agent::model::Transcript;
 
 pub mod disk;
+pub mod zombie;
 
 pub use error::SubjectError;
 pub use power::{Power, Writer};

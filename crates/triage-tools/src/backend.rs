@@ -91,21 +91,23 @@ impl Backend {
         tool: &str,
         req: &Request,
         ctx: &CallContext<'_>,
+        send_epoch: bool,
     ) -> Result<Response, ToolError> {
         let key = ctx.key;
         // Every request says which holder of the run sends it: a tracker
         // that has recorded a newer one refuses it (`412`), keys or no keys.
-        let fence = Fence {
+        let fence = send_epoch.then(|| Fence {
             run: ctx.run.to_string(),
             epoch: ctx.epoch,
-        };
+        });
+        let fence = fence.as_ref();
         match self {
             // As before the service existed: a reused key is an error the
             // model sees (the sweeps' tables count on it). `Dropped` (the
             // connection dropped after the tracker acted) and `Unknown` (its
             // save of the accepted request failed: a full disk, a failed
             // fsync) may have acted: an unknown outcome, up the ladder.
-            Backend::Local(t) => t.apply_fenced(req, key, Some(&fence)).map_err(|e| match e {
+            Backend::Local(t) => t.apply_fenced(req, key, fence).map_err(|e| match e {
                 TrackerError::Dropped | TrackerError::Unknown { .. } => {
                     ToolError::Unknown(format!("{tool}: {e}"))
                 }
@@ -113,7 +115,7 @@ impl Backend {
                 other => ToolError::Failed(format!("{tool}: {other}")),
             }),
             Backend::Http(t) => t
-                .apply_fenced(req, key, Some(&fence))
+                .apply_fenced(req, key, fence)
                 .map_err(|e| http_error(tool, e)),
         }
     }

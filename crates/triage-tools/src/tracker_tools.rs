@@ -58,6 +58,7 @@ fn lookup(tracker: &Backend, req: &Request, key: Option<&str>) -> Lookup {
 pub struct IssueFile {
     tracker: Backend,
     keep_keys_for: Option<u64>,
+    send_epoch: bool,
 }
 
 impl IssueFile {
@@ -67,6 +68,7 @@ impl IssueFile {
         IssueFile {
             tracker: tracker.into(),
             keep_keys_for: None,
+            send_epoch: true,
         }
     }
 
@@ -74,6 +76,15 @@ impl IssueFile {
     /// [`tracker::Tracker::with_key_ttl`] and the agent's clock).
     pub fn keep_keys_for(mut self, ttl: u64) -> IssueFile {
         self.keep_keys_for = Some(ttl);
+        self
+    }
+
+    /// Send requests without the run and its fencing epoch, as a client
+    /// that knows nothing of fencing would: a tracker cannot tell a process
+    /// paused past its lease from the run's holder (the zombie sweep's
+    /// "epoch not sent" rows). Sent by default.
+    pub fn without_epoch(mut self) -> IssueFile {
+        self.send_epoch = false;
         self
     }
 
@@ -161,7 +172,7 @@ impl Tool for IssueFile {
             }
         }
         self.tracker
-            .apply("issue_file", &req, ctx)
+            .apply("issue_file", &req, ctx, self.send_epoch)
             .map(|r| ToolOutput::ok(output(&r)))
     }
     fn lookup(&self, ctx: &CallContext<'_>, args: &Value) -> Lookup {
@@ -178,6 +189,7 @@ impl Tool for IssueFile {
 pub struct IssueComment {
     tracker: Backend,
     keep_keys_for: Option<u64>,
+    send_epoch: bool,
 }
 
 impl IssueComment {
@@ -186,12 +198,22 @@ impl IssueComment {
         IssueComment {
             tracker: tracker.into(),
             keep_keys_for: None,
+            send_epoch: true,
         }
     }
 
     /// The tracker keeps keys for `ttl` clock units.
     pub fn keep_keys_for(mut self, ttl: u64) -> IssueComment {
         self.keep_keys_for = Some(ttl);
+        self
+    }
+
+    /// Send requests without the run and its fencing epoch, as a client
+    /// that knows nothing of fencing would: a tracker cannot tell a process
+    /// paused past its lease from the run's holder (the zombie sweep's
+    /// "epoch not sent" rows). Sent by default.
+    pub fn without_epoch(mut self) -> IssueComment {
+        self.send_epoch = false;
         self
     }
 
@@ -235,7 +257,7 @@ impl Tool for IssueComment {
     fn call(&self, ctx: &CallContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
         let req = IssueComment::request(args)?;
         self.tracker
-            .apply("issue_comment", &req, ctx)
+            .apply("issue_comment", &req, ctx, self.send_epoch)
             .map(|r| ToolOutput::ok(output(&r)))
     }
     fn lookup(&self, ctx: &CallContext<'_>, args: &Value) -> Lookup {

@@ -34,6 +34,7 @@ const LOCK_WAIT: Duration = Duration::from_secs(5);
 pub struct FileStore {
     dir: Arc<dyn Dir>,
     sync: bool,
+    lock_wait: Duration,
 }
 
 /// The lease line at the head of a run's file.
@@ -88,7 +89,20 @@ impl FileStore {
     /// A store in `dir`; `sync: false` skips fsync (for tests and crash
     /// sweeps only, as [`Options::sync`](crate::Options::sync)).
     pub fn new(dir: Arc<dyn Dir>, sync: bool) -> FileStore {
-        FileStore { dir, sync }
+        FileStore {
+            dir,
+            sync,
+            lock_wait: LOCK_WAIT,
+        }
+    }
+
+    /// How long a step waits for another step on the same run to let go of
+    /// the run's `flock` before it fails with
+    /// [`Error::Locked`](crate::Error::Locked) (default 5 s). A process
+    /// paused in the middle of a step holds it all that time.
+    pub fn with_lock_wait(mut self, wait: Duration) -> FileStore {
+        self.lock_wait = wait;
+        self
     }
 
     fn path(&self, run: &RunId) -> PathBuf {
@@ -108,7 +122,7 @@ impl FileStore {
                     if skip {
                         return Ok(None);
                     }
-                    if start.elapsed() > LOCK_WAIT {
+                    if start.elapsed() > self.lock_wait {
                         return Err(Error::Locked {
                             path: self.dir.path_of(&name),
                         });
