@@ -47,3 +47,16 @@ fn the_zombie_table_matches_its_reviewed_snapshot() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../snapshots/zombie.txt");
     sweep::snapshot::check(&path, &table).unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[test]
+fn the_readme_quotes_the_zombie_table_as_it_is() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let snapshot = std::fs::read_to_string(root.join("snapshots/zombie.txt")).unwrap();
+    for row in snapshot.lines().filter(|l| l.starts_with('|')) {
+        assert!(
+            readme.contains(row),
+            "README.md does not quote snapshots/zombie.txt's row:\n{row}"
+        );
+    }
+}
