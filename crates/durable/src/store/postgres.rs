@@ -59,6 +59,9 @@ const NEXT: &str = "UPDATE runs SET epoch = epoch + 1, lease_owner = $1, \
 /// not built in: connect over a Unix socket or a trusted network.
 pub struct PostgresStore {
     client: Mutex<Client>,
+    /// To connect again when the server closed the connection (it was
+    /// restarted, or a network hiccup cut it).
+    config: Config,
     name: String,
 }
 
@@ -109,6 +112,7 @@ impl PostgresStore {
         })?;
         Ok(PostgresStore {
             client: Mutex::new(client),
+            config,
             name,
         })
     }
@@ -118,10 +122,21 @@ impl PostgresStore {
         path: impl Fn() -> PathBuf,
         op: &'static str,
     ) -> Result<MutexGuard<'_, Client>> {
-        outside_runtime(path, op)?;
+        outside_runtime(&path, op)?;
         // A panic mid-step (an injected crash) dropped its transaction,
         // which rolls it back: the client is fine to use.
-        Ok(self.client.lock().unwrap_or_else(|p| p.into_inner()))
+        let mut client = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        if client.is_closed() {
+            // The server went away (restarted, or the connection was cut):
+            // the step that saw it failed, its outcome unknown to its
+            // caller; this one connects again, and reads what committed.
+            *client = self.config.connect(NoTls).map_err(|e| Error::Store {
+                path: path(),
+                op,
+                source: Box::new(e),
+            })?;
+        }
+        Ok(client)
     }
 
     fn fail(&self, run: Option<&RunId>, op: &'static str) -> impl Fn(postgres::Error) -> Error {
@@ -300,13 +315,23 @@ impl RunStore for PostgresStore {
 
     fn load(&self, run: &RunId) -> Result<Option<Record>> {
         let fail = self.fail(Some(run), "load");
-        let row = self
-            .client(|| self.path_of(run), "load")?
-            .query_opt(
+        let query = |client: &mut Client| {
+            client.query_opt(
                 "SELECT epoch, lease_owner, status, checkpoint FROM runs WHERE run_id = $1",
                 &[&run.as_str()],
             )
-            .map_err(&fail)?;
+        };
+        let mut client = self.client(|| self.path_of(run), "load")?;
+        let row = match query(&mut client) {
+            // A read is safe to repeat: a connection the server closed
+            // since the last step (it was restarted) is opened again once.
+            Err(e) if e.is_closed() || client.is_closed() => {
+                drop(client);
+                query(&mut *self.client(|| self.path_of(run), "load")?)
+            }
+            other => other,
+        }
+        .map_err(&fail)?;
         let Some(row) = row else {
             return Ok(None);
         };

@@ -19,6 +19,8 @@ pub struct PgCluster {
     bin: PathBuf,
     data: PathBuf,
     as_postgres: bool,
+    /// The server's options (`pg_ctl -o`), to start it again.
+    opts: String,
     /// The socket's directory and the cluster's files.
     dir: tempfile::TempDir,
 }
@@ -74,10 +76,11 @@ impl PgCluster {
             .expect("a temporary directory");
         let data = dir.path().join("data");
         let as_postgres = is_root();
-        let cluster = PgCluster {
+        let mut cluster = PgCluster {
             bin,
             data,
             as_postgres,
+            opts: String::new(),
             dir,
         };
         if as_postgres {
@@ -109,21 +112,37 @@ impl PgCluster {
             path_str(cluster.dir.path()),
             if fsync { "on" } else { "off" }
         );
-        let log = cluster.dir.path().join("server.log");
-        cluster.run(
+        cluster.opts = opts;
+        cluster.start_again();
+        Some(cluster)
+    }
+
+    /// Start the (stopped) server, and wait until it takes connections.
+    pub fn start_again(&self) {
+        let log = self.dir.path().join("server.log");
+        self.run(
             "pg_ctl",
             &[
                 "-D",
-                path_str(&cluster.data),
+                path_str(&self.data),
                 "-o",
-                &opts,
+                &self.opts,
                 "-l",
                 path_str(&log),
                 "-w",
                 "start",
             ],
         );
-        Some(cluster)
+    }
+
+    /// Stop the server as a power cut would (`pg_ctl stop -m immediate`:
+    /// no checkpoint, connections dropped, recovery from the WAL at the
+    /// next start).
+    pub fn stop_immediate(&self) {
+        self.run(
+            "pg_ctl",
+            &["-D", path_str(&self.data), "-m", "immediate", "-w", "stop"],
+        );
     }
 
     /// Run one of the server's programs, as `postgres` when root; panic

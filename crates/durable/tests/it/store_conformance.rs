@@ -406,3 +406,74 @@ fn checkpoint_on_store(workers: &dyn Fn() -> Arc<dyn RunStore>) {
     let rec = workers().load(&run).unwrap().unwrap();
     assert!(rec.done);
 }
+
+/// The database stopped as a power cut would (`pg_ctl stop -m immediate`)
+/// at each point of a save, and started again: the save that was under
+/// way fails (its holder cannot know whether it committed), the store
+/// connects again by itself, what committed is read back whole, nothing
+/// committed is lost, and the holder goes on under the same lease.
+#[test]
+fn the_database_stopped_mid_save_and_started_again_loses_nothing() {
+    use crashpoint::scope::Handle;
+    use crashpoint::Hit;
+    let Some(cluster) = PgCluster::start(true) else {
+        return;
+    };
+    let cluster = Arc::new(cluster);
+    for (i, point) in ["save: before commit", "save: committed"]
+        .into_iter()
+        .enumerate()
+    {
+        let conn = cluster.create_db(&format!("outage_{i}"));
+        let store: Arc<dyn RunStore> = Arc::new(PostgresStore::connect(&conn).unwrap());
+        let run = run_id("outage");
+        let mut opened = Checkpoint::open_store(
+            Arc::clone(&store),
+            &run,
+            "a",
+            LONG,
+            fast(),
+            Default::default,
+        )
+        .unwrap();
+        opened.state.turns = 1;
+        opened.checkpoint.save(&opened.state).unwrap();
+        // The second save of this scope (the first is above, outside it).
+        opened.state.turns = 2;
+        let c = Arc::clone(&cluster);
+        let life = Handle::new(None)
+            .pause_at(Hit::new(point, 1), move || {
+                c.stop_immediate();
+                c.start_again();
+            })
+            .run(|| opened.checkpoint.save(&opened.state));
+        let saved = match life.outcome {
+            crashpoint::Outcome::Finished(r) => r,
+            other => panic!("{point}: {other:?}"),
+        };
+        let on_disk = store.load(&run).unwrap().expect("the run is there");
+        assert_eq!(on_disk.epoch, 1, "{point}: no claim happened");
+        let text = String::from_utf8(on_disk.checkpoint.expect("a checkpoint")).unwrap();
+        let turns = |n: u32| text.contains(&format!("\"turns\": {n},"));
+        match point {
+            // The commit never reached the server: the save failed, and the
+            // store holds the first save whole.
+            "save: before commit" => {
+                assert!(
+                    matches!(saved, Err(Error::Store { .. })),
+                    "{point}: {saved:?}"
+                );
+                assert!(turns(1) && !turns(2), "{point}: {text}");
+            }
+            // Committed before the outage: returned and kept.
+            _ => {
+                assert!(saved.is_ok(), "{point}: {saved:?}");
+                assert!(turns(2), "{point}: {text}");
+            }
+        }
+        // The holder goes on under the same lease, on a new connection.
+        opened.state.turns = 3;
+        opened.checkpoint.save(&opened.state).unwrap();
+        assert_eq!(store.load(&run).unwrap().unwrap().epoch, 1);
+    }
+}
