@@ -140,7 +140,7 @@ fn the_table_does_not_depend_on_the_thread_count() {
 #[test]
 fn the_judge_counts_what_a_broken_world_shows() {
     let subject = Payday(Variant::SaveRunFirst);
-    let mut w = subject.world();
+    let mut w = subject.world().unwrap();
     let v = subject.judge(&w);
     assert_eq!(v.get("missing"), 3);
     // Alice still holds what t1 would have taken, less what t3 would have paid her.
@@ -188,7 +188,7 @@ fn a_transfer_to_or_from_an_unknown_account_is_refused() {
 #[test]
 fn a_clean_run_leaves_nothing_to_report() {
     let subject = Payday(Variant::SaveRunFirst);
-    let mut w = subject.world();
+    let mut w = subject.world().unwrap();
     subject.life(&mut w).expect("the clean run finishes");
     let v = subject.judge(&w);
     for c in ["dups", "missing", "money", "misplaced"] {

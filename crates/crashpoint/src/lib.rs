@@ -66,16 +66,25 @@ pub fn crash_at<R>(hit: Hit, f: impl FnOnce() -> R) -> Life<R> {
 /// Spawn a thread that runs in the current scope (or none), owned by the
 /// current thread's [`Owner`](unscoped::Owner) (if any). Join it with
 /// [`join`] so that an injected crash on that thread crashes the caller too.
+///
+/// The thread counts as running in the scope from this call on (see
+/// [`Handle::running`](scope::Handle::running)), named by where it was
+/// started: `the thread started at src/flush.rs:12`.
+#[track_caller]
 pub fn spawn<F, T>(f: F) -> thread::JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let scope = scope::current();
+    let at = std::panic::Location::caller();
+    let scope = scope::current().map(|h| {
+        let counted = h.entered(format!("the thread started at {}:{}", at.file(), at.line()));
+        (h, counted)
+    });
     let owner = unscoped::current_owner();
     thread::spawn(move || {
         let run = move || match scope {
-            Some(h) => h.enter(f),
+            Some((h, counted)) => h.enter_as(counted, f),
             None => f(),
         };
         match owner {

@@ -45,7 +45,7 @@ fn run(fault: Fault, depth: u32, cut: bool) -> FaultOutcome {
 
 fn sites() -> Vec<Fault> {
     let s = subject(Vec::new());
-    let mut w = s.world();
+    let mut w = s.world().unwrap();
     s.life(&mut w).expect("the clean run finishes");
     w.faults().expect("armed").sites()
 }
@@ -100,7 +100,7 @@ fn a_broken_scenario_carries_the_judges_notes() {
             .with_faults(Vec::new())
     };
     let s = weak();
-    let mut w = s.world();
+    let mut w = s.world().unwrap();
     s.life(&mut w).expect("the clean run finishes");
     let sites = w.faults().expect("armed").sites();
     let broken: Vec<Vec<String>> = sites

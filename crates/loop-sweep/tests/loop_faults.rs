@@ -48,7 +48,7 @@ fn run(fault: Fault, depth: u32, cut: bool) -> FaultOutcome {
 
 fn sites() -> Vec<Fault> {
     let s = subject(Vec::new());
-    let mut w = s.world();
+    let mut w = s.world().unwrap();
     s.life(&mut w).expect("the clean run finishes");
     w.faults().expect("armed").sites()
 }
@@ -76,7 +76,7 @@ fn only_a_power_loss_world_syncs_its_saves() {
         let s = LoopSubject::new(v, Arc::clone(&t))
             .expect("the subject builds")
             .with_faults(Vec::new());
-        let mut w = s.world();
+        let mut w = s.world().unwrap();
         s.life(&mut w).expect("the clean run finishes");
         let sites = w.faults().expect("armed").sites();
         let n = |call| sites.iter().filter(|f| f.call == call).count();
@@ -107,7 +107,7 @@ fn a_subject_describes_itself() {
 #[test]
 fn many_crashes_in_a_row_do_not_reach_a_restart_limit() {
     let s = loop_sweep::subject("loop-keyed", None).expect("the subject builds");
-    let mut w = s.world();
+    let mut w = s.world().unwrap();
     for i in 1..=12 {
         let life =
             crashpoint::crash_at(crashpoint::Hit::new("reply arrived", 1), || s.life(&mut w));
@@ -154,7 +154,7 @@ fn a_variant_sweeps_its_own_crash_state_by_default() {
 #[test]
 fn a_world_describes_what_it_holds() {
     let describe = |s: &LoopSubject| {
-        let mut w = s.world();
+        let mut w = s.world().unwrap();
         s.life(&mut w).expect("the clean run finishes");
         s.describe(&w)
     };
@@ -179,7 +179,7 @@ fn a_world_describes_what_it_holds() {
     );
     assert!(!d.contains("power cuts"), "{d}");
     let s = subject(Vec::new());
-    let mut w = s.world();
+    let mut w = s.world().unwrap();
     s.life(&mut w).expect("the clean run finishes");
     let d = s.describe(&w);
     assert!(d.contains("\npower cuts: 0 ("), "{d}");
@@ -197,7 +197,7 @@ fn a_world_describes_what_it_holds() {
 #[test]
 fn an_unfinished_run_is_noted() {
     let s = loop_sweep::subject("loop-keyed", None).expect("the subject builds");
-    let mut w = s.world();
+    let mut w = s.world().unwrap();
     let life = crashpoint::crash_at(crashpoint::Hit::new("reply arrived", 2), || s.life(&mut w));
     assert!(life.outcome.crashed().is_some(), "{:?}", life.outcome);
     let v = s.judge(&w);
@@ -237,7 +237,7 @@ fn a_clean_shutdown_is_no_power_cut() {
         fn counters(&self) -> Vec<Counter> {
             self.inner.counters()
         }
-        fn world(&self) -> Self::World {
+        fn world(&self) -> Result<Self::World, sweep::LifeError> {
             self.inner.world()
         }
         fn life(&self, w: &mut Self::World) -> Result<(), LifeError> {

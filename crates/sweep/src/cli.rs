@@ -9,7 +9,7 @@
 //! #     type World = ();
 //! #     fn name(&self) -> String { "relay".into() }
 //! #     fn counters(&self) -> Vec<sweep::Counter> { vec![] }
-//! #     fn world(&self) {}
+//! #     fn world(&self) -> Result<(), sweep::LifeError> { Ok(()) }
 //! #     fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> { Ok(()) }
 //! #     fn judge(&self, _: &()) -> sweep::Verdict { sweep::Verdict::new() }
 //! # }

@@ -22,6 +22,9 @@ pub(crate) fn checked_clean_run<S: Subject>(
 ) -> Result<Ran, Error> {
     let subject = replayer.subject;
     let mut clean = replayer.replay(&Scenario::default(), Vec::new(), None);
+    if let Some(e) = replayer.world_failed() {
+        return Err(e);
+    }
     let verdict = &clean.result.verdict;
     let counters = &replayer.counters;
     if let Some((name, _)) = verdict
@@ -81,13 +84,53 @@ pub(crate) fn checked_clean_run<S: Subject>(
     }
     for _ in 1..config.clean_runs.max(1) {
         let again = replayer.replay(&Scenario::default(), Vec::new(), None);
+        if let Some(e) = replayer.world_failed() {
+            return Err(e);
+        }
         compare_clean_runs(&subject.name(), &clean, &again)?;
     }
+    refuse_unscoped(&subject.name(), config, unscoped)?;
     // What is left is no failure or a broken counter measured over the
     // clean run: judged without a clean run to measure over, its own value
     // counted; judged over itself (above), it is zero. The clean run passes.
     clean.result.failure = None;
     Ok(clean)
+}
+
+/// [`Error::Unscoped`] if the config refuses points on threads without a
+/// scope and this sweep's lives passed some.
+pub(crate) fn refuse_unscoped(
+    subject: &str,
+    config: &Config,
+    unscoped: &crashpoint::unscoped::UnscopedWatch,
+) -> Result<(), Error> {
+    let points = unscoped.attributed();
+    if config.refuse_unscoped && !points.is_empty() {
+        return Err(Error::Unscoped {
+            subject: subject.to_owned(),
+            points,
+        });
+    }
+    Ok(())
+}
+
+/// The first line where two descriptions differ, from each (the whole
+/// description when it is one short line).
+fn first_difference(a: &str, b: &str) -> (String, String) {
+    let (mut la, mut lb) = (a.lines(), b.lines());
+    let mut n = 1;
+    loop {
+        match (la.next(), lb.next()) {
+            (Some(x), Some(y)) if x == y => n += 1,
+            (x, y) => {
+                let show = |l: Option<&str>| match l {
+                    Some(l) => format!("line {n}: {l}"),
+                    None => format!("line {n}: (the end)"),
+                };
+                return (show(x), show(y));
+            }
+        }
+    }
 }
 
 fn compare_clean_runs(subject: &str, first: &Ran, second: &Ran) -> Result<(), Error> {
@@ -116,20 +159,51 @@ fn compare_clean_runs(subject: &str, first: &Ran, second: &Ran) -> Result<(), Er
     }
     let (va, vb) = (&first.result.verdict, &second.result.verdict);
     if va != vb || first.result.failure != second.result.failure {
+        // The notes too when they are what differs: the counts alone would
+        // read the same twice.
+        let notes_differ = va.notes != vb.notes;
         let show = |ran: &Ran| {
             let c: Vec<String> = (ran.result.verdict.counts.iter())
                 .map(|(k, n)| format!("{k}={n}"))
                 .collect();
-            match &ran.result.failure {
-                Some(f) => format!("{}, then {f}", c.join(" ")),
-                None => c.join(" "),
+            let mut text = c.join(" ");
+            if notes_differ {
+                let notes = &ran.result.verdict.notes;
+                text.push_str(&format!(", notes: {notes:?}"));
             }
+            if let Some(f) = &ran.result.failure {
+                text.push_str(&format!(", then {f}"));
+            }
+            text
         };
         return Err(Error::NondeterministicVerdict {
             subject: subject.to_owned(),
             first: show(first),
             second: show(second),
         });
+    }
+    if let (Some(a), Some(b)) = (&first.world_seen, &second.world_seen) {
+        let how = match (a.fingerprint, b.fingerprint) {
+            (Some(x), Some(y)) if x != y => Some("their fingerprints differ"),
+            (Some(_), Some(_)) => None,
+            _ if a.description != b.description => Some("their descriptions differ"),
+            _ => None,
+        };
+        if let Some(how) = how {
+            let (first, second) = if a.description == b.description {
+                let same =
+                    "(described the same: the difference is in what only the fingerprint holds)";
+                (same.to_owned(), same.to_owned())
+            } else {
+                first_difference(&a.description, &b.description)
+            };
+            return Err(Error::NondeterministicWorld {
+                subject: subject.to_owned(),
+                how: how.to_owned(),
+                first,
+                second,
+            });
+        }
     }
     Ok(())
 }

@@ -243,6 +243,10 @@ fn sweep_states<S: Subject>(
             }
         }
     }
+    if let Some(e) = replayer.world_failed() {
+        return Err(e);
+    }
+    crate::nets::refuse_unscoped(&subject.name(), config, unscoped)?;
     sort_scenarios(&mut scenarios, states);
     let stats = Stats {
         scenarios: count + 1,

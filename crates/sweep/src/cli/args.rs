@@ -53,6 +53,10 @@ pub struct SweepFlags {
     /// sharing lives between scenarios; the report is the same.
     #[arg(long)]
     pub no_share: bool,
+    /// Only warn, instead of refusing the sweep, when its lives pass crash
+    /// points on threads without a scope (which no crash can reach).
+    #[arg(long)]
+    pub allow_unscoped: bool,
 }
 
 /// A number of seconds, `0` or more.

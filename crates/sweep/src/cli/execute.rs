@@ -221,6 +221,7 @@ fn sweep_config(plan: &Plan<'_>, flags: &SweepFlags) -> Config {
         scenario_timeout: flags.timeout(),
         max_scenarios: flags.max_scenarios,
         share: !flags.no_share,
+        refuse_unscoped: !flags.allow_unscoped,
         // Only rows and failures are printed: keep tallies of the passing
         // scenarios (a shard's partial report keeps them all, for merging).
         tally: flags.partition.is_none(),
@@ -273,6 +274,7 @@ mod tests {
                 "--max-scenarios",
                 "7",
                 "--no-share",
+                "--allow-unscoped",
                 "--partition",
                 "2/4",
             ]),
@@ -287,6 +289,7 @@ mod tests {
         );
         assert_eq!(c.max_scenarios, 7);
         assert!(!c.share);
+        assert!(!c.refuse_unscoped);
         assert!(!c.tally, "a shard keeps every tally for merging");
         assert_eq!(c.required, vec!["dup".to_owned()]);
     }
@@ -302,6 +305,7 @@ mod tests {
         assert_eq!(c.scenario_timeout, Some(crate::DEFAULT_SCENARIO_TIMEOUT));
         assert_eq!(c.max_scenarios, crate::DEFAULT_MAX_SCENARIOS);
         assert!(c.share);
+        assert!(c.refuse_unscoped);
         assert!(c.tally);
         assert!(c.required.is_empty());
         let none = sweep_config(&plan(&[]), &flags(&["--scenario-timeout", "0"]));

@@ -32,11 +32,11 @@ impl Subject for Transfer {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("created").required()]
     }
-    fn world(&self) -> Coins {
-        Coins {
+    fn world(&self) -> Result<Coins, sweep::LifeError> {
+        Ok(Coins {
             a: 10,
             ..Coins::default()
-        }
+        })
     }
     fn life(&self, w: &mut Coins) -> Result<(), LifeError> {
         if w.step == 0 {
@@ -78,8 +78,8 @@ impl Subject for Counter2 {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("n")]
     }
-    fn world(&self) -> u32 {
-        0
+    fn world(&self) -> Result<u32, sweep::LifeError> {
+        Ok(0)
     }
     fn life(&self, w: &mut u32) -> Result<(), LifeError> {
         *w += 1;
@@ -372,8 +372,8 @@ impl Subject for Marker {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("dups").required()]
     }
-    fn world(&self) -> Mailbox {
-        Mailbox::default()
+    fn world(&self) -> Result<Mailbox, sweep::LifeError> {
+        Ok(Mailbox::default())
     }
     fn crash_states(&self) -> Vec<sweep::CrashState> {
         vec![sweep::CrashState::PROCESS, FORGET]
