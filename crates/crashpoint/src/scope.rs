@@ -46,6 +46,8 @@ struct State {
     cancel: bool,
     /// The scope was stopped by [`Handle::cancel`], at this hit.
     cancelled: Option<Hit>,
+    /// The crash state the life runs in ([`Handle::set_crash_state`]).
+    crash_state: Option<Arc<str>>,
 }
 
 /// A handle on the scope a thread runs in, to carry it into another thread.
@@ -138,6 +140,16 @@ impl Handle {
         panic::panic_any(Crash { hit })
     }
 
+    /// Tell the code running in this scope the name of the crash state its
+    /// life runs in (`process`, `lose`, …): a harness (sweep's runner) sets
+    /// it before each life, and a test double of the disk reads it with
+    /// [`crash_state`] to refuse a life whose directory was not booted in
+    /// that state (durable's `PowerDir`), which would otherwise sweep every
+    /// state as a process crash without a word.
+    pub fn set_crash_state(&self, name: &str) {
+        lock(&self.state).crash_state = Some(Arc::from(name));
+    }
+
     /// The hit at which [`Handle::cancel`] stopped the scope, if it did.
     pub fn cancelled(&self) -> Option<Hit> {
         lock(&self.state).cancelled.clone()
@@ -169,6 +181,18 @@ impl Handle {
 /// The scope this thread runs in, if any.
 pub fn current() -> Option<Handle> {
     CURRENT.with(|c| c.borrow().clone())
+}
+
+/// The crash state of the scope this thread runs in, as its harness set it
+/// with [`Handle::set_crash_state`]; `None` outside a scope or in a scope
+/// with none (a plain [`record`](crate::record), a judge).
+pub fn crash_state() -> Option<Arc<str>> {
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let handle = current.as_ref()?;
+        let st = lock(&handle.state);
+        st.crash_state.clone()
+    })
 }
 
 /// Run `f` in a new scope that records every hit and crashes at `target`

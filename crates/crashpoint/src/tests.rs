@@ -189,3 +189,18 @@ fn a_cancelled_scope_stops_at_its_next_hit() {
     assert_eq!(handle.last_hit(), None, "hits were taken by the outcome");
     assert_eq!(life.hits, [Hit::new("a", 1)]);
 }
+
+#[test]
+fn a_scope_carries_its_crash_state_into_its_threads() {
+    assert_eq!(crate::scope::crash_state(), None, "outside a scope");
+    let handle = crate::scope::Handle::new(None);
+    handle.set_crash_state("lose");
+    let life = handle.run(|| {
+        let here = crate::scope::crash_state();
+        let there = join(spawn(crate::scope::crash_state));
+        (here, there)
+    });
+    let lose = Some(std::sync::Arc::from("lose"));
+    assert_eq!(life.outcome, Outcome::Finished((lose.clone(), lose)));
+    assert_eq!(record(crate::scope::crash_state).outcome, Outcome::Finished(None));
+}

@@ -114,6 +114,9 @@ impl<'a, S: Subject> Replayer<'a, S> {
             }
         }
         self.lives.fetch_add(1, Ordering::Relaxed);
+        // Code in the life can see its crash state: a power-loss directory
+        // not booted in it refuses (durable's `PowerDir`).
+        handle.set_crash_state(ctx.state().name());
         let id = self.watchdog.register(handle, deadline, scenario);
         let life = handle.run(|| self.subject.life(world));
         self.watchdog.forget(id);
