@@ -53,6 +53,11 @@ pub struct SweepFlags {
     /// sharing lives between scenarios; the report is the same.
     #[arg(long)]
     pub no_share: bool,
+    /// Write a directory per failing scenario here: the rerun command (an
+    /// argv array and a shell line), the timeline, the verdict with its
+    /// notes and the final world, so a CI failure is read without a rerun.
+    #[arg(long, value_name = "DIR")]
+    pub artifacts: Option<std::path::PathBuf>,
 }
 
 /// A number of seconds, `0` or more.
