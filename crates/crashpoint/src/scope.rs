@@ -21,6 +21,7 @@ use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 
+use crate::points::Site;
 use crate::{Hit, Life, Outcome};
 
 /// The panic payload of an injected crash. Catch it with
@@ -48,6 +49,8 @@ struct State {
     cancelled: Option<Hit>,
     /// The crash state the life runs in ([`Handle::set_crash_state`]).
     crash_state: Option<Arc<str>>,
+    /// Each point passed, as compiled ([`Handle::sites`]), once.
+    sites: Vec<&'static Site>,
 }
 
 /// A handle on the scope a thread runs in, to carry it into another thread.
@@ -150,6 +153,15 @@ impl Handle {
         lock(&self.state).crash_state = Some(Arc::from(name));
     }
 
+    /// Each point (as compiled: name, module, file, line) the scope has
+    /// passed, once each, in the order first passed; points named at run
+    /// time are not among them. What
+    /// [`points::never_passed`](crate::points::never_passed) compares with
+    /// the points linked into the program.
+    pub fn sites(&self) -> Vec<&'static Site> {
+        lock(&self.state).sites.clone()
+    }
+
     /// The hit at which [`Handle::cancel`] stopped the scope, if it did.
     pub fn cancelled(&self) -> Option<Hit> {
         lock(&self.state).cancelled.clone()
@@ -203,7 +215,7 @@ pub fn run<R>(target: Option<Hit>, f: impl FnOnce() -> R) -> Life<R> {
 
 #[cold]
 #[inline(never)]
-pub(crate) fn hit_in_scope(name: &'static str) {
+pub(crate) fn hit_in_scope(name: &'static str, site: Option<&'static Site>) {
     // Decide under the scope's lock (borrowing the thread's handle, not
     // cloning it), then panic only after every borrow is released: the
     // unwinding restores the previous scope, which needs the RefCell.
@@ -211,6 +223,11 @@ pub(crate) fn hit_in_scope(name: &'static str) {
         let current = current.borrow();
         let handle = current.as_ref()?;
         let mut st = lock(&handle.state);
+        if let Some(site) = site {
+            if !st.sites.iter().any(|s| std::ptr::eq(*s, site)) {
+                st.sites.push(site);
+            }
+        }
         if let Some(hit) = st.crashed.clone() {
             // The life is already dead: a thread still running in it dies too.
             return Some(hit);

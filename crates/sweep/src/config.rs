@@ -64,6 +64,11 @@ pub struct Config {
     /// as it arrives (so that a tallied sweep can require them). Names the
     /// subject does not declare are left to [`Report::require`] to refuse.
     pub required: Vec<String>,
+    /// Refuse the sweep ([`Error::PointsNeverPassed`]) when the clean run
+    /// leaves out points compiled into the modules it went through
+    /// ([`Report::never_passed`] lists them either way): no scenario
+    /// crashes at a point the clean run never passes.
+    pub strict_points: bool,
 }
 
 /// [`Config::scenario_timeout`]'s default.
@@ -86,6 +91,7 @@ impl Default for Config {
             share: true,
             tally: false,
             required: Vec::new(),
+            strict_points: false,
         }
     }
 }

@@ -76,6 +76,18 @@ pub enum Error {
         /// Points passed outside any scope meanwhile.
         unscoped: Vec<String>,
     },
+    /// With [`Config::strict_points`]: the clean run left out points
+    /// compiled into the modules it went through.
+    #[error(
+        "the clean run of {subject:?} never passed {} crash point(s) compiled into the modules it went through, so no scenario crashes there: {}; make the clean run pass them (take the branch, enable the feature), remove them, or sweep without strict points",
+        points.len(), points.join(", ")
+    )]
+    PointsNeverPassed {
+        /// The subject's name.
+        subject: String,
+        /// Each point, `name (file:line)`.
+        points: Vec<String>,
+    },
     /// The judge faults the clean run: a judge that counts a fault when no
     /// crash happened is wrong, not the program.
     #[error("the judge of {subject:?} faults the clean run ({counters}): a required counter must be zero when nothing crashed, so the judge is wrong, not the program")]

@@ -120,6 +120,7 @@ mod plan;
 #[cfg(unix)]
 pub mod process;
 mod progress;
+mod reach;
 mod replay;
 mod report;
 mod runner;

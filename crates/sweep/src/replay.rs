@@ -19,6 +19,8 @@ use crate::watchdog::Watchdog;
 pub(crate) struct Ran {
     pub(crate) result: ScenarioResult,
     pub(crate) last_hits: Vec<Hit>,
+    /// The points (as compiled) the final life passed.
+    pub(crate) last_sites: Vec<&'static crashpoint::points::Site>,
     /// In an enumerating state: how many disks the cut after each crash
     /// could have left, for each boot after a crash that got that far.
     pub(crate) cut_disks: Vec<u32>,
@@ -42,6 +44,8 @@ pub(crate) struct FinalRun {
     pub(crate) failure: Option<Failure>,
     end: String,
     pub(crate) hits: Vec<Hit>,
+    /// The points (as compiled) it passed.
+    pub(crate) sites: Vec<&'static crashpoint::points::Site>,
     pub(crate) hung: bool,
 }
 
@@ -208,6 +212,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
             }
         }
         let mut last_hits = Vec::new();
+        let mut last_sites = Vec::new();
         if failure.is_none() {
             let fin = self.final_life(&mut world, scenario, after_crash, deadline, &mut cut_disks);
             failure = fin.failure;
@@ -215,6 +220,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 lives.push(LifeTrace::new(None, &fin.hits, fin.end));
             }
             last_hits = fin.hits;
+            last_sites = fin.sites;
         }
         let verdict = self.judge(&world, &mut failure, clean);
         let world_text = self.trace.then(|| self.subject.describe(&world));
@@ -228,6 +234,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 world: world_text,
             },
             last_hits,
+            last_sites,
             cut_disks,
         }
     }
@@ -256,6 +263,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 }),
                 end: String::new(),
                 hits: Vec::new(),
+                sites: Vec::new(),
                 hung: false,
             },
             Ok(life) => {
@@ -295,6 +303,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                     failure,
                     end,
                     hits: life.hits,
+                    sites: handle.sites(),
                     hung,
                 }
             }

@@ -158,6 +158,7 @@ fn sweep_states<S: Subject>(
     let replayer = Replayer::new(subject, config.trace, watchdog);
     let mut clean = checked_clean_run(&replayer, config, unscoped)?;
     let clean_verdict = clean.result.verdict.clone();
+    let never_passed = crate::reach::never_passed(subject, config, &clean.last_sites)?;
 
     let estimate = estimate_scenarios(clean.last_hits.len(), config.depth, states.len());
     if estimate > config.max_scenarios as f64 {
@@ -263,6 +264,7 @@ fn sweep_states<S: Subject>(
             .collect(),
         unscoped: unscoped.hits(),
         stray: unscoped.stray(),
+        never_passed,
         clean: clean.result,
         scenarios,
         tallies,

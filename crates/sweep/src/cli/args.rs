@@ -58,6 +58,11 @@ pub struct SweepFlags {
     /// notes and the final world, so a CI failure is read without a rerun.
     #[arg(long, value_name = "DIR")]
     pub artifacts: Option<std::path::PathBuf>,
+    /// Refuse the sweep when its clean run never passes a crash point
+    /// compiled into the code it went through (no scenario would crash
+    /// there); without it such points are a warning.
+    #[arg(long)]
+    pub strict_points: bool,
 }
 
 /// A number of seconds, `0` or more.

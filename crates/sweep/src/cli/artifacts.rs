@@ -172,7 +172,10 @@ mod tests {
                 "lose: posting#2 → a b#1"
             ])
         );
-        assert_eq!(split(r#"a 'b "c' d\ e "f\"g""#), v(&["a", "b \"c", "d e", "f\"g"]));
+        assert_eq!(
+            split(r#"a 'b "c' d\ e "f\"g""#),
+            v(&["a", "b \"c", "d e", "f\"g"])
+        );
         assert_eq!(split(r#"x '' "" "#), v(&["x", "", ""]));
         assert_eq!(split("a 'open"), None);
         assert_eq!(split("a $HOME"), None);

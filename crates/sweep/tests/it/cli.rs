@@ -588,7 +588,10 @@ fn artifacts_hold_each_failure_with_its_rerun_timeline_verdict_and_world() {
         rerun["shell"],
         "mysweep hasty-transfer --scenario \"debited#1\""
     );
-    assert_eq!(read("rerun.sh"), "mysweep hasty-transfer --scenario \"debited#1\"\n");
+    assert_eq!(
+        read("rerun.sh"),
+        "mysweep hasty-transfer --scenario \"debited#1\"\n"
+    );
     let timeline = read("timeline.txt");
     assert!(
         timeline.contains("life 1: crashed at debited#1") && timeline.contains("← crash"),

@@ -751,3 +751,63 @@ fn a_required_counter_forgotten_after_a_crash_fails_the_scenario() {
     let text = f[0].failure.as_ref().unwrap().to_string();
     assert!(text.contains("did not set the required counter"), "{text}");
 }
+
+/// A job with a point behind a feature it never enables: compiled into the
+/// program, passed by no clean run, so no scenario crashes there. (A module
+/// of its own: points are scoped to the modules the clean run went through.)
+mod never_passed {
+    use sweep::{Config, Counter, Error, Subject, Verdict};
+
+    pub(super) struct Exporter {
+        pub(super) export: bool,
+    }
+
+    impl Subject for Exporter {
+        type World = u32;
+        fn name(&self) -> String {
+            "exporter".into()
+        }
+        fn counters(&self) -> Vec<Counter> {
+            vec![Counter::new("n")]
+        }
+        fn world(&self) -> u32 {
+            0
+        }
+        fn life(&self, w: &mut u32) -> Result<(), sweep::LifeError> {
+            *w += 1;
+            crashpoint::point!("saved");
+            if self.export {
+                crashpoint::point!("exported");
+            }
+            Ok(())
+        }
+        fn judge(&self, w: &u32) -> Verdict {
+            Verdict::new().count("n", u64::from(*w))
+        }
+    }
+
+    #[test]
+    fn a_point_the_clean_run_never_passes_is_listed_and_strict_refuses() {
+        let dark = sweep::run(&Exporter { export: false }, &Config::default()).unwrap();
+        assert_eq!(dark.never_passed.len(), 1, "{:?}", dark.never_passed);
+        let p = &dark.never_passed[0];
+        assert!(p.starts_with("exported (") && p.contains("nets.rs:"), "{p}");
+        let strict = Config {
+            strict_points: true,
+            ..Config::default()
+        };
+        match sweep::run(&Exporter { export: false }, &strict) {
+            Err(e @ Error::PointsNeverPassed { .. }) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("exported (") && msg.contains("never passed"),
+                    "{msg}"
+                );
+            }
+            other => panic!("not refused: {other:?}"),
+        }
+        // Every point passed: nothing listed, strict sweeps.
+        let lit = sweep::run(&Exporter { export: true }, &strict).unwrap();
+        assert!(lit.never_passed.is_empty());
+    }
+}
