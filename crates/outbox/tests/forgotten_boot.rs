@@ -94,7 +94,12 @@ fn a_power_dir_never_booted_refuses_every_power_cut_scenario() {
     let forgot = sweep_lose(&NoFsync { boots: false });
     let failures: Vec<String> = forgot
         .failures()
-        .map(|f| f.failure.as_ref().map(ToString::to_string).unwrap_or_default())
+        .map(|f| {
+            f.failure
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        })
         .collect();
     assert!(!failures.is_empty(), "the forgotten boot passed silently");
     assert_eq!(failures.len(), forgot.failures().count());

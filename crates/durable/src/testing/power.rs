@@ -649,7 +649,10 @@ mod tests {
         // Never booted: refused in a power-cut state, fine in a process crash.
         let d = PowerDir::new(CrashState::Process);
         let err = in_life(&d, "lose").unwrap_err();
-        assert!(err.contains("crash state `lose` but was not booted"), "{err}");
+        assert!(
+            err.contains("crash state `lose` but was not booted"),
+            "{err}"
+        );
         assert!(err.contains("boot_in"), "{err}");
         assert_eq!(in_life(&d, "process"), Ok(()));
         // Booted in its own state, not the life's: refused both ways.

@@ -99,7 +99,8 @@ const MID_RUN_AT_LEAST: f64 = 0.8;
 fn spawn_under_protocol(mut cmd: Command) -> Result<(Child, UnixStream), String> {
     let (ours, theirs) = UnixStream::pair().map_err(|e| e.to_string())?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&theirs);
-    cmd.env("CRASHSWEEP_FD", "3").env("CRASHSWEEP_PROTOCOL", "1");
+    cmd.env("CRASHSWEEP_FD", "3")
+        .env("CRASHSWEEP_PROTOCOL", "1");
     // SAFETY: only dup2 between fork and exec (async-signal-safe); the copy
     // as descriptor 3 stays open across exec.
     unsafe {
@@ -166,7 +167,11 @@ fn run_aimed(
     line.clear();
     match reader.read_line(&mut line) {
         Ok(_) => {}
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) => {}
         Err(e) => return Err(io(e)),
     }
     // SAFETY: kill on the child's pid, which we have not reaped.
@@ -182,12 +187,22 @@ fn run_aimed(
 fn clean_hits(task: &TaskFile) -> Result<u64, String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let state = tmp.path().join("state");
-    let args = ["--task", task.name.as_str(), "--state", arg(&state), "--approve", "off"];
+    let args = [
+        "--task",
+        task.name.as_str(),
+        "--state",
+        arg(&state),
+        "--approve",
+        "off",
+    ];
     let (mut child, ours) = spawn_under_protocol(command(&args))?;
     let aimed = run_aimed(&mut child, ours, None, Duration::ZERO)?;
     let out = child.wait_with_output().map_err(|e| e.to_string())?;
     if !out.status.success() {
-        return Err(format!("the clean run of task {} ended {:?}", task.name, out.status));
+        return Err(format!(
+            "the clean run of task {} ended {:?}",
+            task.name, out.status
+        ));
     }
     Ok(aimed.hits)
 }
