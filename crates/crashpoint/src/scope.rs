@@ -28,6 +28,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once};
 use std::time::Instant;
 
+use crate::points::Site;
 use crate::{Hit, Life, Outcome};
 
 /// The panic payload of an injected crash. Catch it with
@@ -58,6 +59,10 @@ struct State {
     /// The threads inside [`Handle::enter`] now: an id and a name each.
     entered: Vec<(u64, String)>,
     next_entry: u64,
+    /// The crash state the life runs in ([`Handle::set_crash_state`]).
+    crash_state: Option<Arc<str>>,
+    /// Each point passed, as compiled ([`Handle::sites`]), once.
+    sites: Vec<&'static Site>,
 }
 
 #[derive(Debug, Default)]
@@ -164,6 +169,25 @@ impl Handle {
             hit
         };
         panic::panic_any(Crash { hit })
+    }
+
+    /// Tell the code running in this scope the name of the crash state its
+    /// life runs in (`process`, `lose`, …): a harness (sweep's runner) sets
+    /// it before each life, and a test double of the disk reads it with
+    /// [`crash_state`] to refuse a life whose directory was not booted in
+    /// that state (durable's `PowerDir`), which would otherwise sweep every
+    /// state as a process crash without a word.
+    pub fn set_crash_state(&self, name: &str) {
+        self.state().crash_state = Some(Arc::from(name));
+    }
+
+    /// Each point (as compiled: name, module, file, line) the scope has
+    /// passed, once each, in the order first passed; points named at run
+    /// time are not among them. What
+    /// [`points::never_passed`](crate::points::never_passed) compares with
+    /// the points linked into the program.
+    pub fn sites(&self) -> Vec<&'static Site> {
+        self.state().sites.clone()
     }
 
     /// The hit at which [`Handle::cancel`] stopped the scope, if it did.
@@ -299,6 +323,18 @@ pub fn current() -> Option<Handle> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
+/// The crash state of the scope this thread runs in, as its harness set it
+/// with [`Handle::set_crash_state`]; `None` outside a scope or in a scope
+/// with none (a plain [`record`](crate::record), a judge).
+pub fn crash_state() -> Option<Arc<str>> {
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let handle = current.as_ref()?;
+        let st = handle.state();
+        st.crash_state.clone()
+    })
+}
+
 /// Run `f` in a new scope that records every hit and crashes at `target`
 /// (never, if `None`).
 pub fn run<R>(target: Option<Hit>, f: impl FnOnce() -> R) -> Life<R> {
@@ -307,7 +343,7 @@ pub fn run<R>(target: Option<Hit>, f: impl FnOnce() -> R) -> Life<R> {
 
 #[cold]
 #[inline(never)]
-pub(crate) fn hit_in_scope(name: &'static str) {
+pub(crate) fn hit_in_scope(name: &'static str, site: Option<&'static Site>) {
     // Decide under the scope's lock (borrowing the thread's handle, not
     // cloning it), then panic only after every borrow is released: the
     // unwinding restores the previous scope, which needs the RefCell.
@@ -315,6 +351,11 @@ pub(crate) fn hit_in_scope(name: &'static str) {
         let current = current.borrow();
         let handle = current.as_ref()?;
         let mut st = handle.state();
+        if let Some(site) = site {
+            if !st.sites.iter().any(|s| std::ptr::eq(*s, site)) {
+                st.sites.push(site);
+            }
+        }
         if let Some(hit) = st.crashed.clone() {
             // The life is already dead: a thread still running in it dies too.
             return Some(hit);

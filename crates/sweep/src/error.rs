@@ -77,6 +77,18 @@ pub enum Error {
         /// Points passed outside any scope meanwhile.
         unscoped: Vec<String>,
     },
+    /// With [`Config::strict_points`](crate::Config::strict_points): the
+    /// clean run left out points compiled into the modules it went through.
+    #[error(
+        "the clean run of {subject:?} never passed {} crash point(s) compiled into the modules it went through, so no scenario crashes there: {}; make the clean run pass them (take the branch, enable the feature), remove them, or sweep without strict points",
+        points.len(), points.join(", ")
+    )]
+    PointsNeverPassed {
+        /// The subject's name.
+        subject: String,
+        /// Each point, `name (file:line)`.
+        points: Vec<String>,
+    },
     /// The judge faults the clean run: a judge that counts a fault when no
     /// crash happened is wrong, not the program.
     #[error("the judge of {subject:?} faults the clean run ({counters}): a required counter must be zero when nothing crashed, so the judge is wrong, not the program")]
@@ -206,7 +218,8 @@ pub enum Error {
         second: String,
     },
     /// Points passed on threads without a scope, which no crash can reach,
-    /// while this sweep's lives ran ([`Config::refuse_unscoped`](crate::Config::refuse_unscoped)).
+    /// in every clean run of this sweep
+    /// ([`Config::refuse_unscoped`](crate::Config::refuse_unscoped)).
     #[error(
         "{subject:?} passed crash points on threads without a scope, where no crash can reach them: {}.\n\
          Carry the life's scope into every thread and task a life starts: crashpoint::spawn for threads, crashpoint::spawn_task for tokio tasks, and for a server's own worker threads take crashpoint::scope::current() in the life and run each request in Handle::enter (the guide's step 3). To only warn, set Config::refuse_unscoped = false (--allow-unscoped)",

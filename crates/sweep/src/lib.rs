@@ -43,7 +43,7 @@
 //! failing scenario runs again, and one whose result changes is *flaky*; a
 //! scenario past [`Config::scenario_timeout`] fails as hung; a sweep
 //! estimated above [`Config::max_scenarios`] is refused at once; points
-//! passed on plain threads while the sweep's lives ran refuse it
+//! passed on plain threads in every clean run refuse it
 //! ([`Config::refuse_unscoped`]; else reported in [`Report::stray`], and
 //! those on the sweep's own threads outside a life in [`Report::unscoped`]);
 //! a life that returns while a thread it started in its scope still runs
@@ -126,6 +126,7 @@ mod plan;
 #[cfg(unix)]
 pub mod process;
 mod progress;
+mod reach;
 mod replay;
 mod report;
 mod runner;

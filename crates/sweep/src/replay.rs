@@ -21,6 +21,8 @@ use crate::watchdog::Watchdog;
 pub(crate) struct Ran {
     pub(crate) result: ScenarioResult,
     pub(crate) last_hits: Vec<Hit>,
+    /// The points (as compiled) the final life passed.
+    pub(crate) last_sites: Vec<&'static crashpoint::points::Site>,
     /// In an enumerating state: how many disks the cut after each crash
     /// could have left, for each boot after a crash that got that far.
     pub(crate) cut_disks: Vec<u32>,
@@ -70,6 +72,8 @@ pub(crate) struct FinalRun {
     pub(crate) failure: Option<Failure>,
     end: String,
     pub(crate) hits: Vec<Hit>,
+    /// The points (as compiled) it passed.
+    pub(crate) sites: Vec<&'static crashpoint::points::Site>,
     pub(crate) hung: bool,
 }
 
@@ -172,6 +176,9 @@ impl<'a, S: Subject> Replayer<'a, S> {
             }
         }
         self.lives.fetch_add(1, Ordering::Relaxed);
+        // Code in the life can see its crash state: a power-loss directory
+        // not booted in it refuses (durable's `PowerDir`).
+        handle.set_crash_state(ctx.state().name());
         let id = self.watchdog.register(handle, deadline, scenario);
         let life = handle.run(|| self.subject.life(world));
         self.watchdog.forget(id);
@@ -287,6 +294,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
             }
         }
         let mut last_hits = Vec::new();
+        let mut last_sites = Vec::new();
         if failure.is_none() {
             let fin = self.final_life(&mut world, scenario, after_crash, deadline, &mut cut_disks);
             failure = fin.failure;
@@ -294,6 +302,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 lives.push(LifeTrace::new(None, &fin.hits, fin.end));
             }
             last_hits = fin.hits;
+            last_sites = fin.sites;
         }
         let verdict = self.judge(&world, &mut failure, clean);
         let world_text = self.trace.then(|| self.subject.describe(&world));
@@ -314,6 +323,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 world: world_text,
             },
             last_hits,
+            last_sites,
             cut_disks,
             world_seen,
         }
@@ -340,6 +350,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 world: None,
             },
             last_hits: Vec::new(),
+            last_sites: Vec::new(),
             cut_disks: Vec::new(),
             world_seen: None,
         }
@@ -369,6 +380,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 }),
                 end: String::new(),
                 hits: Vec::new(),
+                sites: Vec::new(),
                 hung: false,
             },
             Ok(Lived { life, outlived }) => {
@@ -415,6 +427,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                     failure,
                     end,
                     hits: life.hits,
+                    sites: handle.sites(),
                     hung,
                 }
             }

@@ -57,6 +57,16 @@ pub struct SweepFlags {
     /// points on threads without a scope (which no crash can reach).
     #[arg(long)]
     pub allow_unscoped: bool,
+    /// Write a directory per failing scenario here: the rerun command (an
+    /// argv array and a shell line), the timeline, the verdict with its
+    /// notes and the final world, so a CI failure is read without a rerun.
+    #[arg(long, value_name = "DIR")]
+    pub artifacts: Option<std::path::PathBuf>,
+    /// Refuse the sweep when its clean run never passes a crash point
+    /// compiled into the code it went through (no scenario would crash
+    /// there); without it such points are a warning.
+    #[arg(long)]
+    pub strict_points: bool,
 }
 
 /// A number of seconds, `0` or more.

@@ -159,6 +159,23 @@ fn try_execute(
     for l in lines {
         let _ = writeln!(err, "{l}");
     }
+    if let Some(dir) = &flags.artifacts {
+        let written =
+            super::artifacts::write(dir, &plan.subjects, &reports, plan.rerun).map_err(|e| {
+                usage(format!(
+                    "cannot write the artifacts in {}: {e}",
+                    dir.display()
+                ))
+            })?;
+        if !written.is_empty() {
+            let _ = writeln!(
+                err,
+                "artifacts: {} failing scenario(s) written to {}",
+                written.len(),
+                dir.display()
+            );
+        }
+    }
     if failed > 0 {
         code = EXIT_FAILED;
     }
@@ -226,6 +243,7 @@ fn sweep_config(plan: &Plan<'_>, flags: &SweepFlags) -> Config {
         // scenarios (a shard's partial report keeps them all, for merging).
         tally: flags.partition.is_none(),
         required: plan.required.clone(),
+        strict_points: flags.strict_points,
         ..Config::default()
     }
 }

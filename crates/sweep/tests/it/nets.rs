@@ -957,3 +957,107 @@ fn clean_runs_whose_notes_differ_show_the_notes() {
     assert_ne!(first, second, "{e}");
     assert!(first.starts_with("found=32, notes: [\"found "), "{first}");
 }
+
+/// A job with a point behind a feature it never enables: compiled into the
+/// program, passed by no clean run, so no scenario crashes there. (A module
+/// of its own: points are scoped to the modules the clean run went through.)
+mod never_passed {
+    use sweep::{Config, Counter, Error, Subject, Verdict};
+
+    pub(super) struct Exporter {
+        pub(super) export: bool,
+    }
+
+    impl Subject for Exporter {
+        type World = u32;
+        fn name(&self) -> String {
+            "exporter".into()
+        }
+        fn counters(&self) -> Vec<Counter> {
+            vec![Counter::new("n")]
+        }
+        fn world(&self) -> Result<u32, sweep::LifeError> {
+            Ok(0)
+        }
+        fn life(&self, w: &mut u32) -> Result<(), sweep::LifeError> {
+            *w += 1;
+            crashpoint::point!("saved");
+            if self.export {
+                crashpoint::point!("exported");
+            }
+            Ok(())
+        }
+        fn judge(&self, w: &u32) -> Verdict {
+            Verdict::new().count("n", u64::from(*w))
+        }
+    }
+
+    #[test]
+    fn a_point_the_clean_run_never_passes_is_listed_and_strict_refuses() {
+        let dark = sweep::run(&Exporter { export: false }, &Config::default()).unwrap();
+        assert_eq!(dark.never_passed.len(), 1, "{:?}", dark.never_passed);
+        let p = &dark.never_passed[0];
+        assert!(p.starts_with("exported (") && p.contains("nets.rs:"), "{p}");
+        let strict = Config {
+            strict_points: true,
+            ..Config::default()
+        };
+        match sweep::run(&Exporter { export: false }, &strict) {
+            Err(e @ Error::PointsNeverPassed { .. }) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("exported (") && msg.contains("never passed"),
+                    "{msg}"
+                );
+            }
+            other => panic!("not refused: {other:?}"),
+        }
+        // Every point passed: nothing listed, strict sweeps.
+        let lit = sweep::run(&Exporter { export: true }, &strict).unwrap();
+        assert!(lit.never_passed.is_empty());
+    }
+}
+
+/// Passes a point on a plain thread in its first life only: as another
+/// test of the binary would, by chance, while one clean run ran.
+struct OnceOnAPlainThread(AtomicU64);
+impl Subject for OnceOnAPlainThread {
+    type World = ();
+    fn name(&self) -> String {
+        "once on a plain thread".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![]
+    }
+    fn world(&self) -> Result<(), sweep::LifeError> {
+        Ok(())
+    }
+    fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("scoped");
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            std::thread::spawn(|| crashpoint::point!("once-on-a-plain-thread"))
+                .join()
+                .unwrap();
+        }
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> Verdict {
+        Verdict::new()
+    }
+}
+
+/// A point passed on a plain thread in one clean run but not in the other
+/// refuses nothing (a program's own threads pass theirs every time): it is
+/// a warning.
+#[test]
+fn a_plain_pass_in_one_clean_run_only_is_a_warning() {
+    if !crate::alone("nets::a_plain_pass_in_one_clean_run_only_is_a_warning") {
+        return;
+    }
+    let r = sweep::run(&OnceOnAPlainThread(AtomicU64::new(0)), &cfg(1)).unwrap();
+    assert!(
+        r.stray.iter().any(|(n, _)| n == "once-on-a-plain-thread"),
+        "{:?}",
+        r.stray
+    );
+}
