@@ -541,7 +541,9 @@ impl sweep::Subject for OnePoint {
     fn counters(&self) -> Vec<sweep::Counter> {
         vec![sweep::Counter::new("none")]
     }
-    fn world(&self) {}
+    fn world(&self) -> Result<(), sweep::LifeError> {
+        Ok(())
+    }
     fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
         crashpoint::point!("one point");
         Ok(())

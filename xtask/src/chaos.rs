@@ -1,7 +1,9 @@
 //! `cargo xtask chaos --iterations N --seed S`: the triage command's chaos
 //! test (`crates/triage/tests/it/chaos.rs`) for longer runs. It starts the
 //! real `triage` binary on a real directory with synced saves, kills it
-//! with SIGKILL after a random delay, resumes it until done, and checks
+//! with SIGKILL at a random moment of its run (aimed through the point
+//! protocol, so that at least 80 % of the kills land while it runs; the
+//! summary prints the fraction), resumes it until done, and checks
 //! from the files that every effect happened exactly once, every check
 //! passed and the state directory holds nothing but the run's files.
 //! Iteration `i` uses seed `S + i`; a failing iteration prints the command

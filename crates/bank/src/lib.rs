@@ -258,12 +258,12 @@ impl Subject for Payday {
         ]
     }
 
-    fn world(&self) -> World {
-        World {
+    fn world(&self) -> Result<World, sweep::LifeError> {
+        Ok(World {
             bank: Bank::open(),
             dir: MemDir::new(),
             clock: 0,
-        }
+        })
     }
 
     // Shared lives: a world is copied whole (the bank's books, the

@@ -140,7 +140,7 @@ fn the_table_does_not_depend_on_the_thread_count() {
 #[test]
 fn the_judge_counts_what_a_broken_world_shows() {
     let subject = Payday(Variant::SaveRunFirst);
-    let mut w = subject.world();
+    let mut w = subject.world().unwrap();
     let v = subject.judge(&w);
     assert_eq!(v.get("missing"), 3);
     // Alice still holds what t1 would have taken, less what t3 would have paid her.
@@ -188,8 +188,8 @@ fn a_transfer_to_or_from_an_unknown_account_is_refused() {
 #[test]
 fn a_clean_run_leaves_nothing_to_report() {
     let subject = Payday(Variant::SaveRunFirst);
-    let mut w = subject.world();
-    subject.life(&mut w).expect("the clean run finishes");
+    let mut w = subject.world().unwrap();
+    lived(|| subject.life(&mut w)).expect("the clean run finishes");
     let v = subject.judge(&w);
     for c in ["dups", "missing", "money", "misplaced"] {
         // Counted (not merely absent) and zero.
@@ -215,5 +215,16 @@ fn the_sweep_shares_lives_and_gives_brute_forces_report() {
             ..Config::default()
         };
         assert_eq!(shared, sweep::run(&subject, &brute).unwrap(), "{variant:?}");
+    }
+}
+
+/// Run `f`, a life outside any sweep, in a recording scope of its own as a
+/// sweep would: its points are recorded, not passes outside any scope,
+/// which another test's sweep running meanwhile would count (and refuse).
+fn lived<R>(f: impl FnOnce() -> R) -> R {
+    match crashpoint::record(f).outcome {
+        crashpoint::Outcome::Finished(r) => r,
+        crashpoint::Outcome::Crashed(hit) => panic!("the life crashed at {hit}"),
+        crashpoint::Outcome::Panicked(m) => panic!("the life panicked: {m}"),
     }
 }

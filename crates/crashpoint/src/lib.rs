@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 pub mod hit;
+pub mod points;
 pub mod protocol;
 pub mod scope;
 pub mod task;
@@ -66,16 +67,25 @@ pub fn crash_at<R>(hit: Hit, f: impl FnOnce() -> R) -> Life<R> {
 /// Spawn a thread that runs in the current scope (or none), owned by the
 /// current thread's [`Owner`](unscoped::Owner) (if any). Join it with
 /// [`join`] so that an injected crash on that thread crashes the caller too.
+///
+/// The thread counts as running in the scope from this call on (see
+/// [`Handle::running`](scope::Handle::running)), named by where it was
+/// started: `the thread started at src/flush.rs:12`.
+#[track_caller]
 pub fn spawn<F, T>(f: F) -> thread::JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let scope = scope::current();
+    let at = std::panic::Location::caller();
+    let scope = scope::current().map(|h| {
+        let counted = h.entered(format!("the thread started at {}:{}", at.file(), at.line()));
+        (h, counted)
+    });
     let owner = unscoped::current_owner();
     thread::spawn(move || {
         let run = move || match scope {
-            Some(h) => h.enter(f),
+            Some((h, counted)) => h.enter_as(counted, f),
             None => f(),
         };
         match owner {
@@ -96,9 +106,24 @@ pub fn join<T>(handle: thread::JoinHandle<T>) -> T {
 
 /// Mark a point. Outside a scope this costs one thread-local read; without
 /// the `enabled` feature it compiles to nothing.
+///
+/// A name given as a literal is also listed at link time
+/// ([`points::linked`]), so a sweep can name the points its clean run never
+/// passed; a name computed at run time is not.
 #[cfg(feature = "enabled")]
 #[macro_export]
 macro_rules! point {
+    ($name:literal) => {{
+        #[$crate::points::__linkme::distributed_slice($crate::points::__SITES)]
+        #[linkme(crate = $crate::points::__linkme)]
+        static __CRASHPOINT_SITE: $crate::points::Site = $crate::points::Site {
+            module: ::core::module_path!(),
+            name: $name,
+            file: ::core::file!(),
+            line: ::core::line!(),
+        };
+        $crate::__hit_site(&__CRASHPOINT_SITE)
+    }};
     ($name:expr) => {
         $crate::__hit($name)
     };
@@ -119,11 +144,23 @@ macro_rules! point {
 #[inline(always)]
 pub fn __hit(name: &'static str) {
     if scope::ACTIVE.with(|a| a.get()) {
-        scope::hit_in_scope(name);
+        scope::hit_in_scope(name, None);
     } else if protocol::speaks() {
         protocol::report(name);
     } else if unscoped::WATCHES.load(Ordering::Relaxed) > 0 {
         unscoped::unscoped_hit(name);
+    }
+}
+
+/// What [`point!`] with a literal name expands to: one pass over the
+/// point compiled at `site`.
+#[doc(hidden)]
+#[inline(always)]
+pub fn __hit_site(site: &'static points::Site) {
+    if scope::ACTIVE.with(|a| a.get()) {
+        scope::hit_in_scope(site.name, Some(site));
+    } else {
+        __hit(site.name);
     }
 }
 

@@ -10,6 +10,12 @@
 //!   [`Handle::cancel`] stops it from another thread;
 //! * the panic payload of an injected crash, [`Crash`], which [`is_crash`]
 //!   recognises in a caught panic;
+//! * the threads of a scope: a thread counts as running in a scope while it
+//!   is inside [`Handle::enter`] (every thread [`spawn`](crate::spawn)
+//!   starts, every poll of a [`scoped`](crate::task::scoped) task);
+//!   [`Handle::running`] names them, [`Handle::fence`] makes each of them
+//!   die at its next point, and [`Handle::wait_threads`] waits until none
+//!   runs — so a life's threads never act after their life ended;
 //! * the panic hook that keeps injected crashes silent, [`install_hook`]:
 //!   installed once, it swallows the [`Crash`] payload and passes every other
 //!   panic to the hook that was there before. A real panic inside a scope
@@ -19,8 +25,10 @@
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once};
+use std::time::Instant;
 
+use crate::points::Site;
 use crate::{Hit, Life, Outcome};
 
 /// The panic payload of an injected crash. Catch it with
@@ -48,6 +56,22 @@ struct State {
     cancelled: Option<Hit>,
     /// [`Handle::pause_at`]: the hit, and what runs there.
     pause: Option<Pause>,
+    /// [`Handle::fence`] was called: every later hit dies.
+    fenced: bool,
+    /// The threads inside [`Handle::enter`] now: an id and a name each.
+    entered: Vec<(u64, String)>,
+    next_entry: u64,
+    /// The crash state the life runs in ([`Handle::set_crash_state`]).
+    crash_state: Option<Arc<str>>,
+    /// Each point passed, as compiled ([`Handle::sites`]), once.
+    sites: Vec<&'static Site>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    state: Mutex<State>,
+    /// Signalled each time a thread leaves [`Handle::enter`].
+    left: Condvar,
 }
 
 /// What [`Handle::pause_at`] runs at its hit.
@@ -66,7 +90,7 @@ impl std::fmt::Debug for Pause {
 /// A handle on the scope a thread runs in, to carry it into another thread.
 #[derive(Clone, Debug)]
 pub struct Handle {
-    state: Arc<Mutex<State>>,
+    inner: Arc<Inner>,
 }
 
 thread_local! {
@@ -87,10 +111,13 @@ impl Handle {
     /// the scope from another thread.
     pub fn new(target: Option<Hit>) -> Handle {
         Handle {
-            state: Arc::new(Mutex::new(State {
-                target,
-                ..State::default()
-            })),
+            inner: Arc::new(Inner {
+                state: Mutex::new(State {
+                    target,
+                    ..State::default()
+                }),
+                left: Condvar::new(),
+            }),
         }
     }
 
@@ -128,22 +155,28 @@ impl Handle {
     /// # }
     /// ```
     pub fn pause_at(self, hit: Hit, then: impl Fn() + Send + Sync + 'static) -> Handle {
-        lock(&self.state).pause = Some(Pause {
+        self.state().pause = Some(Pause {
             hit,
             then: Arc::new(then),
         });
         self
     }
 
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.inner.state)
+    }
+
     /// Run `f` in this scope, as [`run`] does: catch the injected crash (or a
     /// real panic) and return how the scope ended with its hits.
     pub fn run<R>(&self, f: impl FnOnce() -> R) -> Life<R> {
         install_hook();
+        let running = crate::unscoped::life_running();
         let result = self.enter(|| panic::catch_unwind(AssertUnwindSafe(f)));
-        let mut st = lock(&self.state);
+        drop(running);
+        let mut st = self.state();
         let hits = std::mem::take(&mut st.hits);
         let outcome = match result {
-            Ok(r) => match st.crashed.take() {
+            Ok(r) => match st.crashed.clone() {
                 // A spawned thread crashed but the life swallowed the panic:
                 // the process would be dead all the same.
                 Some(hit) => Outcome::Crashed(hit),
@@ -163,14 +196,14 @@ impl Handle {
     /// thread that never passes another point cannot be stopped this way (Rust
     /// has no thread cancellation): it runs on until it returns.
     pub fn cancel(&self) {
-        lock(&self.state).cancel = true;
+        self.state().cancel = true;
     }
 
     /// Whether [`Handle::cancel`] was called and the scope has not stopped
     /// yet: a life that waits for something other than its own points (a
     /// child process, say) polls this and calls [`Handle::stop`].
     pub fn cancel_requested(&self) -> bool {
-        let st = lock(&self.state);
+        let st = self.state();
         st.cancel && st.crashed.is_none()
     }
 
@@ -181,7 +214,7 @@ impl Handle {
     /// stopped; it unwinds with the [`Crash`] payload.
     pub fn stop(&self) -> ! {
         let hit = {
-            let mut st = lock(&self.state);
+            let mut st = self.state();
             let hit = st
                 .hits
                 .last()
@@ -194,19 +227,52 @@ impl Handle {
         panic::panic_any(Crash { hit })
     }
 
+    /// Tell the code running in this scope the name of the crash state its
+    /// life runs in (`process`, `lose`, …): a harness (sweep's runner) sets
+    /// it before each life, and a test double of the disk reads it with
+    /// [`crash_state`] to refuse a life whose directory was not booted in
+    /// that state (durable's `PowerDir`), which would otherwise sweep every
+    /// state as a process crash without a word.
+    pub fn set_crash_state(&self, name: &str) {
+        self.state().crash_state = Some(Arc::from(name));
+    }
+
+    /// Each point (as compiled: name, module, file, line) the scope has
+    /// passed, once each, in the order first passed; points named at run
+    /// time are not among them. What
+    /// [`points::never_passed`](crate::points::never_passed) compares with
+    /// the points linked into the program.
+    pub fn sites(&self) -> Vec<&'static Site> {
+        self.state().sites.clone()
+    }
+
     /// The hit at which [`Handle::cancel`] stopped the scope, if it did.
     pub fn cancelled(&self) -> Option<Hit> {
-        lock(&self.state).cancelled.clone()
+        self.state().cancelled.clone()
     }
 
     /// The last hit the scope passed so far (not counting a crash hit).
     pub fn last_hit(&self) -> Option<Hit> {
-        lock(&self.state).hits.last().cloned()
+        self.state().hits.last().cloned()
     }
 
     /// Run `f` on this thread inside this scope; the previous scope (if any)
     /// is restored afterwards, even if `f` panics.
     pub fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _entered = self.entered(thread_name());
+        self.enter_counted(f)
+    }
+
+    /// [`Handle::enter`] for a thread counted in the scope since before it
+    /// started (`counted`, from [`Handle::entered`] on the thread that
+    /// started it): a life that returns at once still sees it running.
+    pub(crate) fn enter_as<R>(&self, counted: Entered, f: impl FnOnce() -> R) -> R {
+        let _entered = counted;
+        self.enter_counted(f)
+    }
+
+    /// Run `f` in this scope on this thread, already counted as running in it.
+    fn enter_counted<R>(&self, f: impl FnOnce() -> R) -> R {
         struct Restore(Option<Handle>);
         impl Drop for Restore {
             fn drop(&mut self) {
@@ -220,11 +286,109 @@ impl Handle {
         let _restore = Restore(prev);
         f()
     }
+
+    /// Count a thread, by `name`, as running in the scope until the guard
+    /// drops.
+    pub(crate) fn entered(&self, name: String) -> Entered {
+        let mut st = self.state();
+        let id = st.next_entry;
+        st.next_entry += 1;
+        st.entered.push((id, name));
+        Entered {
+            handle: self.clone(),
+            id,
+        }
+    }
+
+    /// The threads running in this scope now (inside [`Handle::enter`], a
+    /// [`spawn`](crate::spawn)ed thread from its spawning on), each by its
+    /// name (`the thread started at src/flush.rs:12` for a
+    /// [`spawn`](crate::spawn)ed one, else `thread "flusher"` or `an
+    /// unnamed thread`), in the order they entered. Once the life's own [`run`](Handle::run) returned, these are
+    /// the threads its life left running.
+    pub fn running(&self) -> Vec<String> {
+        self.state()
+            .entered
+            .iter()
+            .map(|(_, n)| n.clone())
+            .collect()
+    }
+
+    /// Fence the scope: from now on every point passed in it panics with
+    /// the [`Crash`] payload, as in a crashed scope, so a thread the life
+    /// left running dies at its next point instead of acting on a world
+    /// that belongs to the next life (or to the judge).
+    pub fn fence(&self) {
+        self.state().fenced = true;
+    }
+
+    /// Wait until no thread runs in this scope ([`Handle::running`] is
+    /// empty), or until `until` passes (`None`: no limit). Returns the
+    /// threads still running then (empty when all left). Rust cannot stop a
+    /// thread from outside: [`fence`](Handle::fence) the scope first, so
+    /// that each dies at its next point.
+    pub fn wait_threads(&self, until: Option<Instant>) -> Vec<String> {
+        let mut st = self.state();
+        while !st.entered.is_empty() {
+            st = match until {
+                None => self.inner.left.wait(st).unwrap_or_else(|e| e.into_inner()),
+                Some(t) => {
+                    let now = Instant::now();
+                    if now >= t {
+                        break;
+                    }
+                    self.inner
+                        .left
+                        .wait_timeout(st, t - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        }
+        st.entered.iter().map(|(_, n)| n.clone()).collect()
+    }
+}
+
+/// This thread's name as [`Handle::running`] gives it.
+fn thread_name() -> String {
+    std::thread::current().name().map_or_else(
+        || "an unnamed thread".to_owned(),
+        |n| format!("thread {n:?}"),
+    )
+}
+
+/// A thread counted as running in a scope; it leaves on drop, unwinding
+/// included.
+#[derive(Debug)]
+pub(crate) struct Entered {
+    handle: Handle,
+    id: u64,
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let mut st = self.handle.state();
+        st.entered.retain(|(i, _)| *i != self.id);
+        drop(st);
+        self.handle.inner.left.notify_all();
+    }
 }
 
 /// The scope this thread runs in, if any.
 pub fn current() -> Option<Handle> {
     CURRENT.with(|c| c.borrow().clone())
+}
+
+/// The crash state of the scope this thread runs in, as its harness set it
+/// with [`Handle::set_crash_state`]; `None` outside a scope or in a scope
+/// with none (a plain [`record`](crate::record), a judge).
+pub fn crash_state() -> Option<Arc<str>> {
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let handle = current.as_ref()?;
+        let st = handle.state();
+        st.crash_state.clone()
+    })
 }
 
 /// Run `f` in a new scope that records every hit and crashes at `target`
@@ -235,14 +399,19 @@ pub fn run<R>(target: Option<Hit>, f: impl FnOnce() -> R) -> Life<R> {
 
 #[cold]
 #[inline(never)]
-pub(crate) fn hit_in_scope(name: &'static str) {
+pub(crate) fn hit_in_scope(name: &'static str, site: Option<&'static Site>) {
     // Decide under the scope's lock (borrowing the thread's handle, not
     // cloning it), then panic only after every borrow is released: the
     // unwinding restores the previous scope, which needs the RefCell.
     let crash = CURRENT.with(|current| {
         let current = current.borrow();
         let handle = current.as_ref()?;
-        let mut st = lock(&handle.state);
+        let mut st = handle.state();
+        if let Some(site) = site {
+            if !st.sites.iter().any(|s| std::ptr::eq(*s, site)) {
+                st.sites.push(site);
+            }
+        }
         if let Some(hit) = st.crashed.clone() {
             // The life is already dead: a thread still running in it dies too.
             return Some(Err(hit));
@@ -258,6 +427,10 @@ pub(crate) fn hit_in_scope(name: &'static str) {
             }
         };
         let hit = Hit::new(name, occurrence);
+        if st.fenced {
+            // The life ended: a thread it left running dies at its next point.
+            return Some(Err(hit));
+        }
         if st.cancel {
             st.cancelled = Some(hit.clone());
             st.crashed = Some(hit.clone());

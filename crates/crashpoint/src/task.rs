@@ -12,8 +12,13 @@
 //! A task spawned with plain `tokio::spawn` on a multi-thread runtime is not
 //! followed: its points cannot be crashed. While a sweep runs, such passes
 //! are not silent: [`watch_unscoped`](crate::unscoped::watch_unscoped) counts every
-//! point passed outside any scope, and `sweep` reports them by name
-//! (`Report::unscoped`, and a warning from its command line pointing here).
+//! point passed outside any scope, and `sweep` refuses the sweep naming
+//! them (`sweep::Error::Unscoped`; `Report::stray` when only warned).
+//!
+//! A server in the world that serves the life's requests on threads of its
+//! own (an in-process HTTP service) runs each request in the scope the life
+//! hands it: [`current`] taken in the life, then [`Handle::enter`] around a
+//! request on the server's thread, or [`scoped_in`] around its future.
 //!
 //! ```
 //! use std::future::Future;
@@ -61,6 +66,17 @@ pub struct Scoped<F> {
 pub fn scoped<F: Future>(fut: F) -> Scoped<F> {
     Scoped {
         scope: current(),
+        fut: Box::pin(fut),
+    }
+}
+
+/// Wrap `fut` so that every poll runs in `scope` (none: as it is), on
+/// whatever thread polls it: for a server that serves a life's requests on
+/// its own threads, with the scope the life handed it
+/// ([`current`] taken in the life).
+pub fn scoped_in<F: Future>(scope: Option<Handle>, fut: F) -> Scoped<F> {
+    Scoped {
+        scope,
         fut: Box::pin(fut),
     }
 }

@@ -233,3 +233,71 @@ fn a_cancelled_scope_stops_at_its_next_hit() {
     assert_eq!(handle.last_hit(), None, "hits were taken by the outcome");
     assert_eq!(life.hits, [Hit::new("a", 1)]);
 }
+
+#[test]
+fn a_scope_carries_its_crash_state_into_its_threads() {
+    assert_eq!(crate::scope::crash_state(), None, "outside a scope");
+    let handle = crate::scope::Handle::new(None);
+    handle.set_crash_state("lose");
+    let life = handle.run(|| {
+        let here = crate::scope::crash_state();
+        let there = join(spawn(crate::scope::crash_state));
+        (here, there)
+    });
+    let lose = Some(std::sync::Arc::from("lose"));
+    assert_eq!(life.outcome, Outcome::Finished((lose.clone(), lose)));
+    assert_eq!(
+        record(crate::scope::crash_state).outcome,
+        Outcome::Finished(None)
+    );
+}
+
+#[cfg(feature = "enabled")]
+mod linked_points {
+    use super::*;
+
+    fn one_dead_one_alive(run_dead: bool) {
+        point!("linked-alive");
+        if run_dead {
+            point!("linked-dead");
+        }
+    }
+
+    #[test]
+    fn every_literal_point_is_listed_at_link_time() {
+        let sites = points::linked();
+        let here: Vec<_> = sites
+            .iter()
+            .filter(|s| s.module == module_path!())
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(here, ["linked-alive", "linked-dead"]);
+        let dead = sites.iter().find(|s| s.name == "linked-dead").unwrap();
+        assert!(dead.file.ends_with("tests.rs") && dead.line > 0, "{dead}");
+    }
+
+    #[test]
+    fn a_point_no_run_passes_is_named_in_the_modules_the_run_went_through() {
+        let handle = scope::Handle::new(None);
+        handle.run(|| one_dead_one_alive(false));
+        let passed = handle.sites();
+        assert_eq!(passed.len(), 1);
+        let never: Vec<_> = points::never_passed(&passed)
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(never, ["linked-dead"]);
+        let both = scope::Handle::new(None);
+        both.run(|| one_dead_one_alive(true));
+        assert!(points::never_passed(&both.sites()).is_empty());
+        // A module none of whose points ran is not the run's code.
+        assert!(points::never_passed(&[]).is_empty());
+    }
+}
+
+#[cfg(not(feature = "enabled"))]
+#[test]
+fn without_the_feature_no_point_is_listed() {
+    point!("listed-nowhere");
+    assert!(points::linked().is_empty());
+}

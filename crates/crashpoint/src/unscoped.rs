@@ -2,8 +2,9 @@
 //!
 //! A pass outside every scope is recorded by no scope and no crash can land
 //! on it. While an [`UnscopedWatch`] (from [`watch_unscoped`]) is alive such
-//! passes are tallied, per [`Owner`] for the threads a watch owns and
-//! process-wide ("stray") for the threads nobody owns.
+//! passes are tallied, per [`Owner`] for the threads a watch owns and, for
+//! the threads nobody owns ("stray"), by every watch alive at the time —
+//! and by the one watch whose lives alone were running then ("attributed").
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,9 +16,24 @@ type Tally = Vec<(&'static str, u64)>;
 
 /// How many [`UnscopedWatch`]es are alive.
 pub(crate) static WATCHES: AtomicUsize = AtomicUsize::new(0);
-/// Passes over each point on threads that no watch owns and that run in no
-/// scope, while a watch is alive: the process-wide "stray" tally.
-static STRAY: Mutex<Tally> = Mutex::new(Vec::new());
+/// The tallies of every [`UnscopedWatch`] alive, for passes on threads no
+/// watch owns.
+static ALIVE: Mutex<Vec<Arc<Tallies>>> = Mutex::new(Vec::new());
+
+/// One watch's tallies (shared by its [`Owner`]s).
+#[derive(Debug, Default)]
+struct Tallies {
+    /// Passes on the threads the watch owns.
+    owned: Mutex<Tally>,
+    /// Passes on threads nobody owns while the watch was alive.
+    stray: Mutex<Tally>,
+    /// Those of `stray` passed while this watch's owner alone, of all the
+    /// watches alive, had a life running.
+    attributed: Mutex<Tally>,
+    /// Lives ([`Handle::run`](crate::scope::Handle::run)) running now on
+    /// the threads the watch owns.
+    lives: AtomicUsize,
+}
 
 thread_local! {
     /// The watch this thread works for (see [`Owner`]), if any.
@@ -45,15 +61,43 @@ pub(crate) fn unscoped_hit(name: &'static str) {
     let counted = OWNER.with(|o| match o.try_borrow() {
         Ok(owner) => match owner.as_ref() {
             Some(owner) => {
-                count(&mut tally_lock(&owner.tally), name);
+                count(&mut tally_lock(&owner.tallies.owned), name);
                 true
             }
             None => false,
         },
         Err(_) => false,
     });
-    if !counted {
-        count(&mut tally_lock(&STRAY), name);
+    if counted {
+        return;
+    }
+    let alive = ALIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut living = alive.iter().filter(|t| t.lives.load(Ordering::SeqCst) > 0);
+    if let (Some(only), None) = (living.next(), living.next()) {
+        count(&mut tally_lock(&only.attributed), name);
+    }
+    for t in alive.iter() {
+        count(&mut tally_lock(&t.stray), name);
+    }
+}
+
+/// A life runs on this thread until the guard drops: counted for the
+/// thread's owner (if any), to tell whose life a stray pass happened in.
+pub(crate) struct LifeRunning(Option<Owner>);
+
+pub(crate) fn life_running() -> LifeRunning {
+    let owner = current_owner();
+    if let Some(o) = &owner {
+        o.tallies.lives.fetch_add(1, Ordering::SeqCst);
+    }
+    LifeRunning(owner)
+}
+
+impl Drop for LifeRunning {
+    fn drop(&mut self) {
+        if let Some(o) = &self.0 {
+            o.tallies.lives.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -66,12 +110,17 @@ pub(crate) fn unscoped_hit(name: &'static str) {
 ///   belong to whoever holds the watch and nobody else.
 /// * [`UnscopedWatch::stray`]: passes on threads nobody owns — a thread
 ///   started with `std::thread::spawn` instead of [`spawn`](crate::spawn), a runtime's
-///   worker — since the watch started. Rust cannot tell which code started
-///   such a thread, so this tally is process-wide: in a test binary it may
-///   hold another test's points. Read it as a warning, never compare it.
+///   worker — while the watch is alive, counted for each watch alive then
+///   (each watch has its own tally, from zero). Rust cannot tell which code
+///   started such a thread: in a test binary it may hold another test's
+///   points. Read it as a warning, never compare it.
+/// * [`UnscopedWatch::attributed`]: those of them passed while a life ran
+///   ([`Handle::run`](crate::scope::Handle::run)) on a thread this watch
+///   owns and on no thread another live watch owns: passes that, unless
+///   code that runs no life passed them meanwhile, this watch's lives
+///   caused. A sweep can refuse these.
 #[derive(Debug)]
 pub struct UnscopedWatch {
-    stray_start: Tally,
     owner: Owner,
 }
 
@@ -80,7 +129,7 @@ pub struct UnscopedWatch {
 /// outside any scope for that watch alone. Cheap to clone.
 #[derive(Clone, Debug, Default)]
 pub struct Owner {
-    tally: Arc<Mutex<Tally>>,
+    tallies: Arc<Tallies>,
 }
 
 impl Owner {
@@ -114,11 +163,13 @@ pub fn current_owner() -> Option<Owner> {
 
 /// Start counting passes over points outside any scope (see [`UnscopedWatch`]).
 pub fn watch_unscoped() -> UnscopedWatch {
+    let owner = Owner::default();
+    ALIVE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Arc::clone(&owner.tallies));
     WATCHES.fetch_add(1, Ordering::SeqCst);
-    UnscopedWatch {
-        stray_start: tally_lock(&STRAY).clone(),
-        owner: Owner::default(),
-    }
+    UnscopedWatch { owner }
 }
 
 impl UnscopedWatch {
@@ -130,30 +181,30 @@ impl UnscopedWatch {
     /// Each point passed outside any scope on a thread this watch owns,
     /// with how many times, in the order first seen.
     pub fn hits(&self) -> Vec<(String, u64)> {
-        owned(&tally_lock(&self.owner.tally))
+        owned(&tally_lock(&self.owner.tallies.owned))
     }
 
-    /// Each point passed outside any scope on a thread no watch owns since
-    /// the watch started, with how many times, in the order first seen by
-    /// the process-wide tally. May include other code's points.
+    /// Each point passed outside any scope on a thread no watch owns while
+    /// this watch was alive, with how many times, in the order first seen.
+    /// May include other code's points.
     pub fn stray(&self) -> Vec<(String, u64)> {
-        tally_lock(&STRAY)
-            .iter()
-            .filter_map(|(n, c)| {
-                let before = self
-                    .stray_start
-                    .iter()
-                    .find(|(m, _)| m == n)
-                    .map_or(0, |(_, b)| *b);
-                (*c > before).then(|| ((*n).to_owned(), c - before))
-            })
-            .collect()
+        owned(&tally_lock(&self.owner.tallies.stray))
+    }
+
+    /// The passes of [`UnscopedWatch::stray`] made while a life ran on a
+    /// thread this watch owns and on no thread of another live watch.
+    pub fn attributed(&self) -> Vec<(String, u64)> {
+        owned(&tally_lock(&self.owner.tallies.attributed))
     }
 }
 
 impl Drop for UnscopedWatch {
     fn drop(&mut self) {
         WATCHES.fetch_sub(1, Ordering::SeqCst);
+        ALIVE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|t| !Arc::ptr_eq(t, &self.owner.tallies));
     }
 }
 

@@ -35,7 +35,7 @@ fn pass_unscoped(name: &'static str, n: usize) {
 
 #[test]
 fn a_watch_counts_only_the_passes_since_it_started_point_by_point() {
-    // An earlier watch keeps the process-wide tally counting.
+    // An earlier watch is counting meanwhile: each watch has its own tally.
     let earlier = crashpoint::unscoped::watch_unscoped();
     pass_unscoped("mutants-unscoped-a", 3);
     pass_unscoped("mutants-unscoped-b", 1);
@@ -48,13 +48,130 @@ fn a_watch_counts_only_the_passes_since_it_started_point_by_point() {
         .into_iter()
         .filter(|(n, _)| n.starts_with("mutants-unscoped-"))
         .collect();
-    // In the order first seen by the tally; `c`, not passed since, absent.
+    // In the order this watch first saw them; `c`, not passed since, absent.
     assert_eq!(
         mine,
         [
-            ("mutants-unscoped-a".to_owned(), 1),
-            ("mutants-unscoped-b".to_owned(), 2)
+            ("mutants-unscoped-b".to_owned(), 2),
+            ("mutants-unscoped-a".to_owned(), 1)
+        ]
+    );
+    let all: Vec<(String, u64)> = earlier
+        .stray()
+        .into_iter()
+        .filter(|(n, _)| n.starts_with("mutants-unscoped-"))
+        .collect();
+    assert_eq!(
+        all,
+        [
+            ("mutants-unscoped-a".to_owned(), 4),
+            ("mutants-unscoped-b".to_owned(), 3),
+            ("mutants-unscoped-c".to_owned(), 2)
         ]
     );
     drop(earlier);
+}
+
+/// A thread started with `crashpoint::spawn` runs in its scope from the
+/// spawn on, even before it is scheduled, and until it ends: a life that
+/// returns at once still sees it, named by where it was started.
+#[test]
+fn a_spawned_thread_runs_in_its_scope_until_it_ends() {
+    let handle = crashpoint::scope::Handle::new(None);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let life = handle.run(|| crashpoint::spawn(move || rx.recv().is_ok()));
+    let crashpoint::Outcome::Finished(thread) = life.outcome else {
+        panic!("the life finished");
+    };
+    let running = handle.running();
+    assert_eq!(running.len(), 1, "{running:?}");
+    assert!(
+        running[0].starts_with("the thread started at ")
+            && running[0].contains("mutants_unscoped.rs:"),
+        "{running:?}"
+    );
+    // Still running at the limit: named.
+    let soon = std::time::Instant::now() + std::time::Duration::from_millis(50);
+    assert_eq!(handle.wait_threads(Some(soon)), running);
+    tx.send(()).unwrap();
+    assert!(handle.wait_threads(None).is_empty());
+    assert!(handle.running().is_empty());
+    assert!(thread.join().unwrap());
+}
+
+/// A fenced scope: a thread still running in it dies at its next point.
+#[test]
+fn a_fenced_scope_stops_its_threads_at_their_next_point() {
+    let handle = crashpoint::scope::Handle::new(None);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (acted_tx, acted) = std::sync::mpsc::channel::<()>();
+    let life = handle.run(|| {
+        crashpoint::spawn(move || {
+            let _ = rx.recv();
+            crashpoint::point!("after the life");
+            let _ = acted_tx.send(());
+        })
+    });
+    let crashpoint::Outcome::Finished(thread) = life.outcome else {
+        panic!("the life finished");
+    };
+    handle.fence();
+    tx.send(()).unwrap();
+    assert!(handle.wait_threads(None).is_empty());
+    let payload = thread.join().unwrap_err();
+    assert!(crashpoint::scope::is_crash(payload.as_ref()).is_some());
+    assert!(
+        acted.try_recv().is_err(),
+        "the thread acted after its point"
+    );
+}
+
+/// A pass on a plain thread is counted by every watch alive, and
+/// attributed to the one whose life alone was running then.
+#[test]
+fn a_stray_pass_is_attributed_to_the_watch_whose_life_alone_runs() {
+    let mine = crashpoint::unscoped::watch_unscoped();
+    let other = crashpoint::unscoped::watch_unscoped();
+    let only = |v: Vec<(String, u64)>| -> Vec<(String, u64)> {
+        v.into_iter()
+            .filter(|(n, _)| n.starts_with("attributed-"))
+            .collect()
+    };
+    // In a life on a thread `mine` owns.
+    mine.owner().enter(|| {
+        crashpoint::scope::Handle::new(None).run(|| pass_unscoped("attributed-in-a-life", 1))
+    });
+    // Outside any life.
+    pass_unscoped("attributed-outside", 1);
+    let one = |n: &str| vec![(n.to_owned(), 1)];
+    assert_eq!(only(mine.attributed()), one("attributed-in-a-life"));
+    assert!(only(other.attributed()).is_empty());
+    for w in [&mine, &other] {
+        assert_eq!(
+            only(w.stray()),
+            [
+                ("attributed-in-a-life".to_owned(), 1),
+                ("attributed-outside".to_owned(), 1)
+            ]
+        );
+    }
+    // Lives of two watches at once: the pass is nobody's.
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let (running, started) = std::sync::mpsc::channel::<()>();
+    let owner = other.owner().clone();
+    let theirs = std::thread::spawn(move || {
+        owner.enter(|| {
+            crashpoint::scope::Handle::new(None).run(|| {
+                running.send(()).unwrap();
+                let _ = wait.recv();
+            })
+        })
+    });
+    started.recv().unwrap();
+    mine.owner()
+        .enter(|| crashpoint::scope::Handle::new(None).run(|| pass_unscoped("attributed-both", 1)));
+    go.send(()).unwrap();
+    theirs.join().unwrap();
+    assert_eq!(only(mine.attributed()), one("attributed-in-a-life"));
+    assert!(only(other.attributed()).is_empty());
 }

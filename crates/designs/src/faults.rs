@@ -32,8 +32,14 @@ pub fn fault_run<S: Subject>(
     depth: u32,
     cut: bool,
 ) -> FaultOutcome {
-    let mut w = s.world();
     let mut out = FaultOutcome::default();
+    let mut w = match s.world() {
+        Ok(w) => w,
+        Err(e) => {
+            out.broken.push(format!("no world: {e}"));
+            return out;
+        }
+    };
     let Some(fd) = faults_of(&w) else {
         out.broken.push("no fault injector in the world".into());
         return out;
@@ -42,12 +48,23 @@ pub fn fault_run<S: Subject>(
     let mut armed_again = depth < 2;
     let mut finished = false;
     for _ in 0..4 {
-        match s.life(&mut w) {
-            Ok(()) => {
+        // In a recording scope of its own, as a sweep runs a life: its
+        // points are no passes outside any scope, which a sweep running
+        // meanwhile in the process would count.
+        match crashpoint::record(|| s.life(&mut w)).outcome {
+            crashpoint::Outcome::Finished(Ok(())) => {
                 finished = true;
                 break;
             }
-            Err(e) => out.errors.push(e.to_string()),
+            crashpoint::Outcome::Finished(Err(e)) => out.errors.push(e.to_string()),
+            crashpoint::Outcome::Crashed(hit) => {
+                out.broken.push(format!("a life crashed at {hit}"));
+                break;
+            }
+            crashpoint::Outcome::Panicked(m) => {
+                out.broken.push(format!("a life panicked: {m}"));
+                break;
+            }
         }
         if !armed_again {
             fd.fail(fault.call, fd.hits(fault.call) + 1);

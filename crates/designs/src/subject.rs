@@ -188,13 +188,13 @@ impl Subject for DesignSubject {
         judge::counters(self.design, &self.modes)
     }
 
-    fn world(&self) -> World {
+    fn world(&self) -> Result<World, sweep::LifeError> {
         let keyed = self.design.sends_keys_with(&self.modes);
         let mut w = World::new(&self.modes, self.storage, keyed);
         if let Some(faults) = &self.faults {
             w.arm_faults(faults);
         }
-        w
+        Ok(w)
     }
 
     fn life(&self, w: &mut World) -> Result<(), sweep::LifeError> {

@@ -333,10 +333,21 @@ fn counters_are_declared_once() {
     }
 }
 
+/// Run `f`, a life outside any sweep, in a recording scope of its own as a
+/// sweep would: its points are recorded, not passes outside any scope,
+/// which another test's sweep running meanwhile would count (and refuse).
+fn lived<R>(f: impl FnOnce() -> R) -> R {
+    match crashpoint::record(f).outcome {
+        crashpoint::Outcome::Finished(r) => r,
+        crashpoint::Outcome::Crashed(hit) => panic!("the life crashed at {hit}"),
+        crashpoint::Outcome::Panicked(m) => panic!("the life panicked: {m}"),
+    }
+}
+
 /// Whether a world after a clean life has a copy and a fingerprint.
 fn copies<S: sweep::Subject>(s: &S) -> (bool, bool) {
-    let mut w = s.world();
-    s.life(&mut w).expect("the clean run finishes");
+    let mut w = s.world().unwrap();
+    lived(|| s.life(&mut w)).expect("the clean run finishes");
     (s.snapshot(&w).is_some(), s.fingerprint(&w).is_some())
 }
 
@@ -347,7 +358,7 @@ fn many_crashes_in_a_row_do_not_reach_a_restart_limit() {
     use sweep::Subject;
     for design in Design::ALL {
         let s = design.subject(&script(), Storage::Memory);
-        let mut w = s.world();
+        let mut w = s.world().unwrap();
         for i in 1..=12 {
             let life =
                 crashpoint::crash_at(crashpoint::Hit::new("reply arrived", 1), || s.life(&mut w));
@@ -357,8 +368,7 @@ fn many_crashes_in_a_row_do_not_reach_a_restart_limit() {
                 life.outcome
             );
         }
-        s.life(&mut w)
-            .unwrap_or_else(|e| panic!("{design:?}: the thirteenth life: {e}"));
+        lived(|| s.life(&mut w)).unwrap_or_else(|e| panic!("{design:?}: the thirteenth life: {e}"));
         let v = s.judge(&w);
         assert!(
             v.counts.iter().any(|(k, _)| k == "missing"),
@@ -379,7 +389,7 @@ fn a_marker_carries_the_key_its_design_sends() {
         (Design::Markers, "no key"),
     ] {
         let s = design.subject(&script(), Storage::Memory);
-        let mut w = s.world();
+        let mut w = s.world().unwrap();
         let life = crashpoint::crash_at(crashpoint::Hit::new("marker saved", 1), || s.life(&mut w));
         assert!(
             life.outcome.crashed().is_some(),
@@ -415,7 +425,7 @@ fn a_clean_shutdown_is_no_power_cut() {
         fn counters(&self) -> Vec<Counter> {
             self.inner.counters()
         }
-        fn world(&self) -> designs::World {
+        fn world(&self) -> Result<designs::World, sweep::LifeError> {
             self.inner.world()
         }
         fn life(&self, w: &mut designs::World) -> Result<(), LifeError> {
@@ -487,8 +497,8 @@ fn a_cut_by_hand_is_counted() {
         durable::testing::CrashState::LoseUnsynced,
     )
     .subject(&script());
-    let mut w = s.world();
-    s.life(&mut w).expect("the clean run finishes");
+    let mut w = s.world().unwrap();
+    lived(|| s.life(&mut w)).expect("the clean run finishes");
     assert!(
         s.describe(&w).contains("\npower cuts: 0 ("),
         "{}",
@@ -501,8 +511,8 @@ fn a_cut_by_hand_is_counted() {
         s.describe(&w)
     );
     let plain = Design::KeysMarkers.subject(&script(), Storage::Memory);
-    let mut w = plain.world();
-    plain.life(&mut w).expect("the clean run finishes");
+    let mut w = plain.world().unwrap();
+    lived(|| plain.life(&mut w)).expect("the clean run finishes");
     w.power_cut();
     assert!(!plain.describe(&w).contains("power cuts"));
 }

@@ -114,9 +114,15 @@ fn fault_rows<S: Subject>(
     faults_of: impl Fn(&S::World) -> Option<FaultDir<Arc<dyn Dir>>> + Copy,
     power_cut: impl Fn(&S::World) + Copy,
 ) -> Result<(), DiskError> {
-    let mut w = s.world();
-    s.life(&mut w)
-        .map_err(|e| format!("the clean run stopped: {e}"))?;
+    let mut w = s.world().map_err(|e| format!("no world: {e}"))?;
+    // In a recording scope, as a sweep runs a life (see `fault_run`).
+    match crashpoint::record(|| s.life(&mut w)).outcome {
+        crashpoint::Outcome::Finished(r) => {
+            r.map_err(|e| format!("the clean run stopped: {e}"))?;
+        }
+        crashpoint::Outcome::Crashed(hit) => return Err(format!("the clean run crashed at {hit}")),
+        crashpoint::Outcome::Panicked(m) => return Err(format!("the clean run panicked: {m}")),
+    }
     let sites = faults_of(&w)
         .ok_or("no fault injector in the world")?
         .sites();

@@ -70,7 +70,11 @@ impl LoopSubject {
             http: false,
             faults: None,
         };
-        transcript.check_tools(&probe.tools(&probe.world()))?;
+        let world = probe.world().map_err(|e| SubjectError::Job {
+            path: transcript.path.clone(),
+            reason: format!("cannot make a world to check the tools in: {e}"),
+        })?;
+        transcript.check_tools(&probe.tools(&world))?;
         let expected = Expected::of(&transcript)?;
         Ok(LoopSubject { expected, ..probe })
     }
@@ -96,7 +100,9 @@ impl LoopSubject {
     /// the loop hold across a real socket. The tracker's own point
     /// (`tracker accepted`) then fires on the server's thread, outside the
     /// sweep's scope, so it is not a crash point here: a crash after the
-    /// server accepted is the loop's `tool returned`.
+    /// server accepted is the loop's `tool returned`. A sweep refuses such
+    /// points by default ([`sweep::Error::Unscoped`]): sweep this subject
+    /// with [`Config::refuse_unscoped`](sweep::Config::refuse_unscoped) off.
     pub fn over_http(mut self) -> LoopSubject {
         self.http = true;
         self
@@ -246,7 +252,7 @@ impl Subject for LoopSubject {
         c
     }
 
-    fn world(&self) -> LoopWorld {
+    fn world(&self) -> Result<LoopWorld, sweep::LifeError> {
         let mode = if self.variant.keyed {
             Mode::Keyed
         } else {
@@ -256,7 +262,11 @@ impl Subject for LoopSubject {
         if self.variant.situation == Situation::FailAfterAccept {
             tracker = tracker.with_fault(Fault::FailAfterAccept { nth: 1 });
         }
-        let http = self.http.then(|| serve(&tracker));
+        let http = if self.http {
+            Some(serve(&tracker)?)
+        } else {
+            None
+        };
         let armed = self.faults.clone();
         let world = |checkpoints: Arc<dyn Dir>, files, workspace, power| {
             let faults = armed.map(|faults| {
@@ -282,11 +292,11 @@ impl Subject for LoopSubject {
         };
         let Some(p) = self.variant.power else {
             let cp = Arc::new(MemDir::new());
-            return world(cp.clone(), cp, Arc::new(MemDir::new()), None);
+            return Ok(world(cp.clone(), cp, Arc::new(MemDir::new()), None));
         };
         let (cp, ws) = (PowerDir::new(p.state), PowerDir::new(p.state));
         let watch = crate::power::watch(p.writer.wrap(cp.clone()), run_id().ok().as_ref());
-        world(
+        Ok(world(
             Arc::new(watch.clone()),
             Arc::new(cp.clone()),
             Arc::new(ws.clone()),
@@ -297,7 +307,7 @@ impl Subject for LoopSubject {
                 last_cut: None,
                 sampled: 0,
             }),
-        )
+        ))
     }
 
     /// A power-loss variant runs in every named disk state and in
@@ -509,7 +519,7 @@ impl Subject for LoopSubject {
 /// world must exist, so a server that cannot start is a broken machine, not
 /// a scenario's result: it panics with the reason, and the sweep names the
 /// scenario.
-fn serve(tracker: &Tracker) -> HttpWorld {
+fn serve(tracker: &Tracker) -> Result<HttpWorld, String> {
     let mut opts = tracker::service::Options::keyed();
     // A fixed clock: the world's tracker keeps keys for ever, and a sweep
     // must not depend on the time of day.
@@ -517,11 +527,11 @@ fn serve(tracker: &Tracker) -> HttpWorld {
     let svc = tracker::service::Service::over(tracker.clone(), opts);
     let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     let server = tracker::http::spawn(svc, loopback)
-        .unwrap_or_else(|e| panic!("cannot serve the world's tracker on 127.0.0.1: {e}"));
+        .map_err(|e| format!("cannot serve the world's tracker on 127.0.0.1: {e}"))?;
     let client = tracker::client::HttpTracker::connect(&server.url())
-        .unwrap_or_else(|e| panic!("cannot reach the world's tracker at {}: {e}", server.url()));
-    HttpWorld {
+        .map_err(|e| format!("cannot reach the world's tracker at {}: {e}", server.url()))?;
+    Ok(HttpWorld {
         client: Arc::new(client),
         _server: server,
-    }
+    })
 }

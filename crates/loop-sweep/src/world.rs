@@ -217,7 +217,7 @@ mod tests {
         // unsynced write in each directory: five disks each (nothing, …,
         // everything), so 25 pairs.
         let keeps = |d: u32| {
-            let mut w = s.world();
+            let mut w = s.world().unwrap();
             let p = w.power.as_ref().unwrap();
             assert!(p.checkpoints.boot_choosing(model, 0).is_none());
             assert!(p.workspace.boot_choosing(model, 0).is_none());

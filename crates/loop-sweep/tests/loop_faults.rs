@@ -48,8 +48,8 @@ fn run(fault: Fault, depth: u32, cut: bool) -> FaultOutcome {
 
 fn sites() -> Vec<Fault> {
     let s = subject(Vec::new());
-    let mut w = s.world();
-    s.life(&mut w).expect("the clean run finishes");
+    let mut w = s.world().unwrap();
+    lived(|| s.life(&mut w)).expect("the clean run finishes");
     w.faults().expect("armed").sites()
 }
 
@@ -76,8 +76,8 @@ fn only_a_power_loss_world_syncs_its_saves() {
         let s = LoopSubject::new(v, Arc::clone(&t))
             .expect("the subject builds")
             .with_faults(Vec::new());
-        let mut w = s.world();
-        s.life(&mut w).expect("the clean run finishes");
+        let mut w = s.world().unwrap();
+        lived(|| s.life(&mut w)).expect("the clean run finishes");
         let sites = w.faults().expect("armed").sites();
         let n = |call| sites.iter().filter(|f| f.call == call).count();
         (n(Call::Sync), n(Call::SyncDir))
@@ -107,7 +107,7 @@ fn a_subject_describes_itself() {
 #[test]
 fn many_crashes_in_a_row_do_not_reach_a_restart_limit() {
     let s = loop_sweep::subject("loop-keyed", None).expect("the subject builds");
-    let mut w = s.world();
+    let mut w = s.world().unwrap();
     for i in 1..=12 {
         let life =
             crashpoint::crash_at(crashpoint::Hit::new("reply arrived", 1), || s.life(&mut w));
@@ -117,7 +117,7 @@ fn many_crashes_in_a_row_do_not_reach_a_restart_limit() {
             life.outcome
         );
     }
-    s.life(&mut w).expect("the thirteenth life finishes");
+    lived(|| s.life(&mut w)).expect("the thirteenth life finishes");
     let v = s.judge(&w);
     for c in ["dups", "missing"] {
         assert!(
@@ -154,8 +154,8 @@ fn a_variant_sweeps_its_own_crash_state_by_default() {
 #[test]
 fn a_world_describes_what_it_holds() {
     let describe = |s: &LoopSubject| {
-        let mut w = s.world();
-        s.life(&mut w).expect("the clean run finishes");
+        let mut w = s.world().unwrap();
+        lived(|| s.life(&mut w)).expect("the clean run finishes");
         s.describe(&w)
     };
     let d = describe(&loop_sweep::subject("loop-keyed", None).expect("the subject builds"));
@@ -179,8 +179,8 @@ fn a_world_describes_what_it_holds() {
     );
     assert!(!d.contains("power cuts"), "{d}");
     let s = subject(Vec::new());
-    let mut w = s.world();
-    s.life(&mut w).expect("the clean run finishes");
+    let mut w = s.world().unwrap();
+    lived(|| s.life(&mut w)).expect("the clean run finishes");
     let d = s.describe(&w);
     assert!(d.contains("\npower cuts: 0 ("), "{d}");
     assert!(d.contains("\nlost saves: 0\n"), "{d}");
@@ -197,7 +197,7 @@ fn a_world_describes_what_it_holds() {
 #[test]
 fn an_unfinished_run_is_noted() {
     let s = loop_sweep::subject("loop-keyed", None).expect("the subject builds");
-    let mut w = s.world();
+    let mut w = s.world().unwrap();
     let life = crashpoint::crash_at(crashpoint::Hit::new("reply arrived", 2), || s.life(&mut w));
     assert!(life.outcome.crashed().is_some(), "{:?}", life.outcome);
     let v = s.judge(&w);
@@ -206,7 +206,7 @@ fn an_unfinished_run_is_noted() {
         "{:?}",
         v.notes
     );
-    s.life(&mut w).expect("the restart finishes");
+    lived(|| s.life(&mut w)).expect("the restart finishes");
     let v = s.judge(&w);
     assert!(
         !v.notes.iter().any(|n| n == "the run did not finish"),
@@ -237,7 +237,7 @@ fn a_clean_shutdown_is_no_power_cut() {
         fn counters(&self) -> Vec<Counter> {
             self.inner.counters()
         }
-        fn world(&self) -> Self::World {
+        fn world(&self) -> Result<Self::World, sweep::LifeError> {
             self.inner.world()
         }
         fn life(&self, w: &mut Self::World) -> Result<(), LifeError> {
@@ -277,5 +277,16 @@ fn a_clean_shutdown_is_no_power_cut() {
     for (before, after) in cuts {
         assert!(before.starts_with("power cuts: 0 ("), "{before}");
         assert_eq!(before, after);
+    }
+}
+
+/// Run `f`, a life outside any sweep, in a recording scope of its own as a
+/// sweep would: its points are recorded, not passes outside any scope,
+/// which another test's sweep running meanwhile would count (and refuse).
+fn lived<R>(f: impl FnOnce() -> R) -> R {
+    match crashpoint::record(f).outcome {
+        crashpoint::Outcome::Finished(r) => r,
+        crashpoint::Outcome::Crashed(hit) => panic!("the life crashed at {hit}"),
+        crashpoint::Outcome::Panicked(m) => panic!("the life panicked: {m}"),
     }
 }

@@ -141,11 +141,11 @@ impl Subject for Relay {
         ]
     }
 
-    fn world(&self) -> World {
-        World {
+    fn world(&self) -> Result<World, LifeError> {
+        Ok(World {
             dir: PowerDir::new(CrashState::Process),
             receiver: Receiver::default(),
-        }
+        })
     }
 
     fn boot(&self, w: &mut World, ctx: &Boot) -> Result<(), LifeError> {

@@ -14,8 +14,8 @@ impl Subject for Payday {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("paid twice").required()]
     }
-    fn world(&self) -> Self::World {
-        (Vec::new(), 0) // what a crash does not erase: the ledger, the progress
+    fn world(&self) -> Result<Self::World, sweep::LifeError> {
+        Ok((Vec::new(), 0)) // what a crash does not erase: the ledger, the progress
     }
     fn life(&self, (ledger, next): &mut Self::World) -> Result<(), LifeError> {
         while *next < 3 {

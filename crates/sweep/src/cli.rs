@@ -9,7 +9,7 @@
 //! #     type World = ();
 //! #     fn name(&self) -> String { "relay".into() }
 //! #     fn counters(&self) -> Vec<sweep::Counter> { vec![] }
-//! #     fn world(&self) {}
+//! #     fn world(&self) -> Result<(), sweep::LifeError> { Ok(()) }
 //! #     fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> { Ok(()) }
 //! #     fn judge(&self, _: &()) -> sweep::Verdict { sweep::Verdict::new() }
 //! # }
@@ -36,6 +36,8 @@
 //! | `--scenario-timeout SECONDS` | fails a scenario still running after this long as hung (default 60, 0: none) |
 //! | `--max-scenarios N` | refuses at once a sweep estimated above `N` scenarios (default 1,000,000) |
 //! | `--no-share` | replays every scenario from a fresh world instead of sharing lives (same report) |
+//! | `--strict-points` | refuses a sweep whose clean run never passes a point compiled into the code it went through (a warning without it) |
+//! | `--artifacts DIR` | writes a directory per failing scenario: the rerun command (argv and shell line), timeline, verdict with notes, final world |
 //!
 //! Subjects of different world types fit in one list: each is kept as a
 //! [`DynSubject`](crate::DynSubject).
@@ -104,6 +106,7 @@
 
 mod app;
 mod args;
+mod artifacts;
 mod bar;
 mod execute;
 mod output;

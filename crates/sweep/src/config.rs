@@ -64,6 +64,30 @@ pub struct Config {
     /// as it arrives (so that a tallied sweep can require them). Names the
     /// subject does not declare are left to [`Report::require`] to refuse.
     pub required: Vec<String>,
+    /// Refuse the sweep ([`Error::Unscoped`]) when its clean runs pass
+    /// points on threads without a scope (a plain `std::thread::spawn`, a
+    /// runtime's or a server's worker): no crash can reach them, so the
+    /// table would say nothing of them. On by default, for tests and the
+    /// command line alike (`--allow-unscoped` turns it off); `false` only
+    /// warns ([`Report::stray`], which also holds such passes in crash
+    /// scenarios).
+    ///
+    /// Rust cannot tell which code started a plain thread: a pass counts
+    /// for this sweep when its lives alone were running at the time, and a
+    /// point refuses it when every clean run (see [`Config::clean_runs`])
+    /// passed it, as a program's own threads do. A test binary's other tests
+    /// passing points outside any scope at the same moments would be
+    /// counted too: a test that runs a life by hand runs it in
+    /// `crashpoint::record`. A pass made while the lives of several sweeps
+    /// ran at once counts for none of them: a test that must see the
+    /// refusal runs its sweep alone (`cargo nextest` runs each test in a
+    /// process of its own; the command line runs one sweep at a time).
+    pub refuse_unscoped: bool,
+    /// Refuse the sweep ([`Error::PointsNeverPassed`]) when the clean run
+    /// leaves out points compiled into the modules it went through
+    /// ([`Report::never_passed`] lists them either way): no scenario
+    /// crashes at a point the clean run never passes.
+    pub strict_points: bool,
 }
 
 /// [`Config::scenario_timeout`]'s default.
@@ -86,6 +110,8 @@ impl Default for Config {
             share: true,
             tally: false,
             required: Vec::new(),
+            refuse_unscoped: true,
+            strict_points: false,
         }
     }
 }

@@ -60,7 +60,8 @@ pub enum Error {
         /// The subject's name.
         subject: String,
         /// The first run's counts (`name=value`, space-separated), then
-        /// `, then ` and its failure if it failed.
+        /// `, notes: ` and its notes if the runs' notes differ, then `, then `
+        /// and its failure if it failed.
         first: String,
         /// The second's, the same way.
         second: String,
@@ -75,6 +76,18 @@ pub enum Error {
         subject: String,
         /// Points passed outside any scope meanwhile.
         unscoped: Vec<String>,
+    },
+    /// With [`Config::strict_points`](crate::Config::strict_points): the
+    /// clean run left out points compiled into the modules it went through.
+    #[error(
+        "the clean run of {subject:?} never passed {} crash point(s) compiled into the modules it went through, so no scenario crashes there: {}; make the clean run pass them (take the branch, enable the feature), remove them, or sweep without strict points",
+        points.len(), points.join(", ")
+    )]
+    PointsNeverPassed {
+        /// The subject's name.
+        subject: String,
+        /// Each point, `name (file:line)`.
+        points: Vec<String>,
     },
     /// The judge faults the clean run: a judge that counts a fault when no
     /// crash happened is wrong, not the program.
@@ -174,6 +187,49 @@ pub enum Error {
         subject: String,
         /// The counter.
         counter: String,
+    },
+    /// The subject could not make a world ([`Subject::world`](crate::Subject::world)
+    /// returned an error, or panicked).
+    #[error("cannot make a world for {subject:?}: {error}")]
+    World {
+        /// The subject's name.
+        subject: String,
+        /// Why, as the subject said it.
+        error: String,
+    },
+    /// Two clean runs passed the same hits and got the same verdict but
+    /// left different worlds: what the program did depends on something
+    /// other than its hits (iteration over a `HashSet`, the clock), which
+    /// neither the hits nor the judge saw.
+    #[error(
+        "{subject:?} is not deterministic: two clean runs pass the same hits and get the same verdict, but leave different worlds ({how}).\n  first run:  {first}\n  second run: {second}\n\
+         A sweep needs a program that does the same thing every time (look for iteration over a HashMap or HashSet, the clock, randomness, or threads racing); if the difference is not the program's (a temporary path in Subject::describe), leave it out of describe, or give the subject a fingerprint"
+    )]
+    NondeterministicWorld {
+        /// The subject's name.
+        subject: String,
+        /// What told them apart: `their fingerprints differ` or `their
+        /// descriptions differ`.
+        how: String,
+        /// The first run's world: the first line of its description that
+        /// differs (or the whole description, when it is short).
+        first: String,
+        /// The second's, the same way.
+        second: String,
+    },
+    /// Points passed on threads without a scope, which no crash can reach,
+    /// in every clean run of this sweep
+    /// ([`Config::refuse_unscoped`](crate::Config::refuse_unscoped)).
+    #[error(
+        "{subject:?} passed crash points on threads without a scope, where no crash can reach them: {}.\n\
+         Carry the life's scope into every thread and task a life starts: crashpoint::spawn for threads, crashpoint::spawn_task for tokio tasks, and for a server's own worker threads take crashpoint::scope::current() in the life and run each request in Handle::enter (the guide's step 3). To only warn, set Config::refuse_unscoped = false (--allow-unscoped)",
+        points.iter().map(|(n, c)| format!("{n} ({c}×)")).collect::<Vec<_>>().join(", ")
+    )]
+    Unscoped {
+        /// The subject's name.
+        subject: String,
+        /// Each point, with how many times it was passed.
+        points: Vec<(String, u64)>,
     },
     /// Partial reports that do not belong to one sweep.
     #[error("cannot merge these reports: {0}")]

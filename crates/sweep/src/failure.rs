@@ -81,6 +81,19 @@ pub enum Failure {
         /// The limit, in milliseconds.
         limit_ms: u64,
     },
+    /// Threads a life started in its scope still ran when it ended: a
+    /// final life returned while they ran on (their effects would land
+    /// after the judge), or a life crashed and they ran on to the time
+    /// limit without passing another point (a real crash stops every thread
+    /// at once; a sweep can stop one only at its next point). Each of them
+    /// was made to die at its next point.
+    Outlived {
+        /// The life.
+        life: Life,
+        /// The threads, each by its name (`the thread started at
+        /// src/flush.rs:12`, `thread "flusher"`, or `an unnamed thread`).
+        threads: Vec<String>,
+    },
     /// The judge panicked.
     JudgePanicked {
         /// The panic's message.
@@ -189,6 +202,19 @@ impl fmt::Display for Failure {
             } => write!(
                 f,
                 "{life}: hung: still running after the scenario time limit of {limit_ms} ms; stopped at {last_hit}"
+            ),
+            Failure::Outlived {
+                life: life @ Life::Final(_),
+                threads,
+            } => write!(
+                f,
+                "{life}: returned while threads it started in its scope still ran: {}; join every thread a life starts before it returns",
+                threads.join(", ")
+            ),
+            Failure::Outlived { life, threads } => write!(
+                f,
+                "{life}: crashed, and threads it started in its scope still ran at the time limit without passing another point: {}; a real crash stops them at once, a sweep only at their next point",
+                threads.join(", ")
             ),
             Failure::JudgePanicked { message } => write!(f, "the judge panicked: {message}"),
             Failure::JudgeCrashed { hit } => write!(f, "the judge crashed at {hit}"),

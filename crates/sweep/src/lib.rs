@@ -37,12 +37,18 @@
 //!
 //! Before trusting a table, a sweep checks itself (each net on by default,
 //! see [`Config`] and [`Error`]): the clean run runs twice and must pass
-//! the same hits; a judge's misspelt or never-set counter is refused; every
+//! the same hits, get the same verdict and leave the same world; a world
+//! that cannot be made is [`Error::World`]; a judge's misspelt or never-set
+//! counter is refused; every
 //! failing scenario runs again, and one whose result changes is *flaky*; a
 //! scenario past [`Config::scenario_timeout`] fails as hung; a sweep
 //! estimated above [`Config::max_scenarios`] is refused at once; points
-//! passed on threads without a scope are reported ([`Report::unscoped`] for
-//! the sweep's own threads, [`Report::stray`] for threads no sweep owns).
+//! passed on plain threads in every clean run refuse it
+//! ([`Config::refuse_unscoped`]; else reported in [`Report::stray`], and
+//! those on the sweep's own threads outside a life in [`Report::unscoped`]);
+//! a life that returns while a thread it started in its scope still runs
+//! fails ([`Failure::Outlived`]), and a crashed life's threads are gone
+//! before the next life starts.
 //! [`Config::crash_states`] sweeps each crash state a subject lists
 //! ([`Subject::crash_states`]), one table row per state ([`Report::rows`]).
 //!
@@ -66,7 +72,7 @@
 //!     fn counters(&self) -> Vec<Counter> {
 //!         vec![Counter::new("created").required()]
 //!     }
-//!     fn world(&self) -> World { World { a: 10, ..World::default() } }
+//!     fn world(&self) -> Result<World, sweep::LifeError> { Ok(World { a: 10, ..World::default() }) }
 //!     fn life(&self, w: &mut World) -> Result<(), sweep::LifeError> {
 //!         if w.step == 0 {
 //!             w.a -= 10;
@@ -120,6 +126,7 @@ mod plan;
 #[cfg(unix)]
 pub mod process;
 mod progress;
+mod reach;
 mod replay;
 mod report;
 mod runner;

@@ -21,7 +21,13 @@ pub(crate) fn checked_clean_run<S: Subject>(
     unscoped: &crashpoint::unscoped::UnscopedWatch,
 ) -> Result<Ran, Error> {
     let subject = replayer.subject;
+    let before = unscoped.attributed();
     let mut clean = replayer.replay(&Scenario::default(), Vec::new(), None);
+    // Points passed on plain threads during this clean run.
+    let mut plain = passed_since(&before, &unscoped.attributed());
+    if let Some(e) = replayer.world_failed() {
+        return Err(e);
+    }
     let verdict = &clean.result.verdict;
     let counters = &replayer.counters;
     if let Some((name, _)) = verdict
@@ -80,14 +86,71 @@ pub(crate) fn checked_clean_run<S: Subject>(
         });
     }
     for _ in 1..config.clean_runs.max(1) {
+        let before = unscoped.attributed();
         let again = replayer.replay(&Scenario::default(), Vec::new(), None);
+        // A program passes the same points on its plain threads in every
+        // clean run; another test of the binary, passing points outside any
+        // scope, hardly every time: only the points of every run count.
+        let again_plain = passed_since(&before, &unscoped.attributed());
+        plain.retain(|(n, _)| again_plain.iter().any(|(m, _)| m == n));
+        if let Some(e) = replayer.world_failed() {
+            return Err(e);
+        }
         compare_clean_runs(&subject.name(), &clean, &again)?;
     }
+    refuse_unscoped(&subject.name(), config, plain)?;
     // What is left is no failure or a broken counter measured over the
     // clean run: judged without a clean run to measure over, its own value
     // counted; judged over itself (above), it is zero. The clean run passes.
     clean.result.failure = None;
     Ok(clean)
+}
+
+/// Each point whose count grew from `before` to `after` (two readings of
+/// one tally), with how much.
+fn passed_since(before: &[(String, u64)], after: &[(String, u64)]) -> Vec<(String, u64)> {
+    after
+        .iter()
+        .filter_map(|(n, c)| {
+            let was = before.iter().find(|(m, _)| m == n).map_or(0, |(_, b)| *b);
+            (*c > was).then(|| (n.clone(), c - was))
+        })
+        .collect()
+}
+
+/// [`Error::Unscoped`] if the config refuses points on threads without a
+/// scope and the clean runs passed some (`points`).
+fn refuse_unscoped(
+    subject: &str,
+    config: &Config,
+    points: Vec<(String, u64)>,
+) -> Result<(), Error> {
+    if config.refuse_unscoped && !points.is_empty() {
+        return Err(Error::Unscoped {
+            subject: subject.to_owned(),
+            points,
+        });
+    }
+    Ok(())
+}
+
+/// The first line where two descriptions differ, from each (the whole
+/// description when it is one short line).
+fn first_difference(a: &str, b: &str) -> (String, String) {
+    let (mut la, mut lb) = (a.lines(), b.lines());
+    let mut n = 1;
+    loop {
+        match (la.next(), lb.next()) {
+            (Some(x), Some(y)) if x == y => n += 1,
+            (x, y) => {
+                let show = |l: Option<&str>| match l {
+                    Some(l) => format!("line {n}: {l}"),
+                    None => format!("line {n}: (the end)"),
+                };
+                return (show(x), show(y));
+            }
+        }
+    }
 }
 
 fn compare_clean_runs(subject: &str, first: &Ran, second: &Ran) -> Result<(), Error> {
@@ -116,20 +179,51 @@ fn compare_clean_runs(subject: &str, first: &Ran, second: &Ran) -> Result<(), Er
     }
     let (va, vb) = (&first.result.verdict, &second.result.verdict);
     if va != vb || first.result.failure != second.result.failure {
+        // The notes too when they are what differs: the counts alone would
+        // read the same twice.
+        let notes_differ = va.notes != vb.notes;
         let show = |ran: &Ran| {
             let c: Vec<String> = (ran.result.verdict.counts.iter())
                 .map(|(k, n)| format!("{k}={n}"))
                 .collect();
-            match &ran.result.failure {
-                Some(f) => format!("{}, then {f}", c.join(" ")),
-                None => c.join(" "),
+            let mut text = c.join(" ");
+            if notes_differ {
+                let notes = &ran.result.verdict.notes;
+                text.push_str(&format!(", notes: {notes:?}"));
             }
+            if let Some(f) = &ran.result.failure {
+                text.push_str(&format!(", then {f}"));
+            }
+            text
         };
         return Err(Error::NondeterministicVerdict {
             subject: subject.to_owned(),
             first: show(first),
             second: show(second),
         });
+    }
+    if let (Some(a), Some(b)) = (&first.world_seen, &second.world_seen) {
+        let how = match (a.fingerprint, b.fingerprint) {
+            (Some(x), Some(y)) if x != y => Some("their fingerprints differ"),
+            (Some(_), Some(_)) => None,
+            _ if a.description != b.description => Some("their descriptions differ"),
+            _ => None,
+        };
+        if let Some(how) = how {
+            let (first, second) = if a.description == b.description {
+                let same =
+                    "(described the same: the difference is in what only the fingerprint holds)";
+                (same.to_owned(), same.to_owned())
+            } else {
+                first_difference(&a.description, &b.description)
+            };
+            return Err(Error::NondeterministicWorld {
+                subject: subject.to_owned(),
+                how: how.to_owned(),
+                first,
+                second,
+            });
+        }
     }
     Ok(())
 }

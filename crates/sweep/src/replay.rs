@@ -2,7 +2,9 @@
 //! crashing life checked to crash where the scenario's name says, the final
 //! life run to its end — and the world judged after.
 
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crashpoint::scope::Handle;
@@ -19,9 +21,35 @@ use crate::watchdog::Watchdog;
 pub(crate) struct Ran {
     pub(crate) result: ScenarioResult,
     pub(crate) last_hits: Vec<Hit>,
+    /// The points (as compiled) the final life passed.
+    pub(crate) last_sites: Vec<&'static crashpoint::points::Site>,
     /// In an enumerating state: how many disks the cut after each crash
     /// could have left, for each boot after a crash that got that far.
     pub(crate) cut_disks: Vec<u32>,
+    /// For the clean run: the world it left, as the clean runs are
+    /// compared (its fingerprint, and its description).
+    pub(crate) world_seen: Option<WorldSeen>,
+}
+
+/// What a clean run's final world looks like, to compare two clean runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct WorldSeen {
+    /// [`Subject::fingerprint`]'s two halves, if the subject gives one.
+    pub(crate) fingerprint: Option<(u128, u128)>,
+    /// [`Subject::describe`].
+    pub(crate) description: String,
+}
+
+/// How long a life that returned may take to see the threads it started
+/// in its scope leave it (a thread that sent its last result and is
+/// returning) before those still running fail the scenario.
+const THREADS_GRACE: Duration = Duration::from_secs(1);
+
+/// A life as [`Replayer::life`] ran it: the scope's record, and the threads
+/// of its scope still running when it ended (see [`Failure::Outlived`]).
+pub(crate) struct Lived {
+    pub(crate) life: crashpoint::Life<Result<(), crate::LifeError>>,
+    pub(crate) outlived: Vec<String>,
 }
 
 /// Replays scenarios of one subject, with what stays the same for all of
@@ -34,6 +62,8 @@ pub(crate) struct Replayer<'a, S> {
     watchdog: &'a Watchdog,
     /// Lives run so far (for [`Stats`](crate::Stats)).
     pub(crate) lives: AtomicU64,
+    /// The first error of [`Subject::world`]: the sweep ends with it.
+    pub(crate) world_error: Mutex<Option<String>>,
 }
 
 /// How a final life went: its failure (if any), how it ended in words, its
@@ -42,6 +72,8 @@ pub(crate) struct FinalRun {
     pub(crate) failure: Option<Failure>,
     end: String,
     pub(crate) hits: Vec<Hit>,
+    /// The points (as compiled) it passed.
+    pub(crate) sites: Vec<&'static crashpoint::points::Site>,
     pub(crate) hung: bool,
 }
 
@@ -53,7 +85,37 @@ impl<'a, S: Subject> Replayer<'a, S> {
             trace,
             watchdog,
             lives: AtomicU64::new(0),
+            world_error: Mutex::new(None),
         }
+    }
+
+    /// A fresh world; an error (or a panic) of [`Subject::world`] is kept
+    /// for the sweep to end with ([`Replayer::world_error`]).
+    pub(crate) fn world(&self) -> Result<S::World, String> {
+        let made = panic::catch_unwind(AssertUnwindSafe(|| self.subject.world()));
+        let error = match made {
+            Ok(Ok(w)) => return Ok(w),
+            Ok(Err(e)) => e.to_string(),
+            Err(payload) => format!("it panicked: {}", panic_message(payload.as_ref())),
+        };
+        let mut first = self.world_error.lock().unwrap_or_else(|e| e.into_inner());
+        first.get_or_insert_with(|| error.clone());
+        Err(error)
+    }
+
+    /// The sweep's error if a world could not be made.
+    pub(crate) fn world_failed(&self) -> Option<crate::Error> {
+        let first = self.world_error.lock().unwrap_or_else(|e| e.into_inner());
+        first.as_ref().map(|error| crate::Error::World {
+            subject: self.subject.name(),
+            error: error.clone(),
+        })
+    }
+
+    /// The time limit's end for a scenario that started `deadline` (see
+    /// [`Replayer::deadline`]), `None` with no limit.
+    fn limit_end(&self, deadline: Instant) -> Option<Instant> {
+        self.watchdog.limit.map(|_| deadline)
     }
 
     /// The deadline of a scenario (or a shared life) starting now.
@@ -104,7 +166,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
         deadline: Instant,
         scenario: &Scenario,
         cut_disks: &mut Vec<u32>,
-    ) -> Result<crashpoint::Life<Result<(), crate::LifeError>>, String> {
+    ) -> Result<Lived, String> {
         self.subject
             .boot(world, ctx)
             .map_err(|e| format!("the boot failed: {e}"))?;
@@ -114,13 +176,30 @@ impl<'a, S: Subject> Replayer<'a, S> {
             }
         }
         self.lives.fetch_add(1, Ordering::Relaxed);
+        // Code in the life can see its crash state: a power-loss directory
+        // not booted in it refuses (durable's `PowerDir`).
+        handle.set_crash_state(ctx.state().name());
         let id = self.watchdog.register(handle, deadline, scenario);
         let life = handle.run(|| self.subject.life(world));
         self.watchdog.forget(id);
+        let outlived = if matches!(life.outcome, Outcome::Finished(_)) {
+            // A thread that sent the life its last result may still be on
+            // its way out: a moment's grace, then those left are fenced.
+            let grace = Instant::now() + THREADS_GRACE;
+            let left = handle.wait_threads(Some(grace));
+            handle.fence();
+            left
+        } else {
+            // A crash stops every thread of the process at once: here each
+            // dies at its next point, and the next life (or the judge)
+            // starts once all are gone, so none acts after the crash.
+            handle.fence();
+            handle.wait_threads(self.limit_end(deadline))
+        };
         if matches!(life.outcome, Outcome::Finished(_)) {
             self.subject.shutdown(world, ctx);
         }
-        Ok(life)
+        Ok(Lived { life, outlived })
     }
 
     fn hung(&self, handle: &Handle, life: Life) -> Option<Failure> {
@@ -139,7 +218,10 @@ impl<'a, S: Subject> Replayer<'a, S> {
         clean: Option<&Verdict>,
     ) -> Ran {
         let deadline = self.deadline();
-        let mut world = self.subject.world();
+        let mut world = match self.world() {
+            Ok(w) => w,
+            Err(error) => return self.no_world(scenario, order, error),
+        };
         let mut failure = None;
         let mut lives = Vec::new();
         let mut after_crash = false;
@@ -149,7 +231,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 .with_disk(scenario.disk_after(n));
             let handle = Handle::new(Some(target.clone()));
             let which = Life::Crashing(n + 1);
-            let life = match self.life(
+            let (life, outlived) = match self.life(
                 &mut world,
                 &ctx,
                 &handle,
@@ -157,7 +239,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 scenario,
                 &mut cut_disks,
             ) {
-                Ok(life) => life,
+                Ok(lived) => (lived.life, lived.outlived),
                 Err(error) => {
                     failure = Some(Failure::Stopped {
                         life: which,
@@ -170,6 +252,13 @@ impl<'a, S: Subject> Replayer<'a, S> {
             let (end, fail) = match &life.outcome {
                 Outcome::Crashed(_) => match self.hung(&handle, which) {
                     Some(h) => (h.to_string(), Some(h)),
+                    None if !outlived.is_empty() => {
+                        let f = Failure::Outlived {
+                            life: which,
+                            threads: outlived.clone(),
+                        };
+                        (f.to_string(), Some(f))
+                    }
                     None => (format!("crashed at {target}"), None),
                 },
                 Outcome::Finished(Ok(())) => (
@@ -205,6 +294,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
             }
         }
         let mut last_hits = Vec::new();
+        let mut last_sites = Vec::new();
         if failure.is_none() {
             let fin = self.final_life(&mut world, scenario, after_crash, deadline, &mut cut_disks);
             failure = fin.failure;
@@ -212,9 +302,17 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 lives.push(LifeTrace::new(None, &fin.hits, fin.end));
             }
             last_hits = fin.hits;
+            last_sites = fin.sites;
         }
         let verdict = self.judge(&world, &mut failure, clean);
         let world_text = self.trace.then(|| self.subject.describe(&world));
+        let world_seen = scenario.hits.is_empty().then(|| WorldSeen {
+            fingerprint: self.subject.fingerprint(&world).map(|f| f.key()),
+            description: match &world_text {
+                Some(t) => t.clone(),
+                None => self.subject.describe(&world),
+            },
+        });
         Ran {
             result: ScenarioResult {
                 scenario: scenario.clone(),
@@ -225,7 +323,36 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 world: world_text,
             },
             last_hits,
+            last_sites,
             cut_disks,
+            world_seen,
+        }
+    }
+
+    /// A scenario whose world could not be made: it fails as stopped before
+    /// its first life (and the sweep ends with [`Replayer::world_failed`]).
+    fn no_world(&self, scenario: &Scenario, order: Vec<u32>, error: String) -> Ran {
+        let life = match scenario.hits.first() {
+            Some(_) => Life::Crashing(1),
+            None => Life::Final(1),
+        };
+        Ran {
+            result: ScenarioResult {
+                scenario: scenario.clone(),
+                order,
+                verdict: Verdict::new(),
+                failure: Some(Failure::Stopped {
+                    life,
+                    before: scenario.hits.first().cloned(),
+                    error: format!("no world could be made: {error}"),
+                }),
+                lives: Vec::new(),
+                world: None,
+            },
+            last_hits: Vec::new(),
+            last_sites: Vec::new(),
+            cut_disks: Vec::new(),
+            world_seen: None,
         }
     }
 
@@ -253,11 +380,19 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 }),
                 end: String::new(),
                 hits: Vec::new(),
+                sites: Vec::new(),
                 hung: false,
             },
-            Ok(life) => {
+            Ok(Lived { life, outlived }) => {
                 let mut hung = false;
                 let (end, failure) = match &life.outcome {
+                    Outcome::Finished(Ok(())) if !outlived.is_empty() => {
+                        let f = Failure::Outlived {
+                            life: which,
+                            threads: outlived,
+                        };
+                        (f.to_string(), Some(f))
+                    }
                     Outcome::Finished(Ok(())) => ("finished".to_owned(), None),
                     Outcome::Finished(Err(e)) => (
                         format!("stopped with an error: {e}"),
@@ -292,6 +427,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                     failure,
                     end,
                     hits: life.hits,
+                    sites: handle.sites(),
                     hung,
                 }
             }
@@ -329,5 +465,15 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 Verdict::new()
             }
         }
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_owned()
     }
 }

@@ -152,6 +152,14 @@ pub struct Report {
     /// and it is left out of the report's equality, JSON and merge.
     #[serde(skip)]
     pub stray: Vec<(String, u64)>,
+    /// Points compiled into the modules the clean run went through that it
+    /// never passed, `name (file:line)` (see
+    /// [`crashpoint::points::never_passed`]): no scenario crashes there. A
+    /// warning, left out of equality, JSON and merge, like [`Report::stray`];
+    /// [`Config::strict_points`](crate::Config::strict_points) refuses the
+    /// sweep instead.
+    #[serde(skip)]
+    pub never_passed: Vec<String>,
     /// The clean run.
     pub clean: ScenarioResult,
     /// Every crash scenario (of the shard), ordered by crash state, then by
@@ -178,6 +186,7 @@ impl PartialEq for Report {
             states,
             unscoped,
             stray: _,
+            never_passed: _,
             clean,
             scenarios,
             tallies,

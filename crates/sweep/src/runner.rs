@@ -158,6 +158,7 @@ fn sweep_states<S: Subject>(
     let replayer = Replayer::new(subject, config.trace, watchdog);
     let mut clean = checked_clean_run(&replayer, config, unscoped)?;
     let clean_verdict = clean.result.verdict.clone();
+    let never_passed = crate::reach::never_passed(subject, config, &clean.last_sites)?;
 
     let estimate = estimate_scenarios(clean.last_hits.len(), config.depth, states.len());
     if estimate > config.max_scenarios as f64 {
@@ -243,6 +244,9 @@ fn sweep_states<S: Subject>(
             }
         }
     }
+    if let Some(e) = replayer.world_failed() {
+        return Err(e);
+    }
     sort_scenarios(&mut scenarios, states);
     let stats = Stats {
         scenarios: count + 1,
@@ -263,6 +267,7 @@ fn sweep_states<S: Subject>(
             .collect(),
         unscoped: unscoped.hits(),
         stray: unscoped.stray(),
+        never_passed,
         clean: clean.result,
         scenarios,
         tallies,

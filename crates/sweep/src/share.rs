@@ -129,7 +129,11 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
     /// whose clean runs from fresh worlds differ.
     pub(crate) fn new(replayer: &'r Replayer<'a, S>, clean: &Ran) -> Result<Option<Self>, Error> {
         let subject = replayer.subject;
-        let fresh = subject.world();
+        // A world that cannot be made ends the sweep (with the error the
+        // replayer keeps), not sharing.
+        let Ok(fresh) = replayer.world() else {
+            return Ok(None);
+        };
         if subject.snapshot(&fresh).is_none() {
             return Ok(None);
         }
@@ -140,7 +144,10 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             subject: subject.name(),
             detail,
         };
-        if subject.fingerprint(&subject.world()).map(|f| f.key()) != Some(fp.key()) {
+        let Ok(second) = replayer.world() else {
+            return Ok(None);
+        };
+        if subject.fingerprint(&second).map(|f| f.key()) != Some(fp.key()) {
             return Err(refuse(
                 "two fresh worlds have different fingerprints".into(),
             ));
@@ -177,7 +184,9 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
     /// The clean life on a fresh world: its hits and the fingerprint of the
     /// world it leaves.
     fn clean_life(replayer: &Replayer<'_, S>) -> (Vec<Hit>, Option<(u128, u128)>) {
-        let mut world = replayer.subject.world();
+        let Ok(mut world) = replayer.world() else {
+            return (Vec::new(), None);
+        };
         let fin = replayer.final_life(
             &mut world,
             &Scenario::default(),
@@ -231,7 +240,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         }
         let finals = if leaf { &memos.leaves } else { &memos.finals };
         let world = match parent {
-            None => Some(subject.world()),
+            None => self.replayer.world().ok(),
             Some(m) => subject.snapshot(&m.lock().unwrap_or_else(|e| e.into_inner())),
         };
         let Some(mut world) = world else {
@@ -245,8 +254,10 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
                 .replayer
                 .life(&mut world, &ctx, &handle, deadline, &sc, &mut Vec::new())
             {
-                Ok(life) => {
-                    matches!(life.outcome, Outcome::Crashed(_)) && handle.cancelled().is_none()
+                Ok(lived) => {
+                    matches!(lived.life.outcome, Outcome::Crashed(_))
+                        && handle.cancelled().is_none()
+                        && lived.outlived.is_empty()
                 }
                 Err(_) => false,
             };
@@ -306,7 +317,9 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             self.replayer.deadline(),
             &mut Vec::new(),
         );
-        if fin.hung {
+        // Like a time limit, threads that outlive their life are a matter
+        // of timing, not of the world: replayed, not remembered.
+        if fin.hung || matches!(fin.failure, Some(Failure::Outlived { .. })) {
             return None;
         }
         let mut failure = fin.failure;

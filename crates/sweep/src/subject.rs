@@ -84,8 +84,12 @@ pub trait Subject: Sync {
     /// The counters [`judge`](Subject::judge) reports, in table order.
     fn counters(&self) -> Vec<Counter>;
 
-    /// A fresh world, as before the program's first start.
-    fn world(&self) -> Self::World;
+    /// A fresh world, as before the program's first start. `Err` (a
+    /// temporary directory that cannot be made, a service that does not
+    /// start) ends the sweep with
+    /// [`Error::World`](crate::Error::World), which names the subject; any
+    /// error type converts with `?`, as in [`life`](Subject::life).
+    fn world(&self) -> Result<Self::World, LifeError>;
 
     /// One life: start or resume from the world and run until done. An
     /// injected crash arrives as a panic from a point and never returns here;

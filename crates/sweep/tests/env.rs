@@ -16,8 +16,8 @@ impl Subject for Tally {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("n")]
     }
-    fn world(&self) -> u32 {
-        0
+    fn world(&self) -> Result<u32, sweep::LifeError> {
+        Ok(0)
     }
     fn life(&self, w: &mut u32) -> Result<(), LifeError> {
         *w = 1;

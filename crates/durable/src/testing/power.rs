@@ -57,6 +57,43 @@ fn empty() -> Arc<[u8]> {
     Arc::from(&[][..])
 }
 
+/// Refuse `name`'s operation in a life whose harness named its crash state
+/// ([`crashpoint::scope::crash_state`], set by sweep's runner before each
+/// life) when the directory was not booted in that state: a subject that
+/// lists power-cut states but never calls [`PowerDir::boot_in`] would cut
+/// nothing, and every `lose` row would pass a missing fsync without a word.
+/// Outside such a life (a unit test, a world being made, a judge) nothing
+/// is checked.
+fn check_booted(inner: &Inner, name: &str) -> io::Result<()> {
+    let Some(wanted) = crashpoint::scope::crash_state() else {
+        return Ok(());
+    };
+    let named = CrashState::from_slug(&wanted);
+    let booted_in = |s| inner.running && (inner.enumerated.is_some() || inner.state == Some(s));
+    let ok = match named {
+        // A process crash cuts nothing: a directory never booted is right,
+        // but one booted in a power-cut state would cut the power.
+        Some(CrashState::Process) => !inner.running || booted_in(CrashState::Process),
+        Some(s) => booted_in(s),
+        // A state durable does not name (an enumerated one, a subject's
+        // label): booted at all.
+        None => inner.running,
+    };
+    if ok {
+        return Ok(());
+    }
+    let was = match (inner.running, inner.state) {
+        (false, _) => "not booted".to_owned(),
+        (true, Some(s)) => format!("booted in `{}`", s.slug()),
+        (true, None) => "booted".to_owned(),
+    };
+    Err(io::Error::other(format!(
+        "power:/{name}: this PowerDir is used in a life of crash state `{wanted}` but was {was}: \
+         call `dir.boot_in(state)` in `Subject::boot` with the `Boot`'s state (and \
+         `dir.shutdown()` in `Subject::shutdown`), or no `{wanted}` scenario cuts the power"
+    )))
+}
+
 /// An in-memory directory that models what a power cut keeps.
 ///
 /// Clones share files, like [`MemDir`](crate::testing::MemDir). Each operation is
@@ -323,6 +360,7 @@ impl fmt::Debug for PowerDir {
 impl Dir for PowerDir {
     fn create_temp(&self, prefix: &str) -> io::Result<String> {
         let mut guard = self.inner();
+        check_booted(&guard, prefix)?;
         let inner = &mut *guard;
         let names = &inner.names;
         let name = next_temp_name(prefix, &mut inner.next_temp, |n| names.contains_key(n))?;
@@ -338,6 +376,7 @@ impl Dir for PowerDir {
     fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
         check_name(name)?;
         let mut inner = self.inner();
+        check_booted(&inner, name)?;
         let data: Arc<[u8]> = Arc::from(data);
         let node = match inner.names.get(name).copied() {
             Some(n) => n,
@@ -359,6 +398,7 @@ impl Dir for PowerDir {
     fn sync(&self, name: &str) -> io::Result<()> {
         check_name(name)?;
         let mut inner = self.inner();
+        check_booted(&inner, name)?;
         let node = inner.node(name)?;
         let now = inner.data.get(&node).cloned().unwrap_or_else(empty);
         inner.durable_data.insert(node, now);
@@ -372,6 +412,7 @@ impl Dir for PowerDir {
         check_name(from)?;
         check_name(to)?;
         let mut inner = self.inner();
+        check_booted(&inner, to)?;
         let node = inner.names.remove(from).ok_or_else(|| not_found(from))?;
         inner.names.insert(to.to_owned(), node);
         inner.pending.push(Op::Rename {
@@ -383,6 +424,7 @@ impl Dir for PowerDir {
 
     fn sync_dir(&self) -> io::Result<()> {
         let mut inner = self.inner();
+        check_booted(&inner, "")?;
         inner.durable_names = inner.names.clone();
         inner.pending.retain(|op| !op.is_entry());
         inner.collect_garbage();
@@ -392,6 +434,7 @@ impl Dir for PowerDir {
     fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
         check_name(name)?;
         let inner = self.inner();
+        check_booted(&inner, name)?;
         Ok(inner
             .names
             .get(name)
@@ -401,6 +444,7 @@ impl Dir for PowerDir {
     fn remove(&self, name: &str) -> io::Result<()> {
         check_name(name)?;
         let mut inner = self.inner();
+        check_booted(&inner, name)?;
         if inner.names.remove(name).is_some() {
             inner.pending.push(Op::Remove {
                 name: name.to_owned(),
@@ -410,11 +454,14 @@ impl Dir for PowerDir {
     }
 
     fn list(&self) -> io::Result<Vec<String>> {
-        Ok(self.inner().names.keys().cloned().collect())
+        let inner = self.inner();
+        check_booted(&inner, "")?;
+        Ok(inner.names.keys().cloned().collect())
     }
 
     fn lock(&self, name: &str) -> io::Result<LockGuard> {
         check_name(name)?;
+        check_booted(&self.inner(), name)?;
         let guard = self.locks.acquire(name, &format!("power:/{name}"))?;
         let mut inner = self.inner();
         if !inner.names.contains_key(name) {
@@ -585,6 +632,39 @@ mod tests {
         assert!(d.boot(), "no shutdown: the process died");
         assert_eq!(d.cuts(), 1);
         assert_eq!(d.list().unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_life_in_a_crash_state_refuses_a_directory_not_booted_in_it() {
+        use crashpoint::scope::Handle;
+        let in_life = |d: &PowerDir, state: &str| {
+            let h = Handle::new(None);
+            h.set_crash_state(state);
+            let life = h.run(|| d.write("f", b"1").map_err(|e| e.to_string()));
+            match life.outcome {
+                crashpoint::Outcome::Finished(r) => r,
+                other => panic!("{other:?}"),
+            }
+        };
+        // Never booted: refused in a power-cut state, fine in a process crash.
+        let d = PowerDir::new(CrashState::Process);
+        let err = in_life(&d, "lose").unwrap_err();
+        assert!(
+            err.contains("crash state `lose` but was not booted"),
+            "{err}"
+        );
+        assert!(err.contains("boot_in"), "{err}");
+        assert_eq!(in_life(&d, "process"), Ok(()));
+        // Booted in its own state, not the life's: refused both ways.
+        d.boot();
+        let err = in_life(&d, "lose").unwrap_err();
+        assert!(err.contains("was booted in `process`"), "{err}");
+        d.boot_in(CrashState::LoseUnsynced);
+        assert_eq!(in_life(&d, "lose"), Ok(()));
+        assert!(in_life(&d, "process").is_err(), "a process life would cut");
+        // Outside a life nothing is checked.
+        d.shutdown();
+        d.write("g", b"2").unwrap();
     }
 
     #[test]

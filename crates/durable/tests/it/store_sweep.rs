@@ -110,17 +110,21 @@ impl Subject for Worker {
         ]
     }
 
-    fn world(&self) -> World {
+    fn world(&self) -> Result<World, sweep::LifeError> {
         let n = RUNS.fetch_add(1, Ordering::Relaxed);
-        World {
+        let sqlite = match self.0 {
+            Kind::Sqlite => Some(tempfile::tempdir()?),
+            _ => None,
+        };
+        Ok(World {
             files: MemDir::new(),
-            sqlite: matches!(self.0, Kind::Sqlite).then(|| tempfile::tempdir().unwrap()),
-            run: RunId::parse(&format!("count-{n}")).unwrap(),
+            sqlite,
+            run: RunId::parse(&format!("count-{n}"))?,
             acked: 0,
             done_acked: false,
             lost: 0,
             reopened: 0,
-        }
+        })
     }
 
     fn life(&self, w: &mut World) -> Result<(), LifeError> {

@@ -53,6 +53,20 @@ pub struct SweepFlags {
     /// sharing lives between scenarios; the report is the same.
     #[arg(long)]
     pub no_share: bool,
+    /// Only warn, instead of refusing the sweep, when its lives pass crash
+    /// points on threads without a scope (which no crash can reach).
+    #[arg(long)]
+    pub allow_unscoped: bool,
+    /// Write a directory per failing scenario here: the rerun command (an
+    /// argv array and a shell line), the timeline, the verdict with its
+    /// notes and the final world, so a CI failure is read without a rerun.
+    #[arg(long, value_name = "DIR")]
+    pub artifacts: Option<std::path::PathBuf>,
+    /// Refuse the sweep when its clean run never passes a crash point
+    /// compiled into the code it went through (no scenario would crash
+    /// there); without it such points are a warning.
+    #[arg(long)]
+    pub strict_points: bool,
 }
 
 /// A number of seconds, `0` or more.

@@ -159,6 +159,23 @@ fn try_execute(
     for l in lines {
         let _ = writeln!(err, "{l}");
     }
+    if let Some(dir) = &flags.artifacts {
+        let written =
+            super::artifacts::write(dir, &plan.subjects, &reports, plan.rerun).map_err(|e| {
+                usage(format!(
+                    "cannot write the artifacts in {}: {e}",
+                    dir.display()
+                ))
+            })?;
+        if !written.is_empty() {
+            let _ = writeln!(
+                err,
+                "artifacts: {} failing scenario(s) written to {}",
+                written.len(),
+                dir.display()
+            );
+        }
+    }
     if failed > 0 {
         code = EXIT_FAILED;
     }
@@ -221,10 +238,12 @@ fn sweep_config(plan: &Plan<'_>, flags: &SweepFlags) -> Config {
         scenario_timeout: flags.timeout(),
         max_scenarios: flags.max_scenarios,
         share: !flags.no_share,
+        refuse_unscoped: !flags.allow_unscoped,
         // Only rows and failures are printed: keep tallies of the passing
         // scenarios (a shard's partial report keeps them all, for merging).
         tally: flags.partition.is_none(),
         required: plan.required.clone(),
+        strict_points: flags.strict_points,
         ..Config::default()
     }
 }
@@ -273,6 +292,7 @@ mod tests {
                 "--max-scenarios",
                 "7",
                 "--no-share",
+                "--allow-unscoped",
                 "--partition",
                 "2/4",
             ]),
@@ -287,6 +307,7 @@ mod tests {
         );
         assert_eq!(c.max_scenarios, 7);
         assert!(!c.share);
+        assert!(!c.refuse_unscoped);
         assert!(!c.tally, "a shard keeps every tally for merging");
         assert_eq!(c.required, vec!["dup".to_owned()]);
     }
@@ -302,6 +323,7 @@ mod tests {
         assert_eq!(c.scenario_timeout, Some(crate::DEFAULT_SCENARIO_TIMEOUT));
         assert_eq!(c.max_scenarios, crate::DEFAULT_MAX_SCENARIOS);
         assert!(c.share);
+        assert!(c.refuse_unscoped);
         assert!(c.tally);
         assert!(c.required.is_empty());
         let none = sweep_config(&plan(&[]), &flags(&["--scenario-timeout", "0"]));

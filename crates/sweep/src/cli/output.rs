@@ -153,6 +153,13 @@ pub fn failure_lines(
                 names.join(", ")
             ));
         }
+        if !r.never_passed.is_empty() {
+            lines.push(format!(
+                "warning: {}: crash points compiled into the code its clean run went through, which the clean run never passed, so no scenario crashes there: {}\n    hint: make the clean run pass them (take the branch, enable the feature) or remove them; --strict-points refuses such a sweep",
+                r.subject,
+                r.never_passed.join(", ")
+            ));
+        }
     }
     if flaky_total > 0 {
         lines.push(format!(
@@ -388,6 +395,7 @@ mod tests {
                 .collect(),
             unscoped: Vec::new(),
             stray: Vec::new(),
+            never_passed: Vec::new(),
             clean: result(
                 &CrashState::PROCESS,
                 0,

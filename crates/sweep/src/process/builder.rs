@@ -201,8 +201,18 @@ impl Process {
             subject: self.name.clone(),
             reason,
         })?;
-        self.run_life(&mut world)
-            .map_err(|e| discovery(e.to_string()))?;
+        // Discovery runs a life too: in a scope of its own (recording, never
+        // crashing), so that its points are no passes outside any scope,
+        // which a sweep running meanwhile in the process would count.
+        match crashpoint::record(|| self.run_life(&mut world)).outcome {
+            crashpoint::Outcome::Finished(r) => r.map_err(|e| discovery(e.to_string()))?,
+            crashpoint::Outcome::Crashed(hit) => {
+                return Err(discovery(format!("it was stopped at {hit}")))
+            }
+            crashpoint::Outcome::Panicked(m) => {
+                return Err(discovery(format!("the harness panicked: {m}")))
+            }
+        }
         if world.hits == 0 {
             return Err(ProcessError::NoPoints {
                 subject: self.name.clone(),

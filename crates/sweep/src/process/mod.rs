@@ -68,12 +68,8 @@ impl Subject for Process {
         self.counters.clone()
     }
 
-    fn world(&self) -> ProcessWorld {
-        match self.try_world() {
-            Ok(w) => w,
-            // `Subject::world` cannot fail; `discover` made one already.
-            Err(e) => panic!("{}: cannot make a world: {e}", self.name),
-        }
+    fn world(&self) -> Result<ProcessWorld, LifeError> {
+        Ok(self.try_world()?)
     }
 
     fn life(&self, world: &mut ProcessWorld) -> Result<(), LifeError> {

@@ -34,8 +34,8 @@ impl Subject for Deliver {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("missing").required()]
     }
-    fn world(&self) -> Arc<AtomicU32> {
-        Arc::default()
+    fn world(&self) -> Result<Arc<AtomicU32>, sweep::LifeError> {
+        Ok(Arc::default())
     }
     fn life(&self, delivered: &mut Arc<AtomicU32>) -> Result<(), LifeError> {
         crashpoint::point!("started");
@@ -63,13 +63,19 @@ impl Subject for Deliver {
     }
 }
 
-/// The stray tally is process-wide: the two sweeps must not overlap.
+/// A stray pass counts for every sweep alive at the time: the two sweeps
+/// must not overlap.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 #[test]
 fn a_plain_tokio_spawn_on_a_multi_thread_runtime_is_reported_as_unscoped() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let report = sweep::run(&Deliver { scoped: false }, &sweep::Config::default()).unwrap();
+    // Only warned: the refusal is off.
+    let config = sweep::Config {
+        refuse_unscoped: false,
+        ..sweep::Config::default()
+    };
+    let report = sweep::run(&Deliver { scoped: false }, &config).unwrap();
     // The task's point was passed, but outside the life's scope.
     // The runtime's workers belong to no sweep: a stray pass.
     let in_task = report.stray.iter().find(|(name, _)| name == "in task");
@@ -115,4 +121,21 @@ fn a_task_spawned_with_spawn_task_is_swept() {
     assert_eq!(crashed_in_task.failure, None);
     assert_eq!(report.failures().count(), 0);
     assert_eq!(report.row().depth_counts[0], 2, "started#1 and in task#1");
+}
+
+/// By default the same sweep is refused, naming the task's point and the
+/// fix. (Before, it returned `Ok` and only the command line warned.)
+#[test]
+fn a_plain_tokio_spawn_refuses_the_sweep_by_default() {
+    // Alone: a pass counts for the sweep whose lives alone run at the time.
+    if !crate::alone("async_tasks::a_plain_tokio_spawn_refuses_the_sweep_by_default") {
+        return;
+    }
+    let e = sweep::run(&Deliver { scoped: false }, &sweep::Config::default()).unwrap_err();
+    let sweep::Error::Unscoped { subject, points } = &e else {
+        panic!("expected Unscoped, got {e}");
+    };
+    assert_eq!(subject, "tokio::spawn");
+    assert!(points.iter().any(|(n, _)| n == "in task"), "{points:?}");
+    assert!(e.to_string().contains("crashpoint::spawn_task"), "{e}");
 }

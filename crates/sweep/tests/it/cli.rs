@@ -32,11 +32,11 @@ impl Subject for Transfer {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("created").required()]
     }
-    fn world(&self) -> Coins {
-        Coins {
+    fn world(&self) -> Result<Coins, sweep::LifeError> {
+        Ok(Coins {
             a: 10,
             ..Coins::default()
-        }
+        })
     }
     fn life(&self, w: &mut Coins) -> Result<(), LifeError> {
         if w.step == 0 {
@@ -78,8 +78,8 @@ impl Subject for Counter2 {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("n")]
     }
-    fn world(&self) -> u32 {
-        0
+    fn world(&self) -> Result<u32, sweep::LifeError> {
+        Ok(0)
     }
     fn life(&self, w: &mut u32) -> Result<(), LifeError> {
         *w += 1;
@@ -372,8 +372,8 @@ impl Subject for Marker {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("dups").required()]
     }
-    fn world(&self) -> Mailbox {
-        Mailbox::default()
+    fn world(&self) -> Result<Mailbox, sweep::LifeError> {
+        Ok(Mailbox::default())
     }
     fn crash_states(&self) -> Vec<sweep::CrashState> {
         vec![sweep::CrashState::PROCESS, FORGET]
@@ -549,4 +549,64 @@ fn list_shows_defaults_only_where_some_states_are_not_default() {
     for slug in ["careful-transfer", "hasty-transfer", "tally"] {
         assert!(!line(&out, slug).contains("(default"), "{out}");
     }
+}
+
+#[test]
+fn artifacts_hold_each_failure_with_its_rerun_timeline_verdict_and_world() {
+    let dir = temp("artifacts");
+    let at = dir.path().join("out");
+    let at_s = at.to_str().unwrap();
+    let args = [
+        "hasty-transfer",
+        "--crash-state",
+        "lose",
+        "--depth",
+        "1",
+        "--artifacts",
+        at_s,
+    ];
+    let (code, _, err) = run(&args);
+    assert_eq!(code, EXIT_FAILED, "{err}");
+    assert!(err.contains(&format!("written to {at_s}")), "{err}");
+    let mut dirs: Vec<_> = std::fs::read_dir(&at)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    let names: Vec<_> = dirs
+        .iter()
+        .map(|d| d.file_name().unwrap().to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["001-hasty-transfer-debited-1"]);
+    let read = |f: &str| std::fs::read_to_string(dirs[0].join(f)).unwrap();
+    let rerun: serde_json::Value = serde_json::from_str(&read("rerun.json")).unwrap();
+    assert_eq!(
+        rerun["argv"],
+        serde_json::json!(["mysweep", "hasty-transfer", "--scenario", "debited#1"])
+    );
+    assert_eq!(
+        rerun["shell"],
+        "mysweep hasty-transfer --scenario \"debited#1\""
+    );
+    assert_eq!(
+        read("rerun.sh"),
+        "mysweep hasty-transfer --scenario \"debited#1\"\n"
+    );
+    let timeline = read("timeline.txt");
+    assert!(
+        timeline.contains("life 1: crashed at debited#1") && timeline.contains("← crash"),
+        "{timeline}"
+    );
+    let verdict: serde_json::Value = serde_json::from_str(&read("verdict.json")).unwrap();
+    assert_eq!(verdict["scenario"], "debited#1");
+    assert_eq!(verdict["counts"]["created"], 10);
+    assert_eq!(verdict["notes"][0], "10 coins appeared or vanished");
+    assert!(verdict["failure"].as_str().unwrap().contains("created"));
+    assert_eq!(verdict["rerun"]["passed"], false);
+    // Transfer describes no world: the file says how to get one.
+    assert!(read("world.txt").contains("Subject::describe"));
+    // A passing sweep writes nothing.
+    let (code, _, _) = run(&["careful-transfer", "--artifacts", at_s]);
+    assert_eq!(code, EXIT_PASSED);
+    assert_eq!(std::fs::read_dir(&at).unwrap().count(), 1);
 }

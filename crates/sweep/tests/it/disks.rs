@@ -25,8 +25,8 @@ impl Subject for Disks {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("bad").required()]
     }
-    fn world(&self) -> World {
-        World::default()
+    fn world(&self) -> Result<World, sweep::LifeError> {
+        Ok(World::default())
     }
     fn life(&self, _: &mut World) -> Result<(), sweep::LifeError> {
         crashpoint::point!("a");
@@ -140,8 +140,8 @@ impl Subject for Graded {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("bad")]
     }
-    fn world(&self) -> Steps {
-        Steps::default()
+    fn world(&self) -> Result<Steps, sweep::LifeError> {
+        Ok(Steps::default())
     }
     fn life(&self, w: &mut Steps) -> Result<(), sweep::LifeError> {
         for k in 1..=5 {
@@ -220,8 +220,8 @@ impl Subject for Eager {
     fn counters(&self) -> Vec<Counter> {
         vec![]
     }
-    fn world(&self) -> u32 {
-        0
+    fn world(&self) -> Result<u32, sweep::LifeError> {
+        Ok(0)
     }
     fn life(&self, _: &mut u32) -> Result<(), sweep::LifeError> {
         crashpoint::point!("a");

@@ -21,7 +21,9 @@ impl Subject for LoseFirst {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("n")]
     }
-    fn world(&self) {}
+    fn world(&self) -> Result<(), sweep::LifeError> {
+        Ok(())
+    }
     fn life(&self, _: &mut ()) -> Result<(), LifeError> {
         crashpoint::point!("p");
         Ok(())

@@ -19,8 +19,8 @@ impl<F: Fn(u64) -> Verdict + Sync> Subject for Job<F> {
     fn counters(&self) -> Vec<Counter> {
         self.counters.clone()
     }
-    fn world(&self) -> u64 {
-        0
+    fn world(&self) -> Result<u64, sweep::LifeError> {
+        Ok(0)
     }
     fn life(&self, w: &mut u64) -> Result<(), sweep::LifeError> {
         *w += 1;
@@ -99,7 +99,9 @@ fn a_subject_with_no_points_is_an_error() {
         fn counters(&self) -> Vec<Counter> {
             vec![]
         }
-        fn world(&self) {}
+        fn world(&self) -> Result<(), sweep::LifeError> {
+            Ok(())
+        }
         fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
             // A point on a thread without the life's scope: no hit.
             std::thread::spawn(|| crashpoint::point!("lost on a plain thread"))
@@ -132,7 +134,9 @@ impl Subject for Unscoped {
     fn counters(&self) -> Vec<Counter> {
         vec![]
     }
-    fn world(&self) {}
+    fn world(&self) -> Result<(), sweep::LifeError> {
+        Ok(())
+    }
     fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
         crashpoint::point!("scoped");
         std::thread::spawn(|| crashpoint::point!("unscoped-in-a-sweep"))
@@ -147,7 +151,11 @@ impl Subject for Unscoped {
 
 #[test]
 fn points_on_threads_without_a_scope_are_reported() {
-    let r = sweep::run(&Unscoped, &cfg(1)).unwrap();
+    let config = Config {
+        refuse_unscoped: false,
+        ..cfg(1)
+    };
+    let r = sweep::run(&Unscoped, &config).unwrap();
     // A plain thread belongs to no sweep: a stray pass, reported but kept
     // out of the report's equality.
     assert!(
@@ -177,8 +185,9 @@ impl Subject for MadeWorlds {
     fn counters(&self) -> Vec<Counter> {
         vec![]
     }
-    fn world(&self) {
+    fn world(&self) -> Result<(), sweep::LifeError> {
         crashpoint::point!("made a world");
+        Ok(())
     }
     fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
         crashpoint::point!("one");
@@ -197,9 +206,15 @@ impl Subject for MadeWorlds {
 /// the third thread's points.)
 #[test]
 fn concurrent_sweeps_see_only_their_own_unscoped_points() {
+    // The third thread passes points on a plain thread outside any sweep:
+    // alone, so that no other test's sweep counts them.
+    if !crate::alone("nets::concurrent_sweeps_see_only_their_own_unscoped_points") {
+        return;
+    }
     let config = sweep::Config {
         depth: 2,
         threads: Some(2),
+        refuse_unscoped: false,
         ..sweep::Config::default()
     };
     let alone = sweep::run(&MadeWorlds, &config).unwrap();
@@ -256,7 +271,9 @@ impl Subject for Drifting {
     fn counters(&self) -> Vec<Counter> {
         vec![]
     }
-    fn world(&self) {}
+    fn world(&self) -> Result<(), sweep::LifeError> {
+        Ok(())
+    }
     fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
         crashpoint::point!("start");
         if self.0.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
@@ -320,7 +337,9 @@ impl Subject for Drifts {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("judged")]
     }
-    fn world(&self) {}
+    fn world(&self) -> Result<(), sweep::LifeError> {
+        Ok(())
+    }
     fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
         crashpoint::point!("p");
         if self.panics && self.lives.fetch_add(1, Ordering::SeqCst) == 1 {
@@ -366,7 +385,9 @@ impl Subject for Coin {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("bad").required()]
     }
-    fn world(&self) {}
+    fn world(&self) -> Result<(), sweep::LifeError> {
+        Ok(())
+    }
     fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
         crashpoint::point!("p");
         Ok(())
@@ -422,7 +443,9 @@ impl Subject for Wobbly {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("bad").required(), Counter::new("judged")]
     }
-    fn world(&self) {}
+    fn world(&self) -> Result<(), sweep::LifeError> {
+        Ok(())
+    }
     fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
         crashpoint::point!("p");
         Ok(())
@@ -459,8 +482,8 @@ impl Subject for Hangs {
     fn counters(&self) -> Vec<Counter> {
         vec![]
     }
-    fn world(&self) -> bool {
-        false
+    fn world(&self) -> Result<bool, sweep::LifeError> {
+        Ok(false)
     }
     fn life(&self, started: &mut bool) -> Result<(), sweep::LifeError> {
         if std::mem::replace(started, true) {
@@ -563,8 +586,8 @@ impl Subject for Stateful {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("lost").required()]
     }
-    fn world(&self) -> Self::World {
-        (Vec::new(), false)
+    fn world(&self) -> Result<Self::World, sweep::LifeError> {
+        Ok((Vec::new(), false))
     }
     fn crash_states(&self) -> Vec<CrashState> {
         vec![CrashState::PROCESS, CrashState::named("lose")]
@@ -669,7 +692,9 @@ impl Subject for OnePoint {
     fn counters(&self) -> Vec<Counter> {
         vec![]
     }
-    fn world(&self) {}
+    fn world(&self) -> Result<(), sweep::LifeError> {
+        Ok(())
+    }
     fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
         crashpoint::point!("only");
         Ok(())
@@ -719,8 +744,8 @@ impl Subject for ForgetsAfterACrash {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("dups").required()]
     }
-    fn world(&self) -> u64 {
-        0
+    fn world(&self) -> Result<u64, sweep::LifeError> {
+        Ok(0)
     }
     fn life(&self, lives: &mut u64) -> Result<(), sweep::LifeError> {
         *lives += 1;
@@ -750,4 +775,289 @@ fn a_required_counter_forgotten_after_a_crash_fails_the_scenario() {
     assert_eq!(name, "dups");
     let text = f[0].failure.as_ref().unwrap().to_string();
     assert!(text.contains("did not set the required counter"), "{text}");
+}
+
+/// By default, a point passed on a plain thread while the sweep's life runs
+/// refuses the sweep, naming the point and the fix. (Before, `sweep::run`
+/// returned `Ok` and only the command line printed a warning.)
+#[test]
+fn points_on_plain_threads_refuse_the_sweep_by_default() {
+    // Alone: a pass counts for the sweep whose lives alone run at the time.
+    if !crate::alone("nets::points_on_plain_threads_refuse_the_sweep_by_default") {
+        return;
+    }
+    let e = sweep::run(&Unscoped, &cfg(1)).unwrap_err();
+    let Error::Unscoped { subject, points } = &e else {
+        panic!("expected Unscoped, got {e}");
+    };
+    assert_eq!(subject, "unscoped");
+    assert!(
+        points
+            .iter()
+            .any(|(n, c)| n == "unscoped-in-a-sweep" && *c >= 1),
+        "{points:?}"
+    );
+    let text = e.to_string();
+    assert!(text.contains("unscoped-in-a-sweep ("), "{text}");
+    assert!(text.contains("crashpoint::spawn"), "{text}");
+    assert!(text.contains("Handle::enter"), "{text}");
+    assert!(text.contains("refuse_unscoped = false"), "{text}");
+    // Turned off, the same sweep runs and warns.
+    let config = Config {
+        refuse_unscoped: false,
+        ..cfg(1)
+    };
+    let r = sweep::run(&Unscoped, &config).unwrap();
+    assert!(r.stray.iter().any(|(n, _)| n == "unscoped-in-a-sweep"));
+}
+
+/// Builds its world's list from a `HashSet`: the same hits and the same
+/// verdict every time, but another order in the world each time.
+struct SetOrder;
+impl Subject for SetOrder {
+    type World = Vec<u32>;
+    fn name(&self) -> String {
+        "set order".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("items")]
+    }
+    fn world(&self) -> Result<Vec<u32>, sweep::LifeError> {
+        Ok(Vec::new())
+    }
+    fn life(&self, w: &mut Vec<u32>) -> Result<(), sweep::LifeError> {
+        let set: std::collections::HashSet<u32> = (0..32).collect();
+        crashpoint::point!("collected");
+        w.extend(set);
+        crashpoint::point!("written");
+        Ok(())
+    }
+    fn judge(&self, w: &Vec<u32>) -> Verdict {
+        Verdict::new().count("items", w.len() as u64)
+    }
+    fn describe(&self, w: &Vec<u32>) -> String {
+        format!("{w:?}")
+    }
+}
+
+/// Two clean runs with the same hits and verdict but different worlds are
+/// refused. (Before, they passed: the runs were compared on hits and
+/// verdicts only.)
+#[test]
+fn clean_runs_that_leave_different_worlds_are_refused() {
+    let e = sweep::run(&SetOrder, &cfg(1)).unwrap_err();
+    let Error::NondeterministicWorld {
+        subject,
+        how,
+        first,
+        second,
+    } = &e
+    else {
+        panic!("expected NondeterministicWorld, got {e}");
+    };
+    assert_eq!(subject, "set order");
+    assert_eq!(how, "their descriptions differ");
+    assert_ne!(first, second);
+    assert!(first.starts_with("line 1: [") && second.starts_with("line 1: ["));
+    assert!(e.to_string().contains("HashSet"), "{e}");
+}
+
+/// Its world cannot be made (or its making panics).
+struct NoWorld {
+    panics: bool,
+}
+impl Subject for NoWorld {
+    type World = ();
+    fn name(&self) -> String {
+        "no world".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![]
+    }
+    fn world(&self) -> Result<(), sweep::LifeError> {
+        if self.panics {
+            panic!("the disk is full");
+        }
+        Err("the disk is full".into())
+    }
+    fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("p");
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> Verdict {
+        Verdict::new()
+    }
+}
+
+/// A world that cannot be made is a typed error naming the subject, not a
+/// panic out of `sweep::run`. (Before, `Subject::world` could not fail, and
+/// a world that panicked panicked out of the sweep.)
+#[test]
+fn a_world_that_cannot_be_made_is_an_error_naming_the_subject() {
+    for panics in [false, true] {
+        let e = sweep::run(&NoWorld { panics }, &cfg(1)).unwrap_err();
+        let Error::World { subject, error } = &e else {
+            panic!("expected World, got {e}");
+        };
+        assert_eq!(subject, "no world");
+        assert!(error.contains("the disk is full"), "{error}");
+        assert_eq!(panics, error.contains("panicked"), "{error}");
+        assert!(
+            e.to_string()
+                .starts_with("cannot make a world for \"no world\""),
+            "{e}"
+        );
+    }
+    // Alone, the scenario fails as stopped before its first life.
+    let one = sweep::run_one(&NoWorld { panics: false }, &"p#1".parse().unwrap());
+    assert!(
+        matches!(&one.failure, Some(Failure::Stopped { error, .. }) if error.contains("the disk is full")),
+        "{:?}",
+        one.failure
+    );
+}
+
+/// Its judge notes what it found in `HashSet` order: the same hits and the
+/// same counts every time, but notes in another order.
+struct NotesInSetOrder;
+impl Subject for NotesInSetOrder {
+    type World = ();
+    fn name(&self) -> String {
+        "notes in set order".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("found")]
+    }
+    fn world(&self) -> Result<(), sweep::LifeError> {
+        Ok(())
+    }
+    fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("p");
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> Verdict {
+        let found: std::collections::HashSet<u32> = (0..32).collect();
+        found
+            .iter()
+            .fold(Verdict::new().count("found", found.len() as u64), |v, n| {
+                v.note(format!("found {n}"))
+            })
+    }
+}
+
+/// Two clean runs whose verdicts differ only in their notes are refused,
+/// and the message shows the notes (the counts alone read the same twice).
+/// (Before, the message showed only the counts: `found=32 / found=32`.)
+#[test]
+fn clean_runs_whose_notes_differ_show_the_notes() {
+    let e = sweep::run(&NotesInSetOrder, &cfg(1)).unwrap_err();
+    let Error::NondeterministicVerdict { first, second, .. } = &e else {
+        panic!("expected NondeterministicVerdict, got {e}");
+    };
+    assert_ne!(first, second, "{e}");
+    assert!(first.starts_with("found=32, notes: [\"found "), "{first}");
+}
+
+/// A job with a point behind a feature it never enables: compiled into the
+/// program, passed by no clean run, so no scenario crashes there. (A module
+/// of its own: points are scoped to the modules the clean run went through.)
+mod never_passed {
+    use sweep::{Config, Counter, Error, Subject, Verdict};
+
+    pub(super) struct Exporter {
+        pub(super) export: bool,
+    }
+
+    impl Subject for Exporter {
+        type World = u32;
+        fn name(&self) -> String {
+            "exporter".into()
+        }
+        fn counters(&self) -> Vec<Counter> {
+            vec![Counter::new("n")]
+        }
+        fn world(&self) -> Result<u32, sweep::LifeError> {
+            Ok(0)
+        }
+        fn life(&self, w: &mut u32) -> Result<(), sweep::LifeError> {
+            *w += 1;
+            crashpoint::point!("saved");
+            if self.export {
+                crashpoint::point!("exported");
+            }
+            Ok(())
+        }
+        fn judge(&self, w: &u32) -> Verdict {
+            Verdict::new().count("n", u64::from(*w))
+        }
+    }
+
+    #[test]
+    fn a_point_the_clean_run_never_passes_is_listed_and_strict_refuses() {
+        let dark = sweep::run(&Exporter { export: false }, &Config::default()).unwrap();
+        assert_eq!(dark.never_passed.len(), 1, "{:?}", dark.never_passed);
+        let p = &dark.never_passed[0];
+        assert!(p.starts_with("exported (") && p.contains("nets.rs:"), "{p}");
+        let strict = Config {
+            strict_points: true,
+            ..Config::default()
+        };
+        match sweep::run(&Exporter { export: false }, &strict) {
+            Err(e @ Error::PointsNeverPassed { .. }) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("exported (") && msg.contains("never passed"),
+                    "{msg}"
+                );
+            }
+            other => panic!("not refused: {other:?}"),
+        }
+        // Every point passed: nothing listed, strict sweeps.
+        let lit = sweep::run(&Exporter { export: true }, &strict).unwrap();
+        assert!(lit.never_passed.is_empty());
+    }
+}
+
+/// Passes a point on a plain thread in its first life only: as another
+/// test of the binary would, by chance, while one clean run ran.
+struct OnceOnAPlainThread(AtomicU64);
+impl Subject for OnceOnAPlainThread {
+    type World = ();
+    fn name(&self) -> String {
+        "once on a plain thread".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![]
+    }
+    fn world(&self) -> Result<(), sweep::LifeError> {
+        Ok(())
+    }
+    fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+        crashpoint::point!("scoped");
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            std::thread::spawn(|| crashpoint::point!("once-on-a-plain-thread"))
+                .join()
+                .unwrap();
+        }
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> Verdict {
+        Verdict::new()
+    }
+}
+
+/// A point passed on a plain thread in one clean run but not in the other
+/// refuses nothing (a program's own threads pass theirs every time): it is
+/// a warning.
+#[test]
+fn a_plain_pass_in_one_clean_run_only_is_a_warning() {
+    if !crate::alone("nets::a_plain_pass_in_one_clean_run_only_is_a_warning") {
+        return;
+    }
+    let r = sweep::run(&OnceOnAPlainThread(AtomicU64::new(0)), &cfg(1)).unwrap();
+    assert!(
+        r.stray.iter().any(|(n, _)| n == "once-on-a-plain-thread"),
+        "{:?}",
+        r.stray
+    );
 }

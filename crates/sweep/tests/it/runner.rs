@@ -31,8 +31,8 @@ impl Subject for Counting {
             Counter::new("starts").titled("starts+").over_clean(),
         ]
     }
-    fn world(&self) -> CWorld {
-        CWorld::default()
+    fn world(&self) -> Result<CWorld, sweep::LifeError> {
+        Ok(CWorld::default())
     }
     fn life(&self, w: &mut CWorld) -> Result<(), sweep::LifeError> {
         w.starts += 1;
@@ -290,8 +290,8 @@ impl Subject for Flaky {
     fn counters(&self) -> Vec<Counter> {
         vec![]
     }
-    fn world(&self) -> bool {
-        false
+    fn world(&self) -> Result<bool, sweep::LifeError> {
+        Ok(false)
     }
     fn life(&self, started: &mut bool) -> Result<(), sweep::LifeError> {
         let first = !*started;
@@ -332,7 +332,9 @@ fn a_crash_that_does_not_fire_fails_the_scenario() {
         fn counters(&self) -> Vec<Counter> {
             vec![]
         }
-        fn world(&self) {}
+        fn world(&self) -> Result<(), sweep::LifeError> {
+            Ok(())
+        }
         fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
             // Only the very first life in the process passes the point: a
             // hidden global, exactly what a world must not be.
@@ -388,7 +390,9 @@ fn the_clean_run_must_finish() {
         fn counters(&self) -> Vec<Counter> {
             vec![]
         }
-        fn world(&self) {}
+        fn world(&self) -> Result<(), sweep::LifeError> {
+            Ok(())
+        }
         fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
             Err("no config".into())
         }
@@ -454,7 +458,7 @@ impl Subject for Lenient {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("extra"), Counter::new("starts").over_clean()]
     }
-    fn world(&self) -> CWorld {
+    fn world(&self) -> Result<CWorld, sweep::LifeError> {
         self.0.world()
     }
     fn life(&self, w: &mut CWorld) -> Result<(), sweep::LifeError> {
@@ -581,8 +585,8 @@ impl Subject for Booted {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("boots"), Counter::new("wrong").required()]
     }
-    fn world(&self) -> Vec<(usize, bool)> {
-        Vec::new()
+    fn world(&self) -> Result<Vec<(usize, bool)>, sweep::LifeError> {
+        Ok(Vec::new())
     }
     fn boot(&self, w: &mut Vec<(usize, bool)>, ctx: &sweep::Boot) -> Result<(), sweep::LifeError> {
         w.push((ctx.life(), ctx.after_crash()));
@@ -647,8 +651,8 @@ impl Subject for Stumbles {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("lost")]
     }
-    fn world(&self) -> u32 {
-        0
+    fn world(&self) -> Result<u32, sweep::LifeError> {
+        Ok(0)
     }
     fn life(&self, lives: &mut u32) -> Result<(), sweep::LifeError> {
         *lives += 1;
@@ -711,8 +715,8 @@ impl Subject for StartsRequired {
             Counter::new("starts").over_clean().required(),
         ]
     }
-    fn world(&self) -> CWorld {
-        CWorld::default()
+    fn world(&self) -> Result<CWorld, sweep::LifeError> {
+        Ok(CWorld::default())
     }
     fn life(&self, w: &mut CWorld) -> Result<(), sweep::LifeError> {
         COUNT_TO_2.life(w)
@@ -758,8 +762,8 @@ impl Subject for QuickRecovery {
     fn counters(&self) -> Vec<Counter> {
         vec![]
     }
-    fn world(&self) -> bool {
-        false
+    fn world(&self) -> Result<bool, sweep::LifeError> {
+        Ok(false)
     }
     fn life(&self, started: &mut bool) -> Result<(), sweep::LifeError> {
         if std::mem::replace(started, true) {

@@ -9,14 +9,16 @@ use sweep::{Config, Counter, Error, Fingerprint, Report, Subject, Verdict};
 
 /// Counts to `n`, saving after each step; a crash between the step and its
 /// save repeats the step. Opts in to shared lives when `share`; with
-/// `noise`, each life also records a value that differs between runs (the
-/// program does not read it, the judge does not count it, but it is part
-/// of the world).
+/// `noise`, each fresh world holds a value that differs between worlds (the
+/// program does not read it, the judge does not count it, but it is part of
+/// the world until the first life clears it); with `life_noise`, each life
+/// leaves such a value in the world.
 struct Steps {
     n: u32,
     share: bool,
     snapshot: bool,
     noise: Option<&'static AtomicU64>,
+    life_noise: Option<&'static AtomicU64>,
     /// No fingerprint for a world saved this many times.
     blind_at: Option<u32>,
     fingerprints: AtomicU64,
@@ -29,6 +31,7 @@ impl Steps {
             share: true,
             snapshot: true,
             noise: None,
+            life_noise: None,
             blind_at: None,
             fingerprints: AtomicU64::new(0),
         }
@@ -56,14 +59,17 @@ impl Subject for Steps {
             Counter::new("starts").titled("starts+").over_clean(),
         ]
     }
-    fn world(&self) -> World {
-        World::default()
+    fn world(&self) -> Result<World, sweep::LifeError> {
+        Ok(World {
+            noise: self.noise.map_or(0, |n| n.fetch_add(1, Ordering::Relaxed)),
+            ..World::default()
+        })
     }
     fn life(&self, w: &mut World) -> Result<(), sweep::LifeError> {
         w.starts += 1;
-        if let Some(noise) = self.noise {
-            w.noise = noise.fetch_add(1, Ordering::Relaxed);
-        }
+        w.noise = self
+            .life_noise
+            .map_or(0, |n| n.fetch_add(1, Ordering::Relaxed));
         while w.saved < self.n {
             w.effects += 1;
             crashpoint::point!("acted");
@@ -144,8 +150,9 @@ fn a_subject_that_opts_in_but_is_not_deterministic_is_refused() {
         noise: Some(&NOISE),
         ..Steps::new(3)
     };
-    // Its hits are the same every time, so the clean runs agree; the world
-    // it leaves is not, so sharing would be wrong.
+    // Its hits are the same every time, and so is the world a life leaves,
+    // so the clean runs agree; its fresh worlds are not, so sharing (which
+    // compares worlds by fingerprint) would be wrong.
     match sweep::run(&s, &config(2)) {
         Err(e @ Error::NotShareable { .. }) => {
             let text = e.to_string();
@@ -190,8 +197,33 @@ fn a_subject_without_a_snapshot_is_never_shared() {
         assert!(!stats.shared);
         assert_eq!(stats.lives, brute.lives, "every life replayed");
     }
-    // Without a snapshot the world is never even fingerprinted.
-    assert_eq!(no_copy.fingerprints.load(Ordering::Relaxed), 0);
+    // Without a snapshot the world is fingerprinted only to compare the
+    // clean runs' worlds.
+    assert_eq!(
+        no_copy.fingerprints.load(Ordering::Relaxed),
+        u64::from(config(2).clean_runs)
+    );
+}
+
+/// Clean runs that pass the same hits and get the same verdicts but leave
+/// worlds with different fingerprints are refused, shared or not. (Before,
+/// brute force swept such a subject: the clean runs were compared on their
+/// hits and verdicts only.)
+#[test]
+fn clean_runs_whose_worlds_differ_by_fingerprint_are_refused() {
+    static NOISE: AtomicU64 = AtomicU64::new(0);
+    let s = Steps {
+        life_noise: Some(&NOISE),
+        ..Steps::new(3)
+    };
+    for share in [true, false] {
+        let e = sweep::run(&s, &Config { share, ..config(2) }).unwrap_err();
+        let Error::NondeterministicWorld { subject, how, .. } = &e else {
+            panic!("expected NondeterministicWorld, got {e}");
+        };
+        assert_eq!(subject, "steps to 3");
+        assert_eq!(how, "their fingerprints differ");
+    }
 }
 
 #[test]
@@ -310,7 +342,7 @@ impl Subject for NoFingerprint {
     fn counters(&self) -> Vec<Counter> {
         self.0.counters()
     }
-    fn world(&self) -> World {
+    fn world(&self) -> Result<World, sweep::LifeError> {
         self.0.world()
     }
     fn life(&self, w: &mut World) -> Result<(), sweep::LifeError> {
@@ -364,8 +396,8 @@ impl Subject for Slow {
     fn counters(&self) -> Vec<Counter> {
         vec![]
     }
-    fn world(&self) -> u32 {
-        0
+    fn world(&self) -> Result<u32, sweep::LifeError> {
+        Ok(0)
     }
     fn life(&self, done: &mut u32) -> Result<(), sweep::LifeError> {
         while *done < 3 {
@@ -421,8 +453,8 @@ impl Subject for Late {
     fn counters(&self) -> Vec<Counter> {
         vec![]
     }
-    fn world(&self) -> bool {
-        false
+    fn world(&self) -> Result<bool, sweep::LifeError> {
+        Ok(false)
     }
     fn life(&self, done: &mut bool) -> Result<(), sweep::LifeError> {
         crashpoint::point!("a");
@@ -518,8 +550,8 @@ impl Subject for Lives {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("wrong").required()]
     }
-    fn world(&self) -> Self::World {
-        Vec::new()
+    fn world(&self) -> Result<Self::World, sweep::LifeError> {
+        Ok(Vec::new())
     }
     fn boot(&self, w: &mut Self::World, ctx: &sweep::Boot) -> Result<(), sweep::LifeError> {
         w.push((ctx.life(), ctx.after_crash()));
@@ -601,8 +633,8 @@ impl Subject for Parity {
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("last")]
     }
-    fn world(&self) -> (bool, u64) {
-        (false, 0)
+    fn world(&self) -> Result<(bool, u64), sweep::LifeError> {
+        Ok((false, 0))
     }
     fn boot(&self, w: &mut (bool, u64), ctx: &sweep::Boot) -> Result<(), sweep::LifeError> {
         let n = ctx.life() as u64;

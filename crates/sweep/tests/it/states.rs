@@ -40,8 +40,8 @@ impl Subject for Relay {
             Counter::new("late").hidden(),
         ]
     }
-    fn world(&self) -> Mailbox {
-        Mailbox::default()
+    fn world(&self) -> Result<Mailbox, sweep::LifeError> {
+        Ok(Mailbox::default())
     }
     fn crash_states(&self) -> Vec<CrashState> {
         vec![CrashState::PROCESS, LOSE]

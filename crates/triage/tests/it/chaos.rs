@@ -1,7 +1,17 @@
 //! Chaos: the real `triage` binary on a real directory with synced saves,
-//! killed with SIGKILL after a random delay, resumed until done; then the
-//! files must show every effect exactly once, every check passed, and
-//! nothing in the state directory but the run's files.
+//! killed with SIGKILL at a random moment of its run, resumed until done;
+//! then the files must show every effect exactly once, every check passed,
+//! and nothing in the state directory but the run's files.
+//!
+//! The kills are aimed, so that they land while the program runs rather
+//! than after it has exited: a killed life runs under the point protocol
+//! (`docs/point-protocol.md`), with this test as its harness. The test
+//! counts the hits the task's clean run passes (once per task), picks a hit
+//! `k` among those the life has left, answers every hit up to `k`, and then
+//! kills the program at a random moment before its next point (or at that
+//! point, if it comes first): a random instant of the run, but one at which
+//! the program is known to be running. The summary prints the fraction of
+//! kills that landed mid-run, and the test requires 80 % of them to.
 //!
 //! CI runs a bounded number of iterations (`TRIAGE_CHAOS_ITERATIONS`,
 //! default 30) from a fresh seed (`TRIAGE_CHAOS_SEED`, printed); `cargo
@@ -12,9 +22,12 @@
 use crate::common;
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::process::Child;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::{Child, Command};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agent::state::Phase;
 use common::*;
@@ -54,29 +67,144 @@ struct Tally {
     asked: u64,
     /// Iterations in which a run took more than one life.
     resumed: u64,
+    /// Hits each task's clean run passes, counted once per task.
+    clean_hits: BTreeMap<String, u64>,
     failures: Vec<(u64, String)>,
+}
+
+impl Tally {
+    /// The share of the kills sent that landed while the program ran.
+    fn mid_run_fraction(&self) -> f64 {
+        if self.kills_sent == 0 {
+            return 1.0;
+        }
+        self.kills_mid_run as f64 / self.kills_sent as f64
+    }
 }
 
 /// The most lives one iteration kills: the run's restart limit is 10, and
 /// the final clean life must stay under it.
 const MAX_KILLS: u64 = 8;
 
-/// How long a clean run takes, roughly, so the delays spread over it.
+/// How long a clean run takes, roughly: the random moment after the
+/// aimed hit is drawn from up to this divided by the clean run's hits.
 const RUN_MS: u64 = 120;
 
-/// Wait for `child` until it exits or `after` passes; then SIGKILL it if it
-/// still runs. Whether a kill was sent (the process was still running).
-fn kill_after(child: &mut Child, after: Duration) -> bool {
-    let deadline = Instant::now() + after;
-    while Instant::now() < deadline {
-        if child.try_wait().expect("poll").is_some() {
-            return false;
+/// The least share of kills that must land mid-run (when there are enough
+/// kills to tell).
+const MID_RUN_AT_LEAST: f64 = 0.8;
+
+/// The harness's end of the point protocol for one life: `command` started
+/// with the other end as descriptor 3 (`CRASHSWEEP_FD`).
+fn spawn_under_protocol(mut cmd: Command) -> Result<(Child, UnixStream), String> {
+    let (ours, theirs) = UnixStream::pair().map_err(|e| e.to_string())?;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&theirs);
+    cmd.env("CRASHSWEEP_FD", "3")
+        .env("CRASHSWEEP_PROTOCOL", "1");
+    // SAFETY: only dup2 between fork and exec (async-signal-safe); the copy
+    // as descriptor 3 stays open across exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(fd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|e| e.to_string())?;
+    drop(theirs);
+    Ok((child, ours))
+}
+
+/// How a life under the protocol went: the hits it passed (answered), and
+/// whether a kill was sent while it still reported hits or ran.
+struct Aimed {
+    hits: u64,
+    kill_sent: bool,
+}
+
+/// Answer `child`'s hits; at hit `at` (if any) answer it too, then wait up
+/// to `then` for the next hit: kill the program at that hit (unanswered)
+/// or, if it has not come, wherever the program is. With `at` = `None`,
+/// answer every hit to the end.
+fn run_aimed(
+    child: &mut Child,
+    ours: UnixStream,
+    at: Option<u64>,
+    then: Duration,
+) -> Result<Aimed, String> {
+    let io = |e: std::io::Error| format!("the point protocol: {e}");
+    let mut writer = ours.try_clone().map_err(io)?;
+    ours.set_read_timeout(Some(Duration::from_secs(60)))
+        .map_err(io)?;
+    let mut reader = BufReader::new(ours);
+    let mut hits = 0;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).map_err(io)? == 0 {
+            // The program closed its end: it exited before the aimed hit.
+            return Ok(Aimed {
+                hits,
+                kill_sent: false,
+            });
         }
-        std::thread::sleep(Duration::from_millis(1).min(after));
+        if !line.starts_with("hit ") {
+            return Err(format!("the point protocol: unexpected line {line:?}"));
+        }
+        hits += 1;
+        writer.write_all(b"go\n").map_err(io)?;
+        if Some(hits) == at {
+            break;
+        }
+    }
+    // The aimed hit was answered: the program runs. Kill it within `then`,
+    // at its next point if it reaches one first.
+    reader
+        .get_ref()
+        .set_read_timeout(Some(then.max(Duration::from_micros(1))))
+        .map_err(io)?;
+    line.clear();
+    match reader.read_line(&mut line) {
+        Ok(_) => {}
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) => {}
+        Err(e) => return Err(io(e)),
     }
     // SAFETY: kill on the child's pid, which we have not reaped.
     let rc = unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    rc == 0
+    Ok(Aimed {
+        hits,
+        kill_sent: rc == 0,
+    })
+}
+
+/// The hits the clean run of `task` passes (a run of its own, answered to
+/// the end under the protocol).
+fn clean_hits(task: &TaskFile) -> Result<u64, String> {
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let state = tmp.path().join("state");
+    let args = [
+        "--task",
+        task.name.as_str(),
+        "--state",
+        arg(&state),
+        "--approve",
+        "off",
+    ];
+    let (mut child, ours) = spawn_under_protocol(command(&args))?;
+    let aimed = run_aimed(&mut child, ours, None, Duration::ZERO)?;
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "the clean run of task {} ended {:?}",
+            task.name, out.status
+        ));
+    }
+    Ok(aimed.hits)
 }
 
 /// What a truthful person answers to "did this patch happen?": the task
@@ -134,6 +262,17 @@ fn iteration(seed: u64, tally: &mut Tally) -> Result<(), String> {
         "off",
     ];
     let kills = rng.below(MAX_KILLS + 1);
+    let expected = match tally.clean_hits.get(&task.name) {
+        Some(&n) => n,
+        None => {
+            let n = clean_hits(task)?;
+            tally.clean_hits.insert(task.name.clone(), n);
+            n
+        }
+    };
+    // Hits the killed lives passed so far: a resumed life has about the
+    // clean run's hits less these left.
+    let mut passed = 0;
     let mut lives = 0;
     let mut done = None;
     // What each life did, for the message of a failure.
@@ -155,13 +294,18 @@ fn iteration(seed: u64, tally: &mut Tally) -> Result<(), String> {
             tally.killed_when_done += 1;
         }
         let args: Vec<&str> = by_task.to_vec();
-        let mut child = command(&args).spawn().map_err(|e| e.to_string())?;
-        let killed = if life < kills {
+        let (child, killed) = if life < kills {
             tally.kills_sent += 1;
-            let delay = Duration::from_micros(rng.below(RUN_MS * 1000));
-            kill_after(&mut child, delay)
+            let left = expected.saturating_sub(passed).max(1);
+            let at = 1 + rng.below(left);
+            let gap = RUN_MS * 1000 / expected.max(1);
+            let then = Duration::from_micros(rng.below(gap.max(1)));
+            let (mut child, ours) = spawn_under_protocol(command(&args))?;
+            let aimed = run_aimed(&mut child, ours, Some(at), then)?;
+            passed += aimed.hits;
+            (child, aimed.kill_sent)
         } else {
-            false
+            (command(&args).spawn().map_err(|e| e.to_string())?, false)
         };
         let out = child.wait_with_output().map_err(|e| e.to_string())?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -307,13 +451,14 @@ fn chaos_kill_and_resume_until_done() {
         }
     }
     println!(
-        "chaos: {} iterations, {} lives, {} kills sent, {} landed mid-run ({} of them after the final save), \
+        "chaos: {} iterations, {} lives, {} kills sent, {} landed mid-run ({:.0} %; {} of them after the final save), \
          {} came after the process had exited; {} iterations resumed at least once; \
          {} ladder questions answered by a person; exits of lives not killed: {:?}; {} failed",
         tally.iterations,
         tally.lives,
         tally.kills_sent,
         tally.kills_mid_run,
+        100.0 * tally.mid_run_fraction(),
         tally.killed_when_done,
         tally.kills_too_late,
         tally.resumed,
@@ -332,5 +477,15 @@ fn chaos_kill_and_resume_until_done() {
         tally.failures.len(),
         tally.iterations,
         replay.join("\n")
+    );
+    // A kill that comes after the program exited tests nothing: the kills
+    // are aimed, and most of them must land (with enough kills to tell).
+    assert!(
+        tally.kills_sent < 10 || tally.mid_run_fraction() >= MID_RUN_AT_LEAST,
+        "only {} of {} kills landed mid-run ({:.0} %, at least {:.0} % wanted)",
+        tally.kills_mid_run,
+        tally.kills_sent,
+        100.0 * tally.mid_run_fraction(),
+        100.0 * MID_RUN_AT_LEAST
     );
 }
