@@ -115,6 +115,7 @@ pub fn subject(tracker: Tracker) -> Result<Process, String> {
     }
     let mut p = Process::new(&title(tracker), &argv)
         .judge_with(judge)
+        .describe_with(describe)
         .counters(counters());
     // The worlds on a RAM disk when there is one: the same results (a
     // SIGKILL keeps the page cache), several times faster (triage syncs
@@ -126,6 +127,51 @@ pub fn subject(tracker: Tracker) -> Result<Process, String> {
         p = p.service(s).crash_service();
     }
     p.discover().map_err(|e| e.to_string())
+}
+
+/// The world's files with their sizes, as `sweep::process` lists them, but
+/// with the run's ID (`<task>-<unix seconds>-<8 random characters>`, new in
+/// every clean run) written `<task>-<run>`: two clean runs leave the same
+/// files, under other names.
+pub fn describe(world: &ProcessWorld) -> String {
+    fn walk(dir: &std::path::Path, rel: &str, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let path = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            match e.metadata() {
+                Ok(m) if m.is_dir() => walk(&e.path(), &path, out),
+                Ok(m) => out.push(format!("{} ({} B)", mask_run(&path), m.len())),
+                Err(_) => out.push(mask_run(&path)),
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&world.dir(), "", &mut files);
+    files.sort();
+    format!("world: {}", files.join(", "))
+}
+
+/// `path` with each `<task>-<seconds>-<random>` run ID written `<task>-<run>`.
+fn mask_run(path: &str) -> String {
+    let prefix = format!("{TASK}-");
+    let mut out = String::new();
+    let mut rest = path;
+    while let Some(i) = rest.find(&prefix) {
+        out.push_str(&rest[..i + prefix.len()]);
+        rest = &rest[i + prefix.len()..];
+        let end = rest.find(['.', '/']).unwrap_or(rest.len());
+        out.push_str("<run>");
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The judge's counters, each required to stay zero.
@@ -257,6 +303,15 @@ pub fn judge(world: &ProcessWorld) -> Result<Verdict, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_ids_are_masked_in_the_world_description() {
+        assert_eq!(
+            mask_run("state/s2-known-sync-timeout-1796325724-9jl960bi.world/run.json"),
+            "state/s2-known-sync-timeout-<run>.world/run.json"
+        );
+        assert_eq!(mask_run("state/.triage.lock"), "state/.triage.lock");
+    }
 
     #[test]
     fn checkpoints_are_told_by_their_names() {

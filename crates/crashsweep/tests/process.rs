@@ -227,3 +227,30 @@ fn a_program_that_cannot_start_is_a_typed_error() {
         .unwrap_err();
     assert!(e.to_string().contains("is not a directory"), "{e}");
 }
+
+/// A program that leaves a file named after its process ID (a clock or a
+/// random run ID does the same): two identical clean runs leave different
+/// file names, and the sweep refuses to trust them until the subject
+/// describes its world without the accident (`Process::describe_with`).
+#[test]
+fn a_world_named_by_chance_is_refused_until_described_without_it() {
+    let script = format!(
+        "{} --fixed && touch \"noise-$$\"",
+        payouts().to_string_lossy()
+    );
+    let make = || {
+        Process::new("payouts, noisy", ["sh", "-c", script.as_str()])
+            .judge_with(judge)
+            .discover()
+            .unwrap()
+    };
+    let refused = sweep::run(&make(), &config(1)).unwrap_err();
+    assert!(
+        refused.to_string().contains("not deterministic") && refused.to_string().contains("noise-"),
+        "{refused}"
+    );
+    let described = make()
+        .describe_with(|w| std::fs::read_to_string(w.dir().join("ledger.txt")).unwrap_or_default());
+    let report = sweep::run(&described, &config(1)).unwrap();
+    assert_eq!(report.failures().count(), 0);
+}

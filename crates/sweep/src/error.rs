@@ -203,7 +203,7 @@ pub enum Error {
     /// neither the hits nor the judge saw.
     #[error(
         "{subject:?} is not deterministic: two clean runs pass the same hits and get the same verdict, but leave different worlds ({how}).\n  first run:  {first}\n  second run: {second}\n\
-         A sweep needs a program that does the same thing every time (look for iteration over a HashMap or HashSet, the clock, randomness, or threads racing); if the difference is not the program's (a temporary path in Subject::describe), leave it out of describe, or give the subject a fingerprint"
+         A sweep needs a program that does the same thing every time (look for iteration over a HashMap or HashSet, the clock, randomness, or threads racing); if the difference is not the program's (a temporary path in Subject::describe), leave it out of describe (for a process subject, Process::describe_with), or give the subject a fingerprint"
     )]
     NondeterministicWorld {
         /// The subject's name.

@@ -32,6 +32,19 @@ impl fmt::Debug for Judge {
     }
 }
 
+/// How a [`Process`] describes a world in a failure's timeline and in the
+/// clean-run check ([`Process::describe_with`]).
+pub type DescribeFn = dyn Fn(&ProcessWorld) -> String + Send + Sync;
+
+#[derive(Default)]
+pub(super) struct Describe(pub(super) Option<Box<DescribeFn>>);
+
+impl fmt::Debug for Describe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "Fn(..)" } else { "files" })
+    }
+}
+
 /// A real program swept as a child process (see the [module docs](super)).
 #[derive(Debug)]
 pub struct Process {
@@ -46,6 +59,7 @@ pub struct Process {
     service: Option<Vec<OsString>>,
     service_points: bool,
     worlds_in: Option<PathBuf>,
+    pub(super) describe: Describe,
 }
 
 impl Process {
@@ -72,6 +86,7 @@ impl Process {
             service: None,
             service_points: false,
             worlds_in: None,
+            describe: Describe::default(),
         }
     }
 
@@ -146,6 +161,20 @@ impl Process {
         f: impl Fn(&ProcessWorld) -> Result<Verdict, String> + Send + Sync + 'static,
     ) -> Process {
         self.judge = Judge::Fn(Box::new(f));
+        self
+    }
+
+    /// Describe a world with `f` instead of listing its files: for a
+    /// program that names files after something that differs from run to
+    /// run (a clock, a random ID), which would make two identical clean runs
+    /// look different to the sweep's check that they leave the same world.
+    /// Leave out only what differs by chance; what the program did must
+    /// still show.
+    pub fn describe_with(
+        mut self,
+        f: impl Fn(&ProcessWorld) -> String + Send + Sync + 'static,
+    ) -> Process {
+        self.describe = Describe(Some(Box::new(f)));
         self
     }
 

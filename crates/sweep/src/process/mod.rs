@@ -42,7 +42,7 @@ mod world;
 
 use std::path::Path;
 
-pub use builder::{ram_disk, JudgeFn, Process};
+pub use builder::{ram_disk, DescribeFn, JudgeFn, Process};
 pub use error::ProcessError;
 pub use world::ProcessWorld;
 
@@ -85,6 +85,13 @@ impl Subject for Process {
 
     fn describe(&self, world: &ProcessWorld) -> String {
         let mut out = world.ends.join("\n");
+        if let Some(f) = &self.describe.0 {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&f(world));
+            return out;
+        }
         let mut files = Vec::new();
         list_tree(&world.dir(), Path::new(""), &mut files);
         files.sort();
