@@ -397,12 +397,7 @@ impl<S: Durable> Checkpoint<S> {
         S: Default,
     {
         let path = path.as_ref();
-        let dir = DiskDir::new(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            op: "create directory",
-            source,
-        })?;
-        Self::open(Arc::new(dir), run, opts)
+        Self::open(Arc::new(DiskDir::create(path)?), run, opts)
     }
 
     /// Save `state` with a crash-safe write: after a crash at any moment the

@@ -24,6 +24,16 @@ pub struct DiskDir {
 }
 
 impl DiskDir {
+    /// [`DiskDir::new`] with its failure as the crate's [`Error::Io`](crate::Error::Io)
+    /// naming the directory, for the stores that open one by path.
+    pub(crate) fn create(path: &Path) -> crate::Result<Self> {
+        DiskDir::new(path).map_err(|source| crate::Error::Io {
+            path: path.to_path_buf(),
+            op: "create directory",
+            source,
+        })
+    }
+
     /// Use the directory at `path`, creating it (and its parents) with mode
     /// 0700 if missing.
     ///

@@ -194,10 +194,10 @@ fn clean_hits(case: ZombieCase, t: &Arc<Transcript>) -> Result<Vec<Hit>, String>
     if life.hits.is_empty() {
         return Err("the clean run passed no point: is crashpoint's `enabled` on?".into());
     }
-    if w.judge() != (0, 0) {
+    let (dups, missing) = w.judge();
+    if (dups, missing) != (0, 0) {
         return Err(format!(
-            "the clean run's records are wrong: {:?}",
-            w.judge()
+            "the clean run's records are wrong: {dups} twice, {missing} missing"
         ));
     }
     Ok(life.hits)

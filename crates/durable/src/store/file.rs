@@ -78,12 +78,7 @@ impl FileStore {
     /// synced writes.
     pub fn open(path: impl AsRef<Path>) -> Result<FileStore> {
         let path = path.as_ref();
-        let dir = DiskDir::new(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            op: "create directory",
-            source,
-        })?;
-        Ok(FileStore::new(Arc::new(dir), true))
+        Ok(FileStore::new(Arc::new(DiskDir::create(path)?), true))
     }
 
     /// A store in `dir`; `sync: false` skips fsync (for tests and crash
