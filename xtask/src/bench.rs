@@ -48,6 +48,9 @@ pub struct BenchArgs {
     /// Samples for the long jobs above --brute-up-to (default: --samples).
     #[arg(long)]
     long_samples: Option<usize>,
+    /// The growth benchmark's thread counts.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    threads: Vec<usize>,
 }
 
 /// One configuration, run in a child process so its peak memory and CPU
@@ -65,7 +68,7 @@ pub struct OneArgs {
 
 /// Run one configuration and print `scenarios lives wall-seconds`.
 pub fn one(args: &OneArgs) -> Result<(), String> {
-    let subjects: Vec<Box<dyn sweep::DynSubject>> = match args.calls {
+    let subjects: Vec<Box<dyn sweep::runs::DynSubject>> = match args.calls {
         None => crate::registry::five_designs(Storage::Memory)?,
         Some(n) => {
             let job = designs::Script::synthetic(n);
@@ -200,7 +203,7 @@ fn growth(args: &BenchArgs) -> Result<(), String> {
             if !share && job.is_some_and(|n| n > args.brute_up_to) {
                 continue;
             }
-            for threads in [1usize, 2] {
+            for &threads in &args.threads {
                 let samples = match (job, args.long_samples) {
                     (Some(n), Some(k)) if n > args.brute_up_to => k,
                     _ => args.samples,
@@ -296,6 +299,8 @@ fn in_release(args: &BenchArgs) -> Result<(), String> {
     cmd.args(["--calls", &calls.join(",")]);
     cmd.args(["--brute-up-to", &args.brute_up_to.to_string()]);
     cmd.args(["--samples", &args.samples.to_string()]);
+    let threads: Vec<String> = args.threads.iter().map(usize::to_string).collect();
+    cmd.args(["--threads", &threads.join(",")]);
     if let Some(k) = args.long_samples {
         cmd.args(["--long-samples", &k.to_string()]);
     }
@@ -573,7 +578,7 @@ fn process(samples: usize) -> Result<(), String> {
         ..Config::default()
     };
     let lives = 50;
-    let time_lives = |s: &dyn sweep::DynSubject| -> Result<Duration, String> {
+    let time_lives = |s: &dyn sweep::runs::DynSubject| -> Result<Duration, String> {
         let mut times = Vec::new();
         for _ in 0..samples {
             let t = Instant::now();
@@ -613,7 +618,7 @@ fn process(samples: usize) -> Result<(), String> {
             };
             let t = Instant::now();
             let (report, stats) =
-                sweep::run_counted(&triage, &config, &|_| {}).map_err(|e| e.to_string())?;
+                sweep::runs::run_counted(&triage, &config, &|_| {}).map_err(|e| e.to_string())?;
             times.push(t.elapsed());
             n = stats.scenarios;
             black_box(report);

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use compose::{Dim, Registry, Request, Spec};
 use sweep::cli::{Env, Format, SweepFlags};
-use sweep::{DynSubject, Scenario};
+use sweep::{runs::DynSubject, scenario::Scenario};
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "crashsweep developer commands", after_help = EXIT_CODES)]
@@ -544,8 +544,9 @@ mod tests {
                 );
             }
         }
-        // The five designs (twice) and the bank's two variants share.
-        assert!(shared_subjects >= 12, "{shared_subjects}");
+        // The five designs (twice), the bank's two variants, and the loop's
+        // six plain variants and twelve power-loss ones share.
+        assert_eq!(shared_subjects, 30);
     }
 
     #[test]

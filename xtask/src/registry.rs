@@ -11,9 +11,9 @@ use std::path::Path;
 use std::rc::Rc;
 
 use designs::variants::{self, DesignVariant};
-use designs::{Design, ModelBehaviour, Script, Storage, Writer as DesignWriter};
+use designs::{Design, ModelBehaviour, Script, Storage, Writer};
 use durable::testing::CrashState;
-use sweep::DynSubject;
+use sweep::runs::DynSubject;
 
 use crate::compose::spec::{Dim, Spec};
 use crate::StorageArg;
@@ -185,10 +185,10 @@ pub fn entries() -> Vec<Entry> {
         });
     }
     for d in Design::ALL {
-        for w in DesignWriter::ALL {
+        for w in designs::WRITERS {
             for s in CrashState::ALL {
                 let mut spec = Spec::new(d.slug()).with(Dim::CrashState, s.slug());
-                if w != DesignWriter::Real {
+                if w != Writer::Real {
                     spec = spec.with(Dim::Mutation, w.slug());
                 }
                 v.push(design_entry(spec, variants::power(d, w, s)));

@@ -42,7 +42,7 @@ pub enum Decision {
 
 /// A person's answer to a [`Question`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Resolution {
+pub enum Answer {
     /// It did not happen: run it.
     Rerun,
     /// It happened; this is what they found, which becomes the call's result.
@@ -57,15 +57,15 @@ pub trait Approver: Send {
     /// Approve, deny or postpone a gated call.
     fn approve(&self, request: &Approval<'_>) -> Decision;
     /// Say whether a call whose outcome is unknown happened.
-    fn resolve(&self, question: &Question<'_>) -> Resolution;
+    fn answer(&self, question: &Question<'_>) -> Answer;
 }
 
 impl<A: Approver + ?Sized> Approver for Box<A> {
     fn approve(&self, request: &Approval<'_>) -> Decision {
         (**self).approve(request)
     }
-    fn resolve(&self, question: &Question<'_>) -> Resolution {
-        (**self).resolve(question)
+    fn answer(&self, question: &Question<'_>) -> Answer {
+        (**self).answer(question)
     }
 }
 
@@ -78,8 +78,8 @@ impl Approver for Unattended {
     fn approve(&self, _: &Approval<'_>) -> Decision {
         Decision::Later
     }
-    fn resolve(&self, _: &Question<'_>) -> Resolution {
-        Resolution::Later
+    fn answer(&self, _: &Question<'_>) -> Answer {
+        Answer::Later
     }
 }
 
@@ -93,8 +93,8 @@ impl Approver for ApproveAll {
     fn approve(&self, _: &Approval<'_>) -> Decision {
         Decision::Approve
     }
-    fn resolve(&self, _: &Question<'_>) -> Resolution {
-        Resolution::Later
+    fn answer(&self, _: &Question<'_>) -> Answer {
+        Answer::Later
     }
 }
 
@@ -179,7 +179,7 @@ impl<R: BufRead + Send, W: Write + Send> Approver for TerminalApprover<R, W> {
         .unwrap_or(Decision::Later)
     }
 
-    fn resolve(&self, question: &Question<'_>) -> Resolution {
+    fn answer(&self, question: &Question<'_>) -> Answer {
         let c = question.call;
         let prompt = format!(
             "call {} ({} with {}) may have acted before the run stopped, and {}.\n\
@@ -189,8 +189,8 @@ impl<R: BufRead + Send, W: Write + Send> Approver for TerminalApprover<R, W> {
         self.ask(&prompt, |line| {
             let (w, rest) = word_and_rest(line);
             match w.as_str() {
-                "r" | "rerun" => Some(Resolution::Rerun),
-                "d" | "done" => Some(Resolution::Done(ToolResult {
+                "r" | "rerun" => Some(Answer::Rerun),
+                "d" | "done" => Some(Answer::Done(ToolResult {
                     output: if rest.is_empty() {
                         "done (a person confirmed it happened)".to_owned()
                     } else {
@@ -198,11 +198,11 @@ impl<R: BufRead + Send, W: Write + Send> Approver for TerminalApprover<R, W> {
                     },
                     is_error: false,
                 })),
-                "l" | "later" => Some(Resolution::Later),
+                "l" | "later" => Some(Answer::Later),
                 _ => None,
             }
         })
-        .unwrap_or(Resolution::Later)
+        .unwrap_or(Answer::Later)
     }
 }
 
@@ -245,27 +245,27 @@ mod tests {
 
         let marker = Attempt::default();
         let resolve = |input: &str| {
-            TerminalApprover::new(Cursor::new(input.to_owned()), Vec::new()).resolve(&Question {
+            TerminalApprover::new(Cursor::new(input.to_owned()), Vec::new()).answer(&Question {
                 run: &run,
                 call: &c,
                 marker: &marker,
                 why: "the lookup cannot tell",
             })
         };
-        assert_eq!(resolve("r\n"), Resolution::Rerun);
+        assert_eq!(resolve("r\n"), Answer::Rerun);
         assert_eq!(
             resolve("done {\"issue\": 4}\n"),
-            Resolution::Done(ToolResult {
+            Answer::Done(ToolResult {
                 output: "{\"issue\": 4}".into(),
                 is_error: false
             })
         );
-        assert_eq!(resolve("x\ny\nz\nr\n"), Resolution::Later);
+        assert_eq!(resolve("x\ny\nz\nr\n"), Answer::Later);
         // "later" is an answer, not an unreadable line asked again.
         assert_eq!(approve("later\ny\n").0, Decision::Later);
         assert_eq!(approve("l\ny\n").0, Decision::Later);
-        assert_eq!(resolve("later\nr\n"), Resolution::Later);
-        assert_eq!(resolve("l\nr\n"), Resolution::Later);
+        assert_eq!(resolve("later\nr\n"), Answer::Later);
+        assert_eq!(resolve("l\nr\n"), Answer::Later);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::state::{Attempt, ToolCall, ToolResult};
 use serde_json::Value;
 
 use crate::agent::Agent;
-use crate::approve::{Question, Resolution};
+use crate::approve::{Answer, Question};
 use crate::error::Error;
 use crate::life::Life;
 use crate::observe::{Event, Rung};
@@ -121,14 +121,14 @@ impl Life<'_> {
 
         // Rung 3: ask a person.
         let why = format!("{not_harmless}, and {cant_tell}");
-        let answer = agent.approver.resolve(&Question {
+        let answer = agent.approver.answer(&Question {
             run: &agent.run,
             call,
             marker,
             why: &why,
         });
         match answer {
-            Resolution::Rerun => {
+            Answer::Rerun => {
                 self.ladder_event(
                     call,
                     Rung::Person,
@@ -137,7 +137,7 @@ impl Life<'_> {
                 );
                 Ok(Step::Rerun)
             }
-            Resolution::Done(ToolResult { output, is_error }) => {
+            Answer::Done(ToolResult { output, is_error }) => {
                 self.ladder_event(call, Rung::Person, true, "a person says it happened".into());
                 Ok(Step::Settled(ToolOutput {
                     output,
@@ -145,7 +145,7 @@ impl Life<'_> {
                     ..ToolOutput::default()
                 }))
             }
-            Resolution::Later => {
+            Answer::Later => {
                 self.ladder_event(
                     call,
                     Rung::Person,

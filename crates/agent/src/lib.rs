@@ -23,7 +23,7 @@
 //!   harmless (the tool reads only, is idempotent, or sent a key its service
 //!   still holds), else ask the service through the tool's
 //!   [`lookup`](tool::Tool::lookup), else ask the person
-//!   ([`Approver::resolve`](approve::Approver::resolve)).
+//!   ([`Approver::answer`](approve::Approver::answer)).
 //! * **Limits** on turns, tokens and dollars live in the state, so they cover
 //!   the run's whole life; restarts are limited by
 //!   [`durable::Options::max_resumes`]. Every stop is a typed [`Error`].

@@ -84,7 +84,7 @@
 //! );
 //!
 //! // Any scenario reruns alone by its name, with each life's hits.
-//! let again = sweep::run_one(&Payday(Variant::FirstSaveAfterPayment), &first.scenario);
+//! let again = sweep::runs::run_one(&Payday(Variant::FirstSaveAfterPayment), &first.scenario);
 //! assert!(again.timeline().contains("payment accepted#1  ← crash"));
 //! ```
 //!
@@ -266,29 +266,6 @@ impl Subject for Payday {
         })
     }
 
-    // Shared lives: a world is copied whole (the bank's books, the
-    // directory's files, the clock) and hashed whole; the bank's replies and
-    // the files are what a life reads back, the balances and ledger what the
-    // judge counts.
-    fn snapshot(&self, w: &World) -> Option<World> {
-        Some(World {
-            bank: w.bank.clone(),
-            dir: w.dir.deep_clone()?,
-            clock: w.clock,
-        })
-    }
-
-    fn fingerprint(&self, w: &World) -> Option<sweep::Fingerprint> {
-        let mut fp = sweep::Fingerprint::new();
-        w.dir.hash_contents(fp.observer());
-        Some(
-            fp.observe(&w.clock)
-                .observe_debug(&w.bank.replies)
-                .judge(&w.bank.balances)
-                .judge(&w.bank.ledger),
-        )
-    }
-
     fn life(&self, w: &mut World) -> Result<(), LifeError> {
         w.clock += 1;
         let name = RunId::parse(JOB)?;
@@ -361,5 +338,33 @@ impl Subject for Payday {
         let job = String::from_utf8_lossy(job.as_deref().unwrap_or_default());
         let (balances, ledger) = (&w.bank.balances, &w.bank.ledger);
         format!("balances {balances:?}\nledger {ledger:?}\n{JOB}.json {job}")
+    }
+
+    fn share(&self) -> Option<&dyn sweep::sharing::Share<Self::World>> {
+        Some(self)
+    }
+}
+
+impl sweep::sharing::Share<World> for Payday {
+    // Shared lives: a world is copied whole (the bank's books, the
+    // directory's files, the clock) and hashed whole; the bank's replies and
+    // the files are what a life reads back, the balances and ledger what the
+    // judge counts.
+    fn copy(&self, w: &World) -> Option<World> {
+        Some(World {
+            bank: w.bank.clone(),
+            dir: w.dir.deep_clone()?,
+            clock: w.clock,
+        })
+    }
+    fn fingerprint(&self, w: &World) -> Option<sweep::sharing::Fingerprint> {
+        let mut fp = sweep::sharing::Fingerprint::new();
+        w.dir.hash_contents(fp.observer());
+        Some(
+            fp.observe(&w.clock)
+                .observe_debug(&w.bank.replies)
+                .judge(&w.bank.balances)
+                .judge(&w.bank.ledger),
+        )
     }
 }

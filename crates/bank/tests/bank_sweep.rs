@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use bank::{Bank, Payday, Variant, BATCH};
-use sweep::{Config, Report, Row, Scenario, Subject};
+use sweep::{report::Row, scenario::Scenario, Config, Report, Subject};
 
 fn sweep(variant: Variant, threads: Option<usize>) -> Report {
     let config = Config {
@@ -20,7 +20,7 @@ fn cell(row: &Row, title: &str) -> u64 {
         .unwrap_or_else(|| panic!("no column {title} in {row:?}"))
 }
 
-fn names<'a>(it: impl Iterator<Item = &'a sweep::ScenarioResult>) -> Vec<String> {
+fn names<'a>(it: impl Iterator<Item = &'a sweep::report::ScenarioResult>) -> Vec<String> {
     it.map(|s| s.scenario.to_string()).collect()
 }
 
@@ -111,7 +111,7 @@ fn buggy_variant_is_caught_and_names_its_scenarios() {
 #[test]
 fn a_failing_scenario_reruns_alone_by_name() {
     let scenario: Scenario = "payment accepted#1".parse().unwrap();
-    let bad = sweep::run_one(&Payday(Variant::FirstSaveAfterPayment), &scenario);
+    let bad = sweep::runs::run_one(&Payday(Variant::FirstSaveAfterPayment), &scenario);
     let timeline = bad.timeline();
     assert!(
         timeline.contains("payment accepted#1  ← crash"),
@@ -123,7 +123,7 @@ fn a_failing_scenario_reruns_alone_by_name() {
         "{timeline}"
     );
 
-    let good = sweep::run_one(&Payday(Variant::SaveRunFirst), &scenario);
+    let good = sweep::runs::run_one(&Payday(Variant::SaveRunFirst), &scenario);
     assert_eq!(good.failure, None, "{}", good.timeline());
 }
 
@@ -208,7 +208,8 @@ fn a_clean_run_leaves_nothing_to_report() {
 fn the_sweep_shares_lives_and_gives_brute_forces_report() {
     for variant in [Variant::SaveRunFirst, Variant::FirstSaveAfterPayment] {
         let subject = Payday(variant);
-        let (shared, stats) = sweep::run_counted(&subject, &Config::default(), &|_| {}).unwrap();
+        let (shared, stats) =
+            sweep::runs::run_counted(&subject, &Config::default(), &|_| {}).unwrap();
         assert!(stats.shared, "{variant:?}");
         let brute = Config {
             share: false,

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+mod crash_state;
 pub mod hit;
 pub mod points;
 pub mod protocol;
@@ -10,9 +11,6 @@ pub mod unscoped;
 
 #[doc(inline)]
 pub use hit::Hit;
-#[cfg(feature = "tokio")]
-#[doc(inline)]
-pub use task::{join_task, spawn_task};
 
 use std::panic;
 use std::sync::atomic::Ordering;

@@ -16,12 +16,17 @@
 //!   [`Handle::running`] names them, [`Handle::fence`] makes each of them
 //!   die at its next point, and [`Handle::wait_threads`] waits until none
 //!   runs — so a life's threads never act after their life ended;
+//! * [`CrashState`], what a crash keeps (a process crash, or a power cut a
+//!   directory models by name): the one crash-state type of every crate, a
+//!   sweep's dimension; a harness names the state of each life's scope
+//!   ([`Handle::set_crash_state`], read back with [`crash_state`]);
 //! * the panic hook that keeps injected crashes silent, [`install_hook`]:
 //!   installed once, it swallows the [`Crash`] payload and passes every other
 //!   panic to the hook that was there before. A real panic inside a scope
 //!   comes back as [`Outcome::Panicked`], never mistaken for an injected
 //!   crash.
 
+pub use crate::crash_state::{BadCrashState, CrashState};
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
@@ -56,6 +61,8 @@ struct State {
     cancelled: Option<Hit>,
     /// [`Handle::pause_at`]: the hit, and what runs there.
     pause: Option<Pause>,
+    /// [`Handle::watch_hits`]: what runs at every hit that does not crash.
+    watch: Option<Watch>,
     /// [`Handle::fence`] was called: every later hit dies.
     fenced: bool,
     /// The threads inside [`Handle::enter`] now: an id and a name each.
@@ -79,6 +86,20 @@ struct Inner {
 struct Pause {
     hit: Hit,
     then: Arc<dyn Fn() + Send + Sync>,
+}
+
+/// What [`Handle::watch_hits`] runs at each hit: the hit, and how many
+/// threads were inside the scope then.
+#[derive(Clone)]
+struct Watch(Arc<WatchFn>);
+
+/// The closure of [`Handle::watch_hits`].
+type WatchFn = dyn Fn(&Hit, usize) + Send + Sync;
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Watch at every hit")
+    }
 }
 
 impl std::fmt::Debug for Pause {
@@ -159,6 +180,37 @@ impl Handle {
             hit,
             then: Arc::new(then),
         });
+        self
+    }
+
+    /// At every hit that does not crash the scope, hold the thread that
+    /// reaches it and run `watch` there with the hit and how many threads
+    /// were inside the scope at that moment (1: the life's own thread
+    /// alone), then let the life go on — as [`Handle::pause_at`] does at one
+    /// hit (which runs first, when both match). `watch` runs outside the
+    /// scope, with no lock of the scope held, so it may read what the life
+    /// shares with it (a sweep copies its world there).
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use crashpoint::scope::Handle;
+    ///
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let log = Arc::clone(&seen);
+    /// let life = Handle::new(None)
+    ///     .watch_hits(move |hit, threads| log.lock().unwrap().push((hit.to_string(), threads)))
+    ///     .run(|| {
+    ///         crashpoint::point!("a");
+    ///         crashpoint::point!("a");
+    ///     });
+    /// # if crashpoint::ENABLED {
+    /// assert_eq!(life.hits.len(), 2);
+    /// assert_eq!(seen.lock().unwrap().len(), 2);
+    /// assert_eq!(seen.lock().unwrap()[1].1, 1);
+    /// # }
+    /// ```
+    pub fn watch_hits(self, watch: impl Fn(&Hit, usize) + Send + Sync + 'static) -> Handle {
+        self.state().watch = Some(Watch(Arc::new(watch)));
         self
     }
 
@@ -441,15 +493,16 @@ pub(crate) fn hit_in_scope(name: &'static str, site: Option<&'static Site>) {
             Some(Err(hit))
         } else {
             let pause = st.pause.as_ref().filter(|p| p.hit == hit).cloned();
+            let watch = st.watch.clone().map(|w| (w, hit.clone(), st.entered.len()));
             st.hits.push(hit);
-            pause.map(Ok)
+            (pause.is_some() || watch.is_some()).then_some(Ok((pause, watch)))
         }
     });
     match crash {
         Some(Err(hit)) => panic::panic_any(Crash { hit }),
         // Held: every borrow and lock released, so `then` may read the
         // scope (or run other scopes) while this thread waits.
-        Some(Ok(pause)) => {
+        Some(Ok((pause, watch))) => {
             // Outside the scope while held: restored afterwards, even if
             // `then` panics.
             struct Back(Option<Handle>);
@@ -462,7 +515,12 @@ pub(crate) fn hit_in_scope(name: &'static str, site: Option<&'static Site>) {
             }
             let _back = Back(CURRENT.with(|c| c.borrow_mut().take()));
             ACTIVE.with(|a| a.set(false));
-            (pause.then)()
+            if let Some(pause) = pause {
+                (pause.then)();
+            }
+            if let Some((watch, hit, threads)) = watch {
+                (watch.0)(&hit, threads);
+            }
         }
         None => {}
     }

@@ -94,7 +94,7 @@ fn spawn_task_and_join_task_carry_the_scope_and_the_crash() {
     let crash: Hit = "sent#2".parse().unwrap();
     let life = crashpoint::crash_at(crash.clone(), || {
         multi_thread().block_on(async {
-            crashpoint::join_task(crashpoint::spawn_task(relay(2))).await;
+            crashpoint::task::join_task(crashpoint::task::spawn_task(relay(2))).await;
             // Never reached: join_task re-raised the crash here.
             crashpoint::point!("after join");
         })

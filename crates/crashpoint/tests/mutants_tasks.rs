@@ -23,11 +23,11 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 fn join_task_hands_back_the_tasks_value_and_records_its_points() {
     let life = crashpoint::record(|| {
         multi_thread().block_on(async {
-            let task = crashpoint::spawn_task(async {
+            let task = crashpoint::task::spawn_task(async {
                 crashpoint::point!("in task");
                 41 + 1
             });
-            crashpoint::join_task(task).await
+            crashpoint::task::join_task(task).await
         })
     });
     assert_eq!(life.outcome, crashpoint::Outcome::Finished(42));
@@ -42,7 +42,7 @@ fn join_task_re_raises_the_tasks_own_panic() {
             let task = tokio::spawn(async {
                 std::panic::panic_any(String::from("boom in task"));
             });
-            crashpoint::join_task(task).await
+            crashpoint::task::join_task(task).await
         })
     }));
     assert_eq!(panic_text(r.unwrap_err().as_ref()), "boom in task");
@@ -55,7 +55,7 @@ fn join_task_of_a_cancelled_task_panics_saying_so() {
         rt.block_on(async {
             let task = tokio::spawn(std::future::pending::<()>());
             task.abort();
-            crashpoint::join_task(task).await
+            crashpoint::task::join_task(task).await
         })
     }));
     let text = panic_text(r.unwrap_err().as_ref());

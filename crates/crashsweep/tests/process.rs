@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use sweep::process::{Process, ProcessWorld};
-use sweep::{Config, Failure, Scenario, Verdict};
+use sweep::{report::Failure, scenario::Scenario, Config, Verdict};
 
 /// The example program, built by `cargo test` next to this crate's binary.
 fn payouts() -> PathBuf {
@@ -107,7 +107,7 @@ fn the_bug_is_found_at_each_payment_and_the_fix_is_clean() {
 fn a_crash_lands_by_sigkill_exactly_at_its_hit() {
     let s = subject("payouts", &[]);
     let sc: Scenario = "paid#2".parse().unwrap();
-    let r = sweep::run_one(&s, &sc);
+    let r = sweep::runs::run_one(&s, &sc);
     let timeline = r.timeline();
     assert!(timeline.contains("crashed at paid#2"), "{timeline}");
     // The world says how each life ended: the first by SIGKILL.
@@ -134,7 +134,7 @@ fn a_point_on_a_second_thread_is_a_hit_and_can_be_crashed() {
     let r = sweep::run(&s, &config(1)).unwrap();
     assert!(first_crashes(&r).contains(&"paid#3".to_owned()));
     let sc: Scenario = "paid#1".parse().unwrap();
-    let one = sweep::run_one(&s, &sc);
+    let one = sweep::runs::run_one(&s, &sc);
     assert!(
         one.timeline().contains("crashed at paid#1"),
         "{}",
@@ -152,7 +152,7 @@ fn a_hung_program_is_killed_at_its_limit() {
         ..config(1)
     };
     let r = sweep::run(&s, &cfg).unwrap();
-    let hung: Vec<&sweep::ScenarioResult> = r
+    let hung: Vec<&sweep::report::ScenarioResult> = r
         .scenarios
         .iter()
         .filter(|s| matches!(s.failure, Some(Failure::Hung { .. })))

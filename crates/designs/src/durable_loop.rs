@@ -56,9 +56,12 @@ impl Loop<'_> {
             .replies
             .get(turn)
             .ok_or_else(|| format!("the job has no reply for turn {}", turn + 1))?;
-        let asked = w.asked.entry(turn).or_insert(0);
-        *asked += 1;
-        let n = *asked;
+        let n = {
+            let mut notes = w.notes();
+            let asked = notes.asked.entry(turn).or_insert(0);
+            *asked += 1;
+            *asked
+        };
         let model = self.modes.model.unwrap_or_default();
         if model == ModelBehaviour::Scripted {
             return Ok(scripted.clone());
@@ -70,12 +73,12 @@ impl Loop<'_> {
             } else {
                 c.id.clone()
             };
-            w.ids.insert(c.id.clone(), id.clone());
+            w.notes().ids.insert(c.id.clone(), id.clone());
             let mut op = c.op.clone();
             if let Op::Comment { issue_call, .. } = &mut op {
                 // The model refers to the issue by the call that filed it,
                 // as the transcript it was given names that call.
-                if let Some(now) = w.ids.get(issue_call.as_str()) {
+                if let Some(now) = w.notes().ids.get(issue_call.as_str()) {
                     *issue_call = now.clone();
                 }
             }
@@ -129,12 +132,12 @@ impl Loop<'_> {
                 format!("{} issues", found.len())
             }
             (_, Some(req)) => {
-                w.labels.reach(Stage::Sent);
+                w.notes().labels.reach(Stage::Sent);
                 let resp = w
                     .tracker
                     .apply(&req, self.key(call).as_deref())
                     .map_err(|e| format!("call {}: {e}", call.id))?;
-                w.labels.reach(Stage::Acknowledged);
+                w.notes().labels.reach(Stage::Acknowledged);
                 response_output(&resp)
             }
             (_, None) => return Err(format!("call {}: nothing to send", call.id)),
@@ -154,11 +157,11 @@ impl Loop<'_> {
         // them (`Design::sends_keys_with`).
         let harmless = !call.op.mutates() || self.sends_keys();
         if harmless {
-            w.labels.settle(&call.id, Settlement::Rerun);
+            w.notes().labels.settle(&call.id, Settlement::Rerun);
             return self.run_tool(w, st, call);
         }
-        w.labels.settle(&call.id, Settlement::Person);
-        w.asks += 1;
+        w.notes().labels.settle(&call.id, Settlement::Person);
+        w.notes().asks += 1;
         let req = self
             .request(st, call)?
             .ok_or_else(|| format!("call {}: nothing to ask about", call.id))?;
@@ -168,13 +171,13 @@ impl Loop<'_> {
             LookupAnswer::Found(resp) => Some(resp),
             LookupAnswer::NotFound | LookupAnswer::CantTell => None,
         };
-        let wrong = self.modes.person == Person::WrongAt(w.asks);
+        let wrong = self.modes.person == Person::WrongAt(w.notes().asks);
         if wrong {
-            w.wrong_answers += 1;
+            w.notes().wrong_answers += 1;
         }
         match (truth, wrong) {
             (Some(resp), false) => {
-                w.labels.reach(Stage::Acknowledged);
+                w.notes().labels.reach(Stage::Acknowledged);
                 Ok(ToolResult {
                     output: response_output(&resp),
                     is_error: false,
@@ -200,9 +203,9 @@ impl Loop<'_> {
                 Phase::Done => return Ok(()),
                 Phase::Model | Phase::Paused => {
                     let turn = st.turns as usize;
-                    w.labels.asking(turn);
+                    w.notes().labels.asking(turn);
                     let reply = self.reply(w, turn)?;
-                    w.model_calls += 1;
+                    w.notes().model_calls += 1;
                     point!("reply arrived");
                     if reply.is_empty() {
                         st.phase = Phase::Done;
@@ -232,12 +235,12 @@ impl Loop<'_> {
                         }
                         let call = &self.call_of(&st, &id)?;
                         if call.op.mutates() {
-                            w.labels.start(&id, st.turns as usize);
+                            w.notes().labels.start(&id, st.turns as usize);
                         }
                         let result = if self.design.marks() && st.attempts.contains_key(&id) {
                             self.resolve(w, &st, call)?
                         } else {
-                            w.labels.settle(&id, Settlement::Blind);
+                            w.notes().labels.settle(&id, Settlement::Blind);
                             if self.design.marks() && call.op.mutates() {
                                 st.attempts.insert(
                                     id.clone(),
@@ -254,7 +257,7 @@ impl Loop<'_> {
                         st.results.insert(id, result);
                         if self.design.saves_each_step() {
                             w.save(&mut cp, &st)?;
-                            w.labels.reach(Stage::Recorded);
+                            w.notes().labels.reach(Stage::Recorded);
                             point!("result saved");
                         }
                     }
@@ -263,7 +266,7 @@ impl Loop<'_> {
                     st.calls = Vec::new();
                     st.attempts = BTreeMap::new();
                     w.save(&mut cp, &st)?;
-                    w.labels.reach(Stage::Recorded);
+                    w.notes().labels.reach(Stage::Recorded);
                 }
             }
         }

@@ -73,6 +73,7 @@ fn columns(design: Design, modes: &Modes) -> Vec<Counter> {
 /// calls, and what the modes add; every crash's label; notes in words.
 pub(crate) fn judge(script: &Script, modes: &Modes, w: &World) -> Verdict {
     let issues = w.tracker.issues();
+    let notes = w.notes();
     let (mut dups, mut missing) = (0u64, 0u64);
     let mut v = Verdict::new();
     // A record stands for a scripted effect when its text is the
@@ -156,30 +157,30 @@ pub(crate) fn judge(script: &Script, modes: &Modes, w: &World) -> Verdict {
         }
         reworded = Some(n as u64);
     }
-    if let Some(e) = &w.stopped {
+    if let Some(e) = &notes.stopped {
         v = v.note(format!("the run stopped: {e}"));
     }
-    if w.lost_saves > 0 {
+    if notes.lost_saves > 0 {
         v = v.note(format!(
             "{} restart(s) resumed from an older checkpoint than the last save that returned",
-            w.lost_saves
+            notes.lost_saves
         ));
     }
     v = v
         .count("dups", dups)
         .count("missing", missing)
-        .count("asks", w.asks)
-        .count("model calls", w.model_calls);
+        .count("asks", notes.asks)
+        .count("model calls", notes.model_calls);
     if *modes != Modes::default() {
         v = v
-            .count("lost saves", w.lost_saves)
-            .count("stopped", u64::from(w.stopped.is_some()))
-            .count("wrong answers", w.wrong_answers);
+            .count("lost saves", notes.lost_saves)
+            .count("stopped", u64::from(notes.stopped.is_some()))
+            .count("wrong answers", notes.wrong_answers);
     }
     if let Some(n) = reworded {
         v = v.count("reworded", n);
     }
-    for (i, (stage, rung, call)) in w.labels.crashes().enumerate() {
+    for (i, (stage, rung, call)) in notes.labels.crashes().enumerate() {
         let name = labels::count_name(stage, rung);
         let n = v.get(&name);
         v = v.count(&name, n + 1).note(format!(

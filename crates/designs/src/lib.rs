@@ -56,7 +56,7 @@ mod world;
 use std::path::PathBuf;
 
 pub use design::Design;
-pub use modes::{ModelBehaviour, Modes, Person, Power, Writer, MID_OVERWRITE};
+pub use modes::{ModelBehaviour, Modes, Person, Power, Writer, MID_OVERWRITE, WRITERS};
 pub use script::{Call, Op, Script, ScriptError};
 pub use subject::{DesignSubject, ENUMERATED};
 pub use world::{Storage, World};

@@ -5,16 +5,11 @@
 //! defaults to the chapter's behaviour, so `Modes::default()` is the
 //! chapter's sweep, row for row.
 
-use std::sync::Arc;
-
-use durable::testing::{CrashState, MutantDir, Mutation, PowerDir};
-use durable::Dir;
-
 /// Everything a design can be run with beyond the book chapter's sweep.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Modes {
-    /// Checkpoints live in a [`PowerDir`] whose crashes are power cuts in a
-    /// chosen [`CrashState`], written by a chosen [`Writer`]. `None`: the
+    /// Checkpoints live in a [`PowerDir`](durable::testing::PowerDir) whose crashes are power cuts in a
+    /// chosen [`CrashState`](durable::testing::CrashState), written by a chosen [`Writer`]. `None`: the
     /// book chapter's world (a panic is the only crash, saves unsynced).
     pub power: Option<Power>,
     /// Who settles a call whose outcome the loop cannot know.
@@ -90,91 +85,17 @@ pub enum Person {
     WrongAt(u64),
 }
 
-/// A power-loss world: who writes the checkpoint, and what a crash keeps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Power {
-    /// The checkpoint writer.
-    pub writer: Writer,
-    /// What each crash keeps of the unsynced operations.
-    pub state: CrashState,
-}
+pub use durable::testing::{Power, Writer};
 
-/// How the checkpoint reaches the disk. [`Writer::Real`] is
-/// `durable::write::write_atomic` as shipped; the others are mutations of it that a
-/// power-loss sweep must catch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Writer {
-    /// Temp file, write, fsync, rename, fsync the directory.
-    Real,
-    /// The book chapter's sweep setting: both fsyncs turned off
-    /// (`Options { sync: false }`), so a sweep finishes in seconds.
-    SyncsOff,
-    /// The real writer without the file fsync before the rename.
-    NoFileSync,
-    /// The real writer without the directory fsync after the rename.
-    NoDirSync,
-    /// The new bytes are written over the live file in place (then synced)
-    /// instead of being renamed over it; a crash between the write and its
-    /// fsync lands at the point `mid-overwrite`.
-    InPlace,
-    /// The old file is removed before the temp file is renamed over its
-    /// name ([`Mutation::RemoveFirst`]): only a power cut that keeps the
-    /// remove and loses the rename catches it, a state none of the six
-    /// named ones leaves; the enumerated state does. Not in
-    /// [`Writer::ALL`] (the tables of the named states leave it out).
-    RemoveFirst,
-}
-
-impl Writer {
-    /// Every writer, the real one first.
-    pub const ALL: [Writer; 5] = [
-        Writer::Real,
-        Writer::SyncsOff,
-        Writer::NoFileSync,
-        Writer::NoDirSync,
-        Writer::InPlace,
-    ];
-
-    /// The command-line name.
-    pub fn slug(self) -> &'static str {
-        match self {
-            Writer::Real => "real",
-            Writer::SyncsOff => "syncs-off",
-            Writer::NoFileSync => "no-file-fsync",
-            Writer::NoDirSync => "no-dir-fsync",
-            Writer::InPlace => "in-place",
-            Writer::RemoveFirst => "remove-first",
-        }
-    }
-
-    /// A short description for row titles.
-    pub fn title(self) -> &'static str {
-        match self {
-            Writer::Real => "real writer",
-            Writer::SyncsOff => "syncs off (book)",
-            Writer::NoFileSync => "no file fsync",
-            Writer::NoDirSync => "no dir fsync",
-            Writer::InPlace => "overwrite in place",
-            Writer::RemoveFirst => "remove first",
-        }
-    }
-
-    /// Whether the checkpoint store is asked to sync at all.
-    pub(crate) fn syncs(self) -> bool {
-        self != Writer::SyncsOff
-    }
-
-    /// The directory the checkpoint store writes through: `dir` itself for
-    /// the real writer and for syncs off, a [`MutantDir`] over it otherwise.
-    pub(crate) fn wrap(self, dir: PowerDir) -> Arc<dyn Dir> {
-        match self {
-            Writer::Real | Writer::SyncsOff => Arc::new(dir),
-            Writer::NoFileSync => Arc::new(MutantDir::new(dir, Mutation::NoFileSync)),
-            Writer::NoDirSync => Arc::new(MutantDir::new(dir, Mutation::NoDirSync)),
-            Writer::InPlace => Arc::new(MutantDir::new(dir, Mutation::InPlace)),
-            Writer::RemoveFirst => Arc::new(MutantDir::new(dir, Mutation::RemoveFirst)),
-        }
-    }
-}
+/// The writers the designs' power-loss tables show, the real one first
+/// ([`Writer::RemoveFirst`] is left out: only the enumerated state catches
+/// it).
+pub const WRITERS: [Writer; 5] = [
+    Writer::Real,
+    Writer::SyncsOff,
+    Writer::NoFileSync,
+    Writer::NoDirSync,
+    Writer::InPlace,
+];
 
 pub use durable::testing::MID_OVERWRITE;

@@ -2,7 +2,7 @@
 //! the world, life, judge and description the sweep asks for.
 
 use durable::testing::{CrashState as DiskState, Fault, PersistenceModel};
-use sweep::{Boot, Counter, CrashState, Subject, Verdict};
+use sweep::{scenario::Boot, Counter, CrashState, Subject, Verdict};
 use tracker::LogLayout;
 
 use crate::design::Design;
@@ -111,11 +111,6 @@ impl DesignSubject {
     }
 }
 
-/// A disk state as the sweep's crash state of the same name.
-fn sweep_state(s: DiskState) -> CrashState {
-    CrashState::named(s.slug())
-}
-
 /// The crash state in which each power cut leaves, in a scenario of its
 /// own, every disk the [persistence model](durable::testing::enumerate)
 /// allows (a power-loss world only): the scenario names the disk of each
@@ -129,7 +124,7 @@ impl Subject for DesignSubject {
     /// state (a sweep over other states titles their rows with
     /// [`Subject::row_title`]).
     fn name(&self) -> String {
-        let own = self.modes.power.map(|p| sweep_state(p.state));
+        let own = self.modes.power.map(|p| CrashState::from(p.state));
         self.title_in(own.as_ref())
     }
 
@@ -146,7 +141,7 @@ impl Subject for DesignSubject {
         match self.modes.power {
             Some(_) => DiskState::ALL
                 .into_iter()
-                .map(sweep_state)
+                .map(CrashState::from)
                 .chain([ENUMERATED])
                 .collect(),
             None => vec![CrashState::PROCESS],
@@ -164,7 +159,7 @@ impl Subject for DesignSubject {
     /// The variant's own state.
     fn default_crash_states(&self) -> Vec<CrashState> {
         match self.modes.power {
-            Some(p) => vec![sweep_state(p.state)],
+            Some(p) => vec![p.state.into()],
             None => vec![CrashState::PROCESS],
         }
     }
@@ -174,9 +169,7 @@ impl Subject for DesignSubject {
             w.power_boot_enumerated(self.model, ctx.disk().unwrap_or(0));
             return Ok(());
         }
-        let state = DiskState::from_slug(ctx.state().name())
-            .ok_or_else(|| format!("no disk state is called {:?}", ctx.state().name()))?;
-        w.power_boot(state);
+        w.power_boot(ctx.state().try_into()?);
         Ok(())
     }
 
@@ -217,11 +210,21 @@ impl Subject for DesignSubject {
         w.describe()
     }
 
-    fn snapshot(&self, w: &World) -> Option<World> {
+    fn share(&self) -> Option<&dyn sweep::sharing::Share<Self::World>> {
+        Some(self)
+    }
+}
+
+impl sweep::sharing::Share<World> for DesignSubject {
+    fn copy(&self, w: &World) -> Option<World> {
         w.snapshot()
     }
 
-    fn fingerprint(&self, w: &World) -> Option<sweep::Fingerprint> {
+    fn fingerprint(&self, w: &World) -> Option<sweep::sharing::Fingerprint> {
         w.fingerprint()
+    }
+
+    fn capture(&self, w: &World) -> Option<sweep::sharing::Capture<World>> {
+        w.capture()
     }
 }

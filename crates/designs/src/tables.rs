@@ -57,7 +57,7 @@ pub fn failures_list(reports: &[(DesignVariant, Report)]) -> String {
                 first
                     .failure
                     .as_ref()
-                    .map(sweep::Failure::cause)
+                    .map(sweep::report::Failure::cause)
                     .unwrap_or_default()
             ));
         }
@@ -67,8 +67,8 @@ pub fn failures_list(reports: &[(DesignVariant, Report)]) -> String {
 
 /// Rows summed cell by cell into one titled `title` (scenario counts and
 /// every column), for a total over variants that split one sweep in parts.
-pub fn sum_rows(title: &str, rows: &[sweep::Row]) -> sweep::Row {
-    let mut total = sweep::Row {
+pub fn sum_rows(title: &str, rows: &[sweep::report::Row]) -> sweep::report::Row {
+    let mut total = sweep::report::Row {
         variant: title.to_owned(),
         depth_counts: Vec::new(),
         cells: Vec::new(),
@@ -103,8 +103,8 @@ mod tests {
         cells: &[(&str, u64)],
         failed: u64,
         flaky: u64,
-    ) -> sweep::Row {
-        sweep::Row {
+    ) -> sweep::report::Row {
+        sweep::report::Row {
             variant: name.into(),
             depth_counts: depths.to_vec(),
             cells: cells.iter().map(|(t, n)| (t.to_string(), *n)).collect(),

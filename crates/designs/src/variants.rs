@@ -14,10 +14,10 @@
 //! ```
 
 use durable::testing::CrashState;
-use sweep::DynSubject;
+use sweep::runs::DynSubject;
 
 use crate::design::Design;
-use crate::modes::{ModelBehaviour, Modes, Person, Power, Writer};
+use crate::modes::{ModelBehaviour, Modes, Person, Power, Writer, WRITERS};
 use crate::script::Script;
 use crate::subject::DesignSubject;
 use crate::world::Storage;
@@ -181,7 +181,7 @@ pub fn person_variants() -> Vec<DesignVariant> {
 /// keyless markers design too (a lost marker shows there as a duplicate).
 pub fn power_variants() -> Vec<DesignVariant> {
     let mut v = Vec::new();
-    for writer in Writer::ALL {
+    for writer in WRITERS {
         for state in CrashState::ALL {
             v.push(power(Design::KeysMarkers, writer, state));
         }
@@ -198,7 +198,7 @@ pub fn power_variants() -> Vec<DesignVariant> {
 fn space() -> Vec<DesignVariant> {
     let mut v = Vec::new();
     for design in Design::ALL {
-        for writer in Writer::ALL {
+        for writer in WRITERS {
             for state in CrashState::ALL {
                 v.push(power(design, writer, state));
             }

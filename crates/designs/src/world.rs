@@ -3,7 +3,7 @@
 //! does to it when it boots, saves, opens its checkpoint and shuts down.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use agent::state::{Checkpoint, State};
 use durable::testing::{Fault, FaultDir, MemDir, PowerDir};
@@ -27,23 +27,38 @@ pub enum Storage {
 }
 
 /// What a crash does not erase: the checkpoint directory, the tracker's
-/// records, and the observer's tallies of model calls and questions.
+/// records, and the observer's notes (tallies of model calls and questions,
+/// what was saved, the crash labels).
 #[derive(Debug)]
 pub struct World {
     pub(crate) dir: Arc<dyn Dir>,
     _tmp: Option<tempfile::TempDir>,
     pub(crate) tracker: Tracker,
-    pub(crate) model_calls: u64,
-    pub(crate) asks: u64,
     /// The checkpoint directory when crashes are power cuts.
     power: Option<PowerDir>,
+    /// The checkpoint directory's fault injector, if armed.
+    faults: Option<FaultDir<Arc<dyn Dir>>>,
+    /// A crashing tracker's directory and layout, to restart it from.
+    tracker_files: Option<(MemDir, LogLayout)>,
+    /// The checkpoint directory when it is a plain in-memory one (the only
+    /// world that can be copied for shared lives).
+    mem: Option<MemDir>,
+    /// What the observer notes, shared with the world's capture (a sweep
+    /// copies it at every point while a life runs); each use locks it for
+    /// one statement, never across a point.
+    notes: Arc<Mutex<Notes>>,
+}
+
+/// What the observer notes about a world's lives.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Notes {
+    pub(crate) model_calls: u64,
+    pub(crate) asks: u64,
     /// How many disks the last boot's power cut could leave, in the
     /// enumerated state (`None`: it cut nothing).
     last_cut: Option<u32>,
     /// Power cuts whose disks were a sample (over the model's bound).
     sampled_cuts: u64,
-    /// The checkpoint directory's fault injector, if armed.
-    faults: Option<FaultDir<Arc<dyn Dir>>>,
     /// A life is running: set when it starts, cleared when it returns. A life
     /// that finds it set knows the one before it crashed.
     alive: bool,
@@ -65,11 +80,6 @@ pub struct World {
     pub(crate) ids: BTreeMap<String, String>,
     /// Where the call in flight stood at each crash, and how it was settled.
     pub(crate) labels: Labels,
-    /// A crashing tracker's directory and layout, to restart it from.
-    tracker_files: Option<(MemDir, LogLayout)>,
-    /// The checkpoint directory when it is a plain in-memory one (the only
-    /// world that can be copied for shared lives).
-    mem: Option<MemDir>,
 }
 
 /// A state as the loop's progress, without the restart count that
@@ -84,8 +94,12 @@ impl World {
     /// power-loss world the runner has already cut the power:
     /// [`World::power_boot`].)
     pub(crate) fn boot(&mut self) -> Result<bool, String> {
-        let crashed = std::mem::replace(&mut self.alive, true);
-        self.labels.boot(crashed);
+        let crashed = {
+            let mut notes = self.notes();
+            let crashed = std::mem::replace(&mut notes.alive, true);
+            notes.labels.boot(crashed);
+            crashed
+        };
         if let (true, Some((files, layout))) = (crashed, &self.tracker_files) {
             let mode = self.tracker.mode();
             self.tracker = Tracker::open_log_with(Arc::new(files.clone()), mode, *layout)
@@ -96,9 +110,10 @@ impl World {
 
     /// Save through `cp`, remembering what is under way and what returned.
     pub(crate) fn save(&mut self, cp: &mut Checkpoint, st: &State) -> Result<(), String> {
-        self.saving = Some(progress(st));
+        self.notes().saving = Some(progress(st));
         cp.save(st).map_err(|e| e.to_string())?;
-        self.saved = self.saving.take();
+        let mut notes = self.notes();
+        notes.saved = notes.saving.take();
         Ok(())
     }
 
@@ -107,20 +122,22 @@ impl World {
     /// returned save is the loop's promise that it may act on it.
     pub(crate) fn opened(&mut self, st: &State) {
         let now = progress(st);
-        if let Some(saved) = &self.saved {
-            if *saved != now && self.saving.as_ref() != Some(&now) {
-                self.lost_saves += 1;
+        let mut notes = self.notes();
+        if let Some(saved) = &notes.saved {
+            if *saved != now && notes.saving.as_ref() != Some(&now) {
+                notes.lost_saves += 1;
             }
         }
-        self.saved = Some(now);
-        self.saving = None;
-        self.labels.opened(st);
+        notes.saved = Some(now);
+        notes.saving = None;
+        notes.labels.opened(st);
     }
 
     /// The process ends without a crash (finished, or stopped by an error).
     pub(crate) fn shutdown(&mut self, result: &Result<(), String>) {
-        self.alive = false;
-        self.stopped = result.as_ref().err().cloned();
+        let mut notes = self.notes();
+        notes.alive = false;
+        notes.stopped = result.as_ref().err().cloned();
     }
 
     /// The runner boots the power-loss directory before each life: after a
@@ -142,9 +159,10 @@ impl World {
             .power
             .as_ref()
             .and_then(|p| p.boot_choosing(model, disk as usize));
-        self.last_cut = cut.map(|c| u32::try_from(c.states).unwrap_or(u32::MAX));
+        let mut notes = self.notes();
+        notes.last_cut = cut.map(|c| u32::try_from(c.states).unwrap_or(u32::MAX));
         if cut.is_some_and(|c| c.sampled) {
-            self.sampled_cuts += 1;
+            notes.sampled_cuts += 1;
         }
     }
 
@@ -174,13 +192,19 @@ impl World {
 
     /// How many power cuts so far were a sample of their disks.
     pub(crate) fn sampled_cuts(&self) -> u64 {
-        self.sampled_cuts
+        self.notes().sampled_cuts
     }
 
     /// How many disks the last boot's power cut could leave (enumerated
     /// state only).
     pub(crate) fn last_cut(&self) -> Option<u32> {
-        self.last_cut
+        self.notes().last_cut
+    }
+
+    /// The observer's notes, locked (for one statement: never across a
+    /// point, where a sweep's capture reads them).
+    pub(crate) fn notes(&self) -> MutexGuard<'_, Notes> {
+        self.notes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The runner shuts the power-loss directory down after a life that
@@ -230,23 +254,11 @@ impl World {
             dir,
             _tmp: tmp,
             tracker,
-            model_calls: 0,
-            asks: 0,
             power,
-            last_cut: None,
-            sampled_cuts: 0,
             faults: None,
-            alive: false,
-            stopped: None,
-            saved: None,
-            saving: None,
-            lost_saves: 0,
-            wrong_answers: 0,
-            asked: BTreeMap::new(),
-            ids: BTreeMap::new(),
-            labels: Labels::default(),
             tracker_files,
             mem,
+            notes: Arc::default(),
         }
     }
 
@@ -264,53 +276,67 @@ impl World {
 
     /// A deep copy sharing nothing with this world, for shared lives; only
     /// a world in plain memory (no power cuts, no faults, no crashing
-    /// tracker) has one.
+    /// tracker) has one, and not while a life holds a lock in it.
     pub(crate) fn snapshot(&self) -> Option<World> {
         let mem = self.plain_memory()?.deep_clone()?;
-        Some(World {
+        let notes = self.notes().clone();
+        Some(World::copied(mem, self.tracker.deep_clone()?, notes))
+    }
+
+    /// A world in plain memory from its parts, sharing nothing else.
+    fn copied(mem: MemDir, tracker: Tracker, notes: Notes) -> World {
+        World {
             dir: Arc::new(mem.clone()),
             _tmp: None,
-            tracker: self.tracker.deep_clone()?,
-            model_calls: self.model_calls,
-            asks: self.asks,
+            tracker,
             power: None,
-            last_cut: self.last_cut,
-            sampled_cuts: self.sampled_cuts,
             faults: None,
-            alive: self.alive,
-            stopped: self.stopped.clone(),
-            saved: self.saved.clone(),
-            saving: self.saving.clone(),
-            lost_saves: self.lost_saves,
-            wrong_answers: self.wrong_answers,
-            asked: self.asked.clone(),
-            ids: self.ids.clone(),
-            labels: self.labels.clone(),
             tracker_files: None,
             mem: Some(mem),
-        })
+            notes: Arc::new(Mutex::new(notes)),
+        }
+    }
+
+    /// Copies this world while a life runs on it, as a crash at the current
+    /// point would leave it (the life's checkpoint lock released, as a dead
+    /// process releases it): the handles it shares with the life, read at
+    /// each point, where the loop holds none of their locks. Only a world in
+    /// plain memory has one.
+    pub(crate) fn capture(&self) -> Option<sweep::sharing::Capture<World>> {
+        let mem = self.plain_memory()?.clone();
+        let tracker = self.tracker.clone();
+        let notes = Arc::clone(&self.notes);
+        Some(sweep::sharing::Capture::new(move || {
+            let copy = notes.lock().ok()?.clone();
+            Some(World::copied(
+                mem.copy_as_crashed(),
+                tracker.deep_clone()?,
+                copy,
+            ))
+        }))
     }
 
     /// The world's fingerprint for shared lives: the files, the tracker and
     /// what the loop reads back (observed), and the tallies only the judge
     /// counts; `None` for a world [`World::snapshot`] cannot copy.
-    pub(crate) fn fingerprint(&self) -> Option<sweep::Fingerprint> {
+    pub(crate) fn fingerprint(&self) -> Option<sweep::sharing::Fingerprint> {
         let mem = self.plain_memory()?;
-        let mut fp = sweep::Fingerprint::new();
+        let mut fp = sweep::sharing::Fingerprint::new();
         mem.hash_contents(fp.observer());
         self.tracker.hash_contents(fp.observer());
+        let notes = self.notes();
         Some(
-            fp.observe(&self.alive)
-                .observe(&self.asks)
-                .observe(&self.asked)
-                .observe(&self.ids)
-                .judge(&self.model_calls)
-                .judge(&self.stopped)
-                .judge(&self.lost_saves)
-                .judge(&self.wrong_answers)
-                .judge_debug(&self.saved)
-                .judge_debug(&self.saving)
-                .judge_debug(&self.labels),
+            fp.observe(&notes.alive)
+                .observe(&notes.asks)
+                .observe(&notes.asked)
+                .observe(&notes.ids)
+                .judge(&notes.model_calls)
+                .judge(&notes.stopped)
+                .judge(&notes.lost_saves)
+                .judge(&notes.wrong_answers)
+                .judge_debug(&notes.saved)
+                .judge_debug(&notes.saving)
+                .judge_debug(&notes.labels),
         )
     }
 
@@ -324,9 +350,10 @@ impl World {
                 out.push_str(&format!("    comment #{} {:?}\n", c.id, c.body));
             }
         }
+        let notes = self.notes().clone();
         out.push_str(&format!(
             "model calls: {}, questions to a person: {}\n",
-            self.model_calls, self.asks
+            notes.model_calls, notes.asks
         ));
         if let Some(p) = &self.power {
             out.push_str(&format!(
@@ -335,7 +362,7 @@ impl World {
                 p.state().title()
             ));
         }
-        if let Some(e) = &self.stopped {
+        if let Some(e) = &notes.stopped {
             out.push_str(&format!("stopped: {e}\n"));
         }
         if let Ok(run) = RunId::parse(RUN) {

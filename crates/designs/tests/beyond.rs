@@ -92,7 +92,7 @@ fn first_failure(r: &Report) -> Option<(String, String)> {
 }
 
 fn rows_table<'a>(reports: impl IntoIterator<Item = &'a (DesignVariant, Report)>) -> String {
-    let rows: Vec<sweep::Row> = reports.into_iter().map(|(_, r)| r.row()).collect();
+    let rows: Vec<sweep::report::Row> = reports.into_iter().map(|(_, r)| r.row()).collect();
     sweep::table(&rows)
 }
 
@@ -131,9 +131,9 @@ fn person_section() -> String {
          Only the designs with markers ask; save once per turn, save after the reply and\n\
          + idempotency keys never do, so a person cannot err there.\n\n",
     );
-    let mut rows: Vec<sweep::Row> = Vec::new();
+    let mut rows: Vec<sweep::report::Row> = Vec::new();
     for design in [Design::Markers, Design::KeysMarkers] {
-        let mine: Vec<sweep::Row> = p
+        let mine: Vec<sweep::report::Row> = p
             .iter()
             .filter(|(v, _)| v.design == design)
             .map(|(_, r)| r.row())
@@ -444,7 +444,7 @@ fn only_a_repeated_question_gets_new_call_ids() {
     assert!(second.iter().any(|n| n.contains("~2 ")), "{second:#?}");
 }
 
-fn labels_of(s: &sweep::ScenarioResult) -> Vec<(Stage, Settlement)> {
+fn labels_of(s: &sweep::report::ScenarioResult) -> Vec<(Stage, Settlement)> {
     s.verdict
         .counts
         .iter()

@@ -22,7 +22,7 @@ fn snapshot() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../snapshots/sweep.txt")
 }
 
-fn cell(row: &sweep::Row, title: &str) -> u64 {
+fn cell(row: &sweep::report::Row, title: &str) -> u64 {
     row.cell(title)
         .unwrap_or_else(|| panic!("no column {title}"))
 }
@@ -30,7 +30,7 @@ fn cell(row: &sweep::Row, title: &str) -> u64 {
 #[test]
 fn five_designs_match_the_reviewed_table_and_the_book_chapter() {
     let reports: Vec<Report> = Design::ALL.iter().map(|d| sweep(*d, None)).collect();
-    let rows: Vec<sweep::Row> = reports.iter().map(Report::row).collect();
+    let rows: Vec<sweep::report::Row> = reports.iter().map(Report::row).collect();
     let table = sweep::table(&rows);
     print!("{table}");
 
@@ -136,7 +136,7 @@ fn a_real_directory_gives_the_same_counts_as_memory() {
 #[test]
 fn the_timeline_of_a_duplicating_scenario() {
     let subject = Design::SaveOncePerTurn.subject(&script(), Storage::Memory);
-    let result = sweep::run_one(&subject, &"tracker accepted#1".parse().unwrap());
+    let result = sweep::runs::run_one(&subject, &"tracker accepted#1".parse().unwrap());
     assert!(result.failure.is_none());
     assert_eq!(result.verdict.get("dups"), 1);
     insta::assert_snapshot!(result.timeline());
@@ -250,7 +250,7 @@ fn memory_worlds_share_lives_and_disk_or_power_worlds_do_not() {
     };
     for design in Design::ALL {
         let subject = design.subject(&script(), Storage::Memory);
-        let (shared, stats) = sweep::run_counted(&subject, &shallow, &|_| {}).unwrap();
+        let (shared, stats) = sweep::runs::run_counted(&subject, &shallow, &|_| {}).unwrap();
         assert!(stats.shared, "{design:?}");
         let brute = Config {
             share: false,
@@ -260,7 +260,7 @@ fn memory_worlds_share_lives_and_disk_or_power_worlds_do_not() {
     }
     let disk = Design::KeysMarkers.subject(&script(), Storage::Disk);
     assert!(
-        !sweep::run_counted(&disk, &shallow, &|_| {})
+        !sweep::runs::run_counted(&disk, &shallow, &|_| {})
             .unwrap()
             .1
             .shared
@@ -270,18 +270,20 @@ fn memory_worlds_share_lives_and_disk_or_power_worlds_do_not() {
         designs::Writer::Real,
         durable::testing::CrashState::LoseUnsynced,
     );
-    let (_, stats) = sweep::run_counted(&power.subject(&script()), &shallow, &|_| {}).unwrap();
+    let (_, stats) =
+        sweep::runs::run_counted(&power.subject(&script()), &shallow, &|_| {}).unwrap();
     assert!(!stats.shared);
     // In memory, but behind a fault injector, or with a tracker that
     // crashes from its own files: no copy either.
     let faults = Design::KeysMarkers
         .subject(&script(), Storage::Memory)
         .with_faults(Vec::new());
-    let (_, stats) = sweep::run_counted(&faults, &shallow, &|_| {}).unwrap();
+    let (_, stats) = sweep::runs::run_counted(&faults, &shallow, &|_| {}).unwrap();
     assert!(!stats.shared, "a world with a fault injector");
     let tracker =
         designs::variants::tracker_crash(Design::KeysMarkers, tracker::LogLayout::KeysInLog);
-    let (_, stats) = sweep::run_counted(&tracker.subject(&script()), &shallow, &|_| {}).unwrap();
+    let (_, stats) =
+        sweep::runs::run_counted(&tracker.subject(&script()), &shallow, &|_| {}).unwrap();
     assert!(!stats.shared, "a world with a crashing tracker");
     // Each world says so itself, by its copy and by its fingerprint.
     assert_eq!(
@@ -348,7 +350,10 @@ fn lived<R>(f: impl FnOnce() -> R) -> R {
 fn copies<S: sweep::Subject>(s: &S) -> (bool, bool) {
     let mut w = s.world().unwrap();
     lived(|| s.life(&mut w)).expect("the clean run finishes");
-    (s.snapshot(&w).is_some(), s.fingerprint(&w).is_some())
+    let Some(share) = s.share() else {
+        return (false, false);
+    };
+    (share.copy(&w).is_some(), share.fingerprint(&w).is_some())
 }
 
 /// A design's loop has no restart limit of its own: a run crashed more
@@ -409,7 +414,7 @@ fn a_marker_carries_the_key_its_design_sends() {
 #[test]
 fn a_clean_shutdown_is_no_power_cut() {
     use std::sync::Mutex;
-    use sweep::{Boot, Counter, CrashState, LifeError, Subject, Verdict};
+    use sweep::{scenario::Boot, Counter, CrashState, LifeError, Subject, Verdict};
     struct Restarts {
         inner: designs::DesignSubject,
         cuts: Mutex<Vec<(String, String)>>,

@@ -8,7 +8,7 @@ use crate::checkpoint::{At, Checkpoint, Durable, Opened, Options, Saved};
 use crate::error::{Error, Result};
 use crate::read::parse;
 use crate::run_id::RunId;
-use crate::store::{Claim, Lease, RunStore};
+use crate::store::{Claim, Lease, Record, RunStore};
 
 impl<S: Durable> Checkpoint<S> {
     /// Open `run`'s checkpoint in `store` for `owner`, under a lease of
@@ -115,6 +115,33 @@ impl<S: Durable> Checkpoint<S> {
                 Checkpoint::new(at, run, opts, epoch).start_or_resume(loaded, fresh)
             }
         }
+    }
+}
+
+impl<S: Durable> Checkpoint<S> {
+    /// Read `run` from `store` without claiming it: its [`Record`] (epoch,
+    /// holder, whether it is done) and its checkpoint parsed, with the same
+    /// typed errors as [`Checkpoint::load`] for one that cannot be read.
+    /// `None` when the store has no such run.
+    pub fn load_store(
+        store: &dyn RunStore,
+        run: &RunId,
+    ) -> Result<Option<(Record, Option<Saved<S>>)>> {
+        let Some(record) = store.load(run)? else {
+            return Ok(None);
+        };
+        let saved = match &record.checkpoint {
+            None => None,
+            Some(bytes) => {
+                let e = parse::<S>(bytes, run, &store.path_of(run))?;
+                Some(Saved {
+                    state: e.state,
+                    resumes: e.resumes,
+                    epoch: e.epoch,
+                })
+            }
+        };
+        Ok(Some((record, saved)))
     }
 }
 

@@ -25,7 +25,7 @@ use designs::faults::fault_run;
 use designs::{Design, DesignSubject, Modes, Script, Storage};
 use durable::testing::{CrashState, FaultDir};
 use durable::Dir;
-use sweep::{Config, CrashDisks, Report, Subject};
+use sweep::{runs::CrashDisks, Config, Report, Subject};
 
 use crate::power::{Power, Writer};
 use crate::subject::{LoopSubject, ENUMERATED};
@@ -36,11 +36,11 @@ pub type DiskError = String;
 
 /// The keyed design (keys and markers) in a power-loss world whose
 /// checkpoints `writer` writes.
-pub fn design(writer: designs::Writer, script: &Script) -> DesignSubject {
+pub fn design(writer: Writer, script: &Script) -> DesignSubject {
     Design::KeysMarkers
         .subject(script, Storage::Memory)
         .with_modes(Modes {
-            power: Some(designs::Power {
+            power: Some(Power {
                 writer,
                 state: CrashState::LoseUnsynced,
             }),
@@ -165,11 +165,11 @@ pub fn render() -> Result<String, DiskError> {
     out.push_str("| subject | writer | depth | scenarios | crashes | disks/crash max | median | sampled | failing | first failing scenario |\n");
     out.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
     for (w, depth) in [
-        (designs::Writer::Real, 2),
-        (designs::Writer::NoFileSync, 1),
-        (designs::Writer::NoDirSync, 1),
-        (designs::Writer::InPlace, 1),
-        (designs::Writer::RemoveFirst, 1),
+        (Writer::Real, 2),
+        (Writer::NoFileSync, 1),
+        (Writer::NoDirSync, 1),
+        (Writer::InPlace, 1),
+        (Writer::RemoveFirst, 1),
     ] {
         enum_row(&mut out, &design(w, &script), w.title(), depth)?;
     }
@@ -185,7 +185,7 @@ pub fn render() -> Result<String, DiskError> {
     out.push_str("\nI/O errors (each call of the clean run through the checkpoint directory fails once; depth 2: the restart's next call of that kind fails too; then healthy; real writer)\n\n");
     out.push_str("| subject | calls | depth | power cut | a life stopped | two lives stopped | absorbed | broken | first broken |\n");
     out.push_str("|---|---|---|---|---|---|---|---|---|\n");
-    let d = design(designs::Writer::Real, &script).with_faults(Vec::new());
+    let d = design(Writer::Real, &script).with_faults(Vec::new());
     fault_rows(
         &mut out,
         &d,
@@ -216,8 +216,8 @@ mod tests {
         let weak = Design::SaveOncePerTurn
             .subject(&script, Storage::Memory)
             .with_modes(Modes {
-                power: Some(designs::Power {
-                    writer: designs::Writer::Real,
+                power: Some(Power {
+                    writer: Writer::Real,
                     state: CrashState::LoseUnsynced,
                 }),
                 ..Modes::default()

@@ -56,6 +56,7 @@ mod error;
 mod expected;
 mod person;
 mod power;
+mod share;
 mod subject;
 mod variant;
 mod world;
@@ -69,7 +70,7 @@ pub mod disk;
 pub mod zombie;
 
 pub use error::SubjectError;
-pub use power::{Power, Writer};
+pub use power::{Power, Writer, WRITERS};
 pub use subject::{LoopSubject, ModelFactory, ENUMERATED};
 pub use variant::{power_variants, variants, LoopVariant, Situation, VARIANTS};
 pub use world::LoopWorld;

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use agent::approve::Resolution;
+use agent::approve::Answer;
 use agent::model::{Model, ModelError, Reply};
 use agent::state::{Message, ToolCall};
 use agent::tool::{CallContext, Effect, Gated, Keys, Lookup, Tool, ToolError, ToolOutput};
@@ -76,7 +76,7 @@ pub(crate) fn person_answer(
     w_tracker: &Tracker,
     workspace: &Arc<dyn Dir>,
     call: &ToolCall,
-) -> Resolution {
+) -> Answer {
     let args: Value = serde_json::from_str(&call.args).unwrap_or(Value::Null);
     let s = |name: &str| args.get(name).and_then(Value::as_str).unwrap_or_default();
     let found = match call.tool.as_str() {
@@ -115,11 +115,11 @@ pub(crate) fn person_answer(
         _ => None,
     };
     match found {
-        Some(output) => Resolution::Done(agent::state::ToolResult {
+        Some(output) => Answer::Done(agent::state::ToolResult {
             output,
             is_error: false,
         }),
-        None => Resolution::Rerun,
+        None => Answer::Rerun,
     }
 }
 
@@ -138,8 +138,8 @@ mod tests {
         }
     }
 
-    fn done(output: String) -> Resolution {
-        Resolution::Done(agent::state::ToolResult {
+    fn done(output: String) -> Answer {
+        Answer::Done(agent::state::ToolResult {
             output,
             is_error: false,
         })
@@ -162,8 +162,8 @@ mod tests {
             )
         };
         assert_eq!(file("A", "a"), done(issue_output(n)));
-        assert_eq!(file("A", "b"), Resolution::Rerun, "same title, other body");
-        assert_eq!(file("B", "a"), Resolution::Rerun, "same body, other title");
+        assert_eq!(file("A", "b"), Answer::Rerun, "same title, other body");
+        assert_eq!(file("B", "a"), Answer::Rerun, "same body, other title");
         let comment = |issue: u64, body: &str| {
             person_answer(
                 &t,
@@ -172,16 +172,12 @@ mod tests {
             )
         };
         assert_eq!(comment(n, "x"), done(comment_output(n, c)));
-        assert_eq!(comment(n, "y"), Resolution::Rerun);
-        assert_eq!(comment(n + 1, "x"), Resolution::Rerun);
+        assert_eq!(comment(n, "y"), Answer::Rerun);
+        assert_eq!(comment(n + 1, "x"), Answer::Rerun);
 
         let args = json!({"path": "lib.rs", "old": "", "new": "fn f() {}\n"});
         let patch = call("c3", "code_patch", args.clone());
-        assert_eq!(
-            person_answer(&t, &ws, &patch),
-            Resolution::Rerun,
-            "not applied"
-        );
+        assert_eq!(person_answer(&t, &ws, &patch), Answer::Rerun, "not applied");
         let run = RunId::parse(RUN).unwrap();
         let ctx = CallContext {
             run: &run,
@@ -194,7 +190,7 @@ mod tests {
         assert_eq!(person_answer(&t, &ws, &patch), done(out.output));
         assert_eq!(
             person_answer(&t, &ws, &call("c4", "search", json!({"query": "A"}))),
-            Resolution::Rerun
+            Answer::Rerun
         );
     }
 

@@ -1,6 +1,6 @@
 //! Power loss for the loop's sweep: the checkpoint directory and the
-//! workspace are [`PowerDir`]s whose crashes are power cuts in a chosen
-//! [`CrashState`], the checkpoint written by the real writer or a mutation
+//! workspace are [`PowerDir`](durable::testing::PowerDir)s whose crashes are power cuts in a chosen
+//! [`CrashState`](durable::testing::CrashState), the checkpoint written by the real writer or a mutation
 //! of it, and a watch on the checkpoint file that sees a restart resume from
 //! an older checkpoint than the last save that returned.
 //!
@@ -11,78 +11,15 @@
 
 use std::sync::Arc;
 
-use durable::testing::{CrashState, MutantDir, Mutation, PowerDir, SaveWatch};
+use durable::testing::SaveWatch;
 use durable::Dir;
 
-/// A power-loss world: who writes the checkpoint, and what each crash keeps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Power {
-    /// What each crash keeps of the operations not yet synced.
-    pub state: CrashState,
-    /// How the checkpoint reaches the disk.
-    pub writer: Writer,
-}
+pub use durable::testing::{Power, Writer};
 
-/// How the checkpoint reaches the disk: `durable::write::write_atomic` as shipped
-/// (with `sync: true`), or the same writer through a directory that drops
-/// one of its fsyncs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Writer {
-    /// Temp file, write, fsync, rename, fsync the directory.
-    Real,
-    /// The real writer without the file fsync before the rename.
-    NoFileSync,
-    /// The real writer without the directory fsync after the rename.
-    NoDirSync,
-    /// The new bytes written over the live file in place, then synced
-    /// ([`Mutation::InPlace`]). Not in [`Writer::ALL`] (the named states'
-    /// tables leave it out); the enumerated sweep runs it.
-    InPlace,
-    /// The old file removed before the temp file is renamed over its name
-    /// ([`Mutation::RemoveFirst`]), a bug only the enumerated state
-    /// catches. Not in [`Writer::ALL`].
-    RemoveFirst,
-}
-
-impl Writer {
-    /// Every writer, the real one first.
-    pub const ALL: [Writer; 3] = [Writer::Real, Writer::NoFileSync, Writer::NoDirSync];
-
-    /// The command-line name (a mutation's is appended to its variant's
-    /// slug; the real writer's is not).
-    pub fn slug(self) -> &'static str {
-        match self {
-            Writer::Real => "real",
-            Writer::NoFileSync => "no-file-fsync",
-            Writer::NoDirSync => "no-dir-fsync",
-            Writer::InPlace => "in-place",
-            Writer::RemoveFirst => "remove-first",
-        }
-    }
-
-    /// A short description for row titles.
-    pub fn title(self) -> &'static str {
-        match self {
-            Writer::Real => "real writer",
-            Writer::NoFileSync => "no file fsync",
-            Writer::NoDirSync => "no dir fsync",
-            Writer::InPlace => "overwrite in place",
-            Writer::RemoveFirst => "remove first",
-        }
-    }
-
-    /// The directory the checkpoint store writes through: `dir` itself for
-    /// the real writer, a [`MutantDir`] over it otherwise.
-    pub(crate) fn wrap(self, dir: PowerDir) -> Arc<dyn Dir> {
-        match self {
-            Writer::Real => Arc::new(dir),
-            Writer::NoFileSync => Arc::new(MutantDir::new(dir, Mutation::NoFileSync)),
-            Writer::NoDirSync => Arc::new(MutantDir::new(dir, Mutation::NoDirSync)),
-            Writer::InPlace => Arc::new(MutantDir::new(dir, Mutation::InPlace)),
-            Writer::RemoveFirst => Arc::new(MutantDir::new(dir, Mutation::RemoveFirst)),
-        }
-    }
-}
+/// The writers the loop's power-loss tables show, the real one first
+/// ([`Writer::InPlace`] and [`Writer::RemoveFirst`] are left out of the
+/// named states' tables; the enumerated sweep runs them).
+pub const WRITERS: [Writer; 3] = [Writer::Real, Writer::NoFileSync, Writer::NoDirSync];
 
 /// The agent state inside a checkpoint file's bytes, if they parse.
 fn saved_state(bytes: &[u8]) -> Option<agent::state::State> {
@@ -122,6 +59,7 @@ pub(crate) fn watch(inner: Arc<dyn Dir>, run: Option<&durable::RunId>) -> SaveWa
 #[cfg(test)]
 mod tests {
     use super::*;
+    use durable::testing::{CrashState, PowerDir};
     use durable::write::{write_atomic, WriteOptions};
 
     const SYNCED: WriteOptions = WriteOptions {

@@ -16,7 +16,7 @@ use durable::testing::CrashState as DiskState;
 use durable::testing::{MemDir, PersistenceModel, PowerDir};
 use durable::{Dir, Options};
 use serde_json::Value;
-use sweep::{Boot, Counter, CrashState, Subject, Verdict};
+use sweep::{scenario::Boot, Counter, CrashState, Subject, Verdict};
 use tracker::{Fault, Mode, Tracker};
 use triage_tools::{Backend, CodePatch, IssueComment, IssueFile, Search};
 
@@ -33,14 +33,14 @@ pub type ModelFactory = Arc<dyn Fn() -> Result<Box<dyn Model>, String> + Send + 
 /// The triage job on the real loop, as a sweep subject.
 #[derive(Clone)]
 pub struct LoopSubject {
-    variant: LoopVariant,
+    pub(crate) variant: LoopVariant,
     transcript: Arc<Transcript>,
     expected: Expected,
-    model: Option<(String, ModelFactory)>,
+    pub(crate) model: Option<(String, ModelFactory)>,
     /// The tools talk to the world's tracker over HTTP on a loopback socket.
-    http: bool,
+    pub(crate) http: bool,
     /// The checkpoint directory goes through a fault injector armed so.
-    faults: Option<Vec<durable::testing::Fault>>,
+    pub(crate) faults: Option<Vec<durable::testing::Fault>>,
 }
 
 impl std::fmt::Debug for LoopSubject {
@@ -268,7 +268,7 @@ impl Subject for LoopSubject {
             None
         };
         let armed = self.faults.clone();
-        let world = |checkpoints: Arc<dyn Dir>, files, workspace, power| {
+        let world = |checkpoints: Arc<dyn Dir>, files, workspace, power, mem| {
             let faults = armed.map(|faults| {
                 let fd = durable::testing::FaultDir::new(Arc::clone(&checkpoints));
                 fd.fail_all(&faults);
@@ -288,11 +288,14 @@ impl Subject for LoopSubject {
                 stopped: None,
                 power,
                 http,
+                mem,
             }
         };
         let Some(p) = self.variant.power else {
-            let cp = Arc::new(MemDir::new());
-            return Ok(world(cp.clone(), cp, Arc::new(MemDir::new()), None));
+            let (cp, ws) = (MemDir::new(), MemDir::new());
+            let mem = Some((cp.clone(), ws.clone()));
+            let cp = Arc::new(cp);
+            return Ok(world(cp.clone(), cp, Arc::new(ws), None, mem));
         };
         let (cp, ws) = (PowerDir::new(p.state), PowerDir::new(p.state));
         let watch = crate::power::watch(p.writer.wrap(cp.clone()), run_id().ok().as_ref());
@@ -307,6 +310,7 @@ impl Subject for LoopSubject {
                 last_cut: None,
                 sampled: 0,
             }),
+            None,
         ))
     }
 
@@ -316,7 +320,7 @@ impl Subject for LoopSubject {
         match self.variant.power {
             Some(_) => DiskState::ALL
                 .into_iter()
-                .map(|s| CrashState::named(s.slug()))
+                .map(CrashState::from)
                 .chain([ENUMERATED])
                 .collect(),
             None => vec![CrashState::PROCESS],
@@ -334,7 +338,7 @@ impl Subject for LoopSubject {
     /// The variant's own state.
     fn default_crash_states(&self) -> Vec<CrashState> {
         match self.variant.power {
-            Some(p) => vec![CrashState::named(p.state.slug())],
+            Some(p) => vec![p.state.into()],
             None => vec![CrashState::PROCESS],
         }
     }
@@ -343,7 +347,7 @@ impl Subject for LoopSubject {
     /// (`loop keyed | power: torn | no dir fsync`).
     fn row_title(&self, state: &CrashState) -> String {
         let mut v = self.variant;
-        if let (Some(p), Some(s)) = (&mut v.power, DiskState::from_slug(state.name())) {
+        if let (Some(p), Some(s)) = (&mut v.power, DiskState::try_from(state).ok()) {
             p.state = s;
         }
         self.title_of(v)
@@ -354,9 +358,7 @@ impl Subject for LoopSubject {
             w.power_boot_enumerated(PersistenceModel::default(), ctx.disk().unwrap_or(0));
             return Ok(());
         }
-        let state = DiskState::from_slug(ctx.state().name())
-            .ok_or_else(|| format!("no disk state is called {:?}", ctx.state().name()))?;
-        w.power_boot(state);
+        w.power_boot(ctx.state().try_into()?);
         Ok(())
     }
 
@@ -370,6 +372,10 @@ impl Subject for LoopSubject {
             .and_then(|agent| agent.run().map(drop).map_err(|e| e.to_string()));
         w.shutdown(&result);
         Ok(result?)
+    }
+
+    fn share(&self) -> Option<&dyn sweep::sharing::Share<LoopWorld>> {
+        Some(self)
     }
 
     fn judge(&self, w: &LoopWorld) -> Verdict {

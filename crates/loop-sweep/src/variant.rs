@@ -3,7 +3,7 @@
 
 use durable::testing::CrashState;
 
-use crate::power::{Power, Writer};
+use crate::power::{Power, Writer, WRITERS};
 
 /// The harder situation a variant adds to the plain job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -60,12 +60,12 @@ pub fn variants() -> Vec<LoopVariant> {
 }
 
 /// The power-loss variants: the plain job, keyed and keyless, for each
-/// writer ([`Writer::ALL`]) and each crash state ([`CrashState::ALL`]).
+/// writer ([`WRITERS`](crate::WRITERS)) and each crash state ([`CrashState::ALL`]).
 /// The real writer's slugs are `loop-keyed-power-<state>` (titles `loop
 /// keyed | power: <state>`); a mutation's add `-<writer>` (` | <writer>`).
 pub fn power_variants() -> Vec<LoopVariant> {
     let mut v = Vec::new();
-    for writer in Writer::ALL {
+    for writer in WRITERS {
         for keyed in [true, false] {
             for state in CrashState::ALL {
                 v.push(LoopVariant {

@@ -32,6 +32,35 @@ impl Tally {
             .contains(call)
     }
 
+    /// A copy of these tallies sharing nothing with them.
+    pub(crate) fn deep_copy(&self) -> Tally {
+        let n = |a: &AtomicU64| AtomicU64::new(a.load(std::sync::atomic::Ordering::SeqCst));
+        Tally {
+            model_calls: n(&self.model_calls),
+            asks: n(&self.asks),
+            gate: n(&self.gate),
+            yes: Mutex::new(self.yes.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+            notes: Mutex::new(self.notes.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+        }
+    }
+
+    /// Feed every tally to `h`.
+    pub(crate) fn hash_contents(&self, h: &mut dyn std::hash::Hasher) {
+        use std::hash::Hash as _;
+        let mut h = h;
+        for a in [&self.model_calls, &self.asks, &self.gate] {
+            a.load(std::sync::atomic::Ordering::SeqCst).hash(&mut h);
+        }
+        self.yes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .hash(&mut h);
+        self.notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .hash(&mut h);
+    }
+
     pub(crate) fn note(&self, note: String) {
         self.notes
             .lock()
@@ -63,6 +92,9 @@ pub struct LoopWorld {
     /// The checkpoint directory's fault injector, if armed (then
     /// `checkpoints` goes through it).
     pub(crate) faults: Option<durable::testing::FaultDir<Arc<dyn durable::Dir>>>,
+    /// Without power cuts: the checkpoint directory and the workspace, in
+    /// memory (to copy the world for shared lives).
+    pub(crate) mem: Option<(durable::testing::MemDir, durable::testing::MemDir)>,
 }
 
 /// The world's tracker as a service on 127.0.0.1, and a client of it. The

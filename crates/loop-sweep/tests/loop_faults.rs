@@ -141,11 +141,7 @@ fn a_variant_sweeps_its_own_crash_state_by_default() {
     assert!(powered.len() > 1);
     for s in powered {
         let state = s.variant().power.expect("a power variant").state;
-        assert_eq!(
-            s.default_crash_states(),
-            vec![sweep::CrashState::named(state.slug())],
-            "{s:?}"
-        );
+        assert_eq!(s.default_crash_states(), vec![state.into()], "{s:?}");
     }
 }
 
@@ -221,7 +217,7 @@ fn an_unfinished_run_is_noted() {
 #[test]
 fn a_clean_shutdown_is_no_power_cut() {
     use std::sync::Mutex;
-    use sweep::{Boot, Counter, LifeError, Verdict};
+    use sweep::{scenario::Boot, Counter, LifeError, Verdict};
     struct Restarts {
         inner: LoopSubject,
         cuts: Mutex<Vec<(String, String)>>,

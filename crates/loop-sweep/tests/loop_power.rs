@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use durable::testing::CrashState;
 use loop_sweep::{LoopSubject, LoopVariant, Writer};
-use sweep::{Config, Report, Row, Scenario};
+use sweep::{report::Row, scenario::Scenario, Config, Report};
 
 fn snapshot() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../snapshots/loop-power.txt")
@@ -26,7 +26,7 @@ fn cell(row: &Row, title: &str) -> u64 {
 fn all_states() -> Vec<sweep::CrashState> {
     CrashState::ALL
         .into_iter()
-        .map(|s| sweep::CrashState::named(s.slug()))
+        .map(sweep::CrashState::from)
         .collect()
 }
 
@@ -94,7 +94,7 @@ fn mutation_section(writer: Writer, runs: &[(LoopSubject, Report)]) -> String {
     out.push('\n');
     for (s, r) in runs {
         for state in CrashState::ALL {
-            let st = sweep::CrashState::named(state.slug());
+            let st = sweep::CrashState::from(state);
             let mut failing = r.in_state(&st).filter(|s| s.failed());
             let Some(first) = failing.next() else {
                 continue;
@@ -105,7 +105,7 @@ fn mutation_section(writer: Writer, runs: &[(LoopSubject, Report)]) -> String {
                 v.title(),
                 1 + failing.count(),
                 first.scenario,
-                first.failure.as_ref().map(sweep::Failure::cause).unwrap_or_default(),
+                first.failure.as_ref().map(sweep::report::Failure::cause).unwrap_or_default(),
                 v.command_args(),
                 first.scenario
             ));
@@ -200,7 +200,7 @@ fn the_real_writer_comes_through_every_power_cut_and_dropped_fsyncs_are_caught()
                 };
                 let name: Scenario = first.scenario.to_string().parse().expect("a scenario name");
                 assert_eq!(name.state, state);
-                let again = sweep::run_one(s, &name);
+                let again = sweep::runs::run_one(s, &name);
                 assert!(
                     again.failed(),
                     "{} / {}: passes when rerun alone",

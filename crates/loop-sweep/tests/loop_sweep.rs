@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use sweep::{Config, Report, Row};
+use sweep::{report::Row, Config, Report};
 
 fn snapshot() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../snapshots/loop.txt")

@@ -14,7 +14,7 @@ use crashpoint::point;
 use durable::testing::{CrashState, PowerDir};
 use durable::{Checkpoint, Durable, Options, RunId};
 use serde::{Deserialize, Serialize};
-use sweep::{Boot, Counter, LifeError, Subject, Verdict};
+use sweep::{scenario::Boot, Counter, LifeError, Subject, Verdict};
 
 /// The events the producer put in the outbox.
 pub const EVENTS: [&str; 3] = ["order-1 paid", "order-2 paid", "order-1 shipped"];
@@ -122,8 +122,7 @@ impl Subject for Relay {
     }
 
     fn crash_states(&self) -> Vec<sweep::CrashState> {
-        let slugs = CrashState::ALL.map(CrashState::slug);
-        slugs.into_iter().map(sweep::CrashState::named).collect()
+        CrashState::ALL.map(Into::into).to_vec()
     }
 
     fn default_crash_states(&self) -> Vec<sweep::CrashState> {
@@ -149,8 +148,7 @@ impl Subject for Relay {
     }
 
     fn boot(&self, w: &mut World, ctx: &Boot) -> Result<(), LifeError> {
-        let state = CrashState::from_slug(ctx.state().name()).ok_or("unknown crash state")?;
-        w.dir.boot_in(state); // cuts the power first if the last life died
+        w.dir.boot_in(ctx.state().try_into()?); // cuts the power first if the last life died
         Ok(())
     }
 

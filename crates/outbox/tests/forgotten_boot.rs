@@ -9,7 +9,7 @@ use crashpoint::point;
 use durable::testing::{CrashState, PowerDir};
 use durable::write::{write_atomic, WriteOptions};
 use durable::Dir;
-use sweep::{Boot, Config, Counter, LifeError, Subject, Verdict};
+use sweep::{scenario::Boot, Config, Counter, LifeError, Subject, Verdict};
 
 /// Sends three effects, saving how many were sent after each — without an
 /// fsync (the bug a `lose` row must catch).
@@ -41,8 +41,7 @@ impl Subject for NoFsync {
     }
     fn boot(&self, w: &mut World, ctx: &Boot) -> Result<(), LifeError> {
         if self.boots {
-            let state = CrashState::from_slug(ctx.state().name()).ok_or("unknown state")?;
-            w.dir.boot_in(state);
+            w.dir.boot_in(ctx.state().try_into()?);
         }
         Ok(())
     }

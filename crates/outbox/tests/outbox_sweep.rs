@@ -74,9 +74,20 @@ fn a_failure_reruns_by_its_name_alone_with_its_timeline() {
 fn the_guide_shows_the_example_code() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let guide = std::fs::read_to_string(root.join("../../docs/sweep-your-program.md")).unwrap();
-    let code = ["src/lib.rs", "src/main.rs"]
-        .map(|f| std::fs::read_to_string(root.join(f)).unwrap())
-        .join("\n");
+    // The relay's code, and the rungs before it (`tests/rungs.rs` checks
+    // that the guide quotes each rung whole).
+    let code = [
+        "src/lib.rs",
+        "src/main.rs",
+        "../sweep/examples/first_sweep.rs",
+        "examples/rung_2_checkpoint.rs",
+        "examples/rung_3_power.rs",
+        "examples/rung_4_cli.rs",
+        "examples/rung_5_async.rs",
+        "examples/rung_6_http.rs",
+    ]
+    .map(|f| std::fs::read_to_string(root.join(f)).unwrap())
+    .join("\n");
     let blocks: Vec<&str> = guide
         .split("```rust\n")
         .skip(1)

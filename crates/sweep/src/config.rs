@@ -50,8 +50,8 @@ pub struct Config {
     /// and verdicts ([`Error::Nondeterministic`]).
     pub clean_runs: u32,
     /// Share lives between scenarios when the subject opts in
-    /// ([`Subject::snapshot`] and [`Subject::fingerprint`]): the report is the
-    /// same byte for byte, with far fewer lives run. `false` replays every
+    /// ([`Subject::share`], see [`sharing`](crate::sharing)): the report is
+    /// the same byte for byte, with far fewer lives run. `false` replays every
     /// scenario from a fresh world (brute force). Ignored with `trace`.
     pub share: bool,
     /// Keep only the failing and flaky scenarios and tally the rest as their

@@ -12,7 +12,7 @@ pub enum Error {
         /// What went wrong.
         reason: Box<crate::Failure>,
     },
-    /// Deeper than [`MAX_DEPTH`](crate::MAX_DEPTH) crashes in a row: no
+    /// Deeper than [`MAX_DEPTH`](crate::runs::MAX_DEPTH) crashes in a row: no
     /// real program is restarted that often in one scenario, and the same
     /// limit holds for [`Report::merge`](crate::Report::merge).
     #[error(
@@ -178,6 +178,17 @@ pub enum Error {
         /// Where the two clean runs differ.
         detail: String,
     },
+    /// A subject that opted in to shared lives declared its sharing wrongly:
+    /// a capture taken at a hit differs from the world a crash there leaves,
+    /// or a shared scenario's result differs from its replay from a fresh
+    /// world (see [`sharing`](crate::sharing)).
+    #[error("{subject:?} declares its shared lives wrongly, so its table cannot be trusted: {detail}; hash everything a life or the judge reads in its fingerprint and copy all of the world in its copy and capture, or sweep without sharing (Config::share = false, --no-share)")]
+    WronglyShared {
+        /// The subject's name.
+        subject: String,
+        /// Which scenario or hit showed it, and how.
+        detail: String,
+    },
     /// [`Report::require`](crate::Report::require) on a report that kept
     /// only tallies of its passing scenarios, when some of them would now
     /// fail: they cannot be named.
@@ -222,7 +233,7 @@ pub enum Error {
     /// ([`Config::refuse_unscoped`](crate::Config::refuse_unscoped)).
     #[error(
         "{subject:?} passed crash points on threads without a scope, where no crash can reach them: {}.\n\
-         Carry the life's scope into every thread and task a life starts: crashpoint::spawn for threads, crashpoint::spawn_task for tokio tasks, and for a server's own worker threads take crashpoint::scope::current() in the life and run each request in Handle::enter (the guide's step 3). To only warn, set Config::refuse_unscoped = false (--allow-unscoped)",
+         Carry the life's scope into every thread and task a life starts: crashpoint::spawn for threads, crashpoint::task::spawn_task for tokio tasks, and for a server's own worker threads take crashpoint::scope::current() in the life and run each request in Handle::enter (the guide's rungs 5 and 6). To only warn, set Config::refuse_unscoped = false (--allow-unscoped)",
         points.iter().map(|(n, c)| format!("{n} ({c}×)")).collect::<Vec<_>>().join(", ")
     )]
     Unscoped {

@@ -10,7 +10,7 @@ use std::hash::{Hash, Hasher};
 /// it every part of the world.
 ///
 /// ```
-/// use sweep::Fingerprint;
+/// use sweep::sharing::Fingerprint;
 /// let a = Fingerprint::new().observe(&"checkpoint bytes").judge(&3u64);
 /// let b = Fingerprint::new().observe(&"checkpoint bytes").judge(&4u64);
 /// assert_ne!(a, b);

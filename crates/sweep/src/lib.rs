@@ -128,35 +128,42 @@ pub mod process;
 mod progress;
 mod reach;
 mod replay;
-mod report;
+pub mod report;
 mod runner;
-mod scenario;
+pub mod runs;
+pub mod scenario;
 mod share;
+pub mod sharing;
 mod sink;
 pub mod snapshot;
 mod subject;
 mod table;
 mod watchdog;
 
-pub use config::{Config, DEFAULT_MAX_SCENARIOS, DEFAULT_SCENARIO_TIMEOUT};
-pub use crash_state::{BadCrashState, CrashState};
-pub use disks::CrashDisks;
-pub use dyn_subject::DynSubject;
-pub use error::{Divergence, Error};
-pub use failure::{Failure, Life};
-pub use fingerprint::Fingerprint;
-pub use judge::{Baseline, Counter, Verdict};
-pub use plan::estimate_scenarios;
-pub use progress::Progress;
-pub use report::{CounterTally, LifeTrace, Report, ScenarioResult, StateRow, Tally};
-pub use runner::{run, run_counted, run_one, run_with, unwinding_missing, Stats};
-pub use scenario::{ParseScenarioError, Scenario};
-pub use subject::{Boot, LifeError, Subject};
-pub use table::{depth_title, markdown, table, Row};
+// What a first sweep types; the rest is in the modules `report` (what a
+// sweep found, and its tables), `scenario` (one scenario: its crash state,
+// its crashes, the life's boot, a rerun) and `runs` (the other ways to run a
+// sweep, and its limits).
+pub use config::Config;
+pub use crash_state::CrashState;
+pub use error::Error;
+pub use judge::{Counter, Verdict};
+#[doc(inline)]
+pub use report::Report;
+pub use runner::run;
+pub use subject::{LifeError, Subject};
+pub use table::table;
 
-pub use crashpoint::Hit;
-
-/// The most crashes in a row a sweep runs ([`Config::depth`]) and a merged
-/// report may claim: [`run`] refuses a deeper sweep
-/// ([`Error::TooDeep`]) and [`Report::merge`] a deeper shard.
-pub const MAX_DEPTH: u32 = 16;
+// Paths the crate's own modules name (`crate::Stats`, …), in code, tests
+// and doc links.
+#[allow(unused_imports)]
+pub(crate) use crashpoint::Hit;
+#[allow(unused_imports)]
+pub(crate) use dyn_subject::DynSubject;
+pub(crate) use failure::Failure;
+#[allow(unused_imports)]
+pub(crate) use runner::{run_counted, run_one, run_with, Stats};
+#[allow(unused_imports)] // the defaults: named by `cli` only
+pub(crate) use runs::{DEFAULT_MAX_SCENARIOS, DEFAULT_SCENARIO_TIMEOUT, MAX_DEPTH};
+#[allow(unused_imports)]
+pub(crate) use scenario::Scenario;

@@ -34,7 +34,8 @@ pub(crate) struct Ran {
 /// What a clean run's final world looks like, to compare two clean runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct WorldSeen {
-    /// [`Subject::fingerprint`]'s two halves, if the subject gives one.
+    /// [`Share::fingerprint`](crate::sharing::Share::fingerprint)'s two
+    /// halves, if the subject gives one.
     pub(crate) fingerprint: Option<(u128, u128)>,
     /// [`Subject::describe`].
     pub(crate) description: String,
@@ -101,6 +102,12 @@ impl<'a, S: Subject> Replayer<'a, S> {
         let mut first = self.world_error.lock().unwrap_or_else(|e| e.into_inner());
         first.get_or_insert_with(|| error.clone());
         Err(error)
+    }
+
+    /// The two halves of `world`'s fingerprint, if the subject shares.
+    pub(crate) fn fingerprint(&self, world: &S::World) -> Option<(u128, u128)> {
+        let share = self.subject.share()?;
+        share.fingerprint(world).map(|f| f.key())
     }
 
     /// The sweep's error if a world could not be made.
@@ -307,7 +314,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
         let verdict = self.judge(&world, &mut failure, clean);
         let world_text = self.trace.then(|| self.subject.describe(&world));
         let world_seen = scenario.hits.is_empty().then(|| WorldSeen {
-            fingerprint: self.subject.fingerprint(&world).map(|f| f.key()),
+            fingerprint: self.fingerprint(&world),
             description: match &world_text {
                 Some(t) => t.clone(),
                 None => self.subject.describe(&world),
@@ -366,11 +373,25 @@ impl<'a, S: Subject> Replayer<'a, S> {
         deadline: Instant,
         cut_disks: &mut Vec<u32>,
     ) -> FinalRun {
+        let handle = Handle::new(None);
+        self.final_life_in(world, scenario, after_crash, deadline, cut_disks, handle)
+    }
+
+    /// [`Replayer::final_life`] in the scope of `handle` (which crashes
+    /// nowhere).
+    pub(crate) fn final_life_in(
+        &self,
+        world: &mut S::World,
+        scenario: &Scenario,
+        after_crash: bool,
+        deadline: Instant,
+        cut_disks: &mut Vec<u32>,
+        handle: Handle,
+    ) -> FinalRun {
         let n = scenario.depth() + 1;
         let which = Life::Final(n);
         let ctx =
             Boot::new(scenario.state.clone(), n, after_crash).with_disk(scenario.disk_after(n - 1));
-        let handle = Handle::new(None);
         match self.life(world, &ctx, &handle, deadline, scenario, cut_disks) {
             Err(error) => FinalRun {
                 failure: Some(Failure::Stopped {

@@ -1,14 +1,17 @@
 //! The report: every scenario's outcome in the sweep's fixed order, from
 //! which a table's row is computed; reports of shards merge into one.
 
+pub use crate::error::Divergence;
+pub use crate::failure::{Failure, Life};
+pub use crate::judge::Baseline;
+pub use crate::table::{depth_title, markdown, Row};
+
 use serde::{Deserialize, Serialize};
 
 use crate::crash_state::CrashState;
 use crate::error::Error;
-use crate::failure::Failure;
 use crate::judge::{broken_invariants, over, Counter, Verdict};
 use crate::scenario::Scenario;
-use crate::table::Row;
 
 /// One life of a traced scenario.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -309,12 +312,6 @@ pub(crate) fn sort_scenarios<T: AsRef<CrashState>>(scenarios: &mut [ScenarioResu
 impl AsRef<CrashState> for StateRow {
     fn as_ref(&self) -> &CrashState {
         &self.state
-    }
-}
-
-impl AsRef<CrashState> for CrashState {
-    fn as_ref(&self) -> &CrashState {
-        self
     }
 }
 

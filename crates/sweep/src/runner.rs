@@ -247,6 +247,9 @@ fn sweep_states<S: Subject>(
     if let Some(e) = replayer.world_failed() {
         return Err(e);
     }
+    if let Some(e) = shared.as_ref().and_then(Shared::refusal) {
+        return Err(e);
+    }
     sort_scenarios(&mut scenarios, states);
     let stats = Stats {
         scenarios: count + 1,

@@ -1,14 +1,19 @@
 //! The scenario: the crash state, and which hit each life crashes at, by a
-//! name that parses back.
+//! name that parses back; what a life is told when it boots in one
+//! ([`Boot`]). A scenario reruns by its name
+//! with [`run_one`](crate::runs::run_one).
 
 use std::fmt;
 use std::str::FromStr;
 
 use crashpoint::hit::ParseHitError;
-use crashpoint::Hit;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::crash_state::{BadCrashState, CrashState};
+use crate::crash_state::CrashState;
+
+pub use crate::crash_state::BadCrashState;
+pub use crate::subject::Boot;
+pub use crashpoint::Hit;
 
 /// One crash hit per life, then a final life with no crash: `[]` is the
 /// clean run, `[h1]` a single crash, `[h1, h2]` a double one; every crash

@@ -1,20 +1,24 @@
-//! Shared lives: a sweep that runs each distinct life once.
+//! Shared lives: a sweep that runs each distinct life once (the public
+//! opt-in and its checks are described in [`sharing`](crate::sharing)).
 //!
-//! A life of a deterministic program is a function of the world it starts
-//! from and the hit it crashes at. When a subject opts in
-//! ([`Subject::snapshot`] and [`Subject::fingerprint`]), the runner
+//! When a subject opts in ([`Subject::share`]), the runner
 //!
-//! - starts the children of a scenario (`[h1, *]`) from a deep copy of the
-//!   world its crashed lives left, instead of replaying those lives;
+//! - starts each scenario's restart where its crash left the world: from
+//!   the copy its subject's [`Capture`](crate::sharing::Capture) took at
+//!   that hit in the parent's final life, or (a subject without captures,
+//!   a hit with other threads running, a capture that failed) from a copy
+//!   of the world its parent's crashed lives left, running the crashed life
+//!   again there;
 //! - remembers, for each world fingerprint (and life number), the outcome
-//!   of the final life run from it and the judge's verdict on the world
-//!   after — for the worlds of scenarios with children over the whole
-//!   sweep (up to a fixed number of worlds each for leaves and for scenarios
-//!   with children, so memory stays bounded);
+//!   of a leaf's final life run from it and the judge's verdict on the
+//!   world after (up to a fixed number of worlds, so memory stays bounded),
+//!   and the same for scenarios with children when captures are off;
 //! - re-derives each scenario's result (its typed failure, its broken
 //!   invariants) from those outcomes, exactly as a replay from a fresh world
 //!   would, and reruns a failing one from a fresh world as the brute-force
-//!   sweep does (a changed result is flaky).
+//!   sweep does (a changed result is flaky);
+//! - replays a fixed sample of scenarios from a fresh world and ends the
+//!   sweep with [`Error::WronglyShared`] if one differs.
 //!
 //! The report is the same byte for byte as the brute-force sweep
 //! ([`Config::share`](crate::Config::share) `= false`). A subject whose two
@@ -29,6 +33,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -40,11 +45,12 @@ use crate::brute::subtree;
 use crate::error::Error;
 use crate::failure::Failure;
 use crate::judge::Verdict;
-use crate::plan::{expand, in_partition};
+use crate::plan::{expand, in_partition, shard_of};
 use crate::progress::Progress;
 use crate::replay::{Ran, Replayer};
 use crate::report::ScenarioResult;
 use crate::scenario::Scenario;
+use crate::sharing::Share;
 use crate::sink::Run;
 use crate::subject::{Boot, Subject};
 
@@ -119,25 +125,63 @@ struct Memos {
     leaves: Memo<LifeKey, Arc<Final>>,
 }
 
-/// The sweep's shared state: the replayer.
+/// One in how many scenarios (by a hash of its name) a shared sweep also
+/// replays from a fresh world, to check the subject's declarations (the
+/// first scenario at each depth is always checked too).
+const RECHECK_ONE_IN: u32 = 32;
+
+/// At most how many hits of the clean life have their capture compared with
+/// the world a crash there leaves, before a sweep with captures.
+const CAPTURE_CHECKS: usize = 16;
+
+/// Where a scenario's last crashed life leaves its world from.
+enum Start<'p, W> {
+    /// Run the crashed life on a fresh world.
+    Fresh,
+    /// Run the crashed life on a copy of the world the parent's crashed
+    /// lives left.
+    Parent(&'p Mutex<W>),
+    /// The world as the crash leaves it, captured at its hit in the
+    /// parent's final life: no life to run.
+    Captured(W),
+}
+
+/// The worlds a final life's capture copied, by hit.
+type Captures<W> = HashMap<Hit, W>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The sweep's shared state: the replayer, the subject's sharing, and the
+/// first sign that the subject declared it wrongly.
 pub(crate) struct Shared<'r, 'a, S: Subject> {
     replayer: &'r Replayer<'a, S>,
+    share: &'a dyn Share<S::World>,
+    /// Whether the subject copies its world while a life runs.
+    captures: bool,
+    /// The first scenario (in the sweep's order) that showed a wrong
+    /// declaration, and how.
+    wrong: Mutex<Option<(Vec<u32>, String)>>,
 }
 
 impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
     /// Sharing for this sweep, if the subject opts in; refuses a subject
     /// whose clean runs from fresh worlds differ.
     pub(crate) fn new(replayer: &'r Replayer<'a, S>, clean: &Ran) -> Result<Option<Self>, Error> {
-        let subject = replayer.subject;
+        let subject: &'a S = replayer.subject;
+        let Some(share) = subject.share() else {
+            return Ok(None);
+        };
         // A world that cannot be made ends the sweep (with the error the
         // replayer keeps), not sharing.
         let Ok(fresh) = replayer.world() else {
             return Ok(None);
         };
-        if subject.snapshot(&fresh).is_none() {
+        if share.copy(&fresh).is_none() {
             return Ok(None);
         }
-        let Some(fp) = subject.fingerprint(&fresh) else {
+        let Some(fp) = share.fingerprint(&fresh) else {
             return Ok(None);
         };
         let refuse = |detail: String| Error::NotShareable {
@@ -147,7 +191,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         let Ok(second) = replayer.world() else {
             return Ok(None);
         };
-        if subject.fingerprint(&second).map(|f| f.key()) != Some(fp.key()) {
+        if share.fingerprint(&second).map(|f| f.key()) != Some(fp.key()) {
             return Err(refuse(
                 "two fresh worlds have different fingerprints".into(),
             ));
@@ -178,7 +222,12 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
                 "two clean runs from fresh worlds leave worlds with different fingerprints".into(),
             ));
         }
-        Ok(Some(Shared { replayer }))
+        Ok(Some(Shared {
+            replayer,
+            share,
+            captures: share.capture(&fresh).is_some(),
+            wrong: Mutex::new(None),
+        }))
     }
 
     /// The clean life on a fresh world: its hits and the fingerprint of the
@@ -194,8 +243,26 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             replayer.deadline(),
             &mut Vec::new(),
         );
-        let fp = replayer.subject.fingerprint(&world).map(|f| f.key());
-        (fin.hits, fp)
+        (fin.hits, replayer.fingerprint(&world))
+    }
+
+    /// The subject's wrong declaration the sweep found, if any.
+    pub(crate) fn refusal(&self) -> Option<Error> {
+        lock(&self.wrong)
+            .as_ref()
+            .map(|(_, detail)| Error::WronglyShared {
+                subject: self.replayer.subject.name(),
+                detail: detail.clone(),
+            })
+    }
+
+    /// Remember a wrong declaration shown by the scenario of `order` (the
+    /// first in the sweep's order is reported, whatever the threads did).
+    fn refuse(&self, order: &[u32], detail: String) {
+        let mut wrong = lock(&self.wrong);
+        if !matches!(&*wrong, Some((o, _)) if o.as_slice() <= order) {
+            *wrong = Some((order.to_vec(), detail));
+        }
     }
 
     /// Every scenario below the clean run in one crash state, handed to the
@@ -205,8 +272,66 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             finals: Memo::new(PARENT_MEMO_CAP),
             leaves: Memo::new(LEAF_MEMO_CAP),
         };
-        top.into_par_iter()
-            .for_each(|(sc, order)| self.node(sc, order, None, run, &memos));
+        let mut captured = match top.first() {
+            Some((sc, _)) if self.captures => self.clean_captures(sc),
+            _ => HashMap::new(),
+        };
+        let jobs: Vec<_> = top
+            .into_iter()
+            .map(|(sc, order)| {
+                let start = sc
+                    .hits
+                    .last()
+                    .and_then(|h| captured.remove(h))
+                    .map_or(Start::Fresh, Start::Captured);
+                (sc, order, start)
+            })
+            .collect();
+        jobs.into_par_iter()
+            .for_each(|(sc, order, start)| self.node(sc, order, start, run, &memos));
+    }
+
+    /// The clean life in the state of `first` (a scenario of one crash),
+    /// capturing its world at each hit; a sample of those captures is
+    /// compared with the world a crash at the same hit leaves, from a fresh
+    /// world.
+    fn clean_captures(&self, first: &Scenario) -> Captures<S::World> {
+        let clean = Scenario::in_state(first.state.clone(), Vec::new());
+        let Ok(world) = self.replayer.world() else {
+            return HashMap::new();
+        };
+        let Some((fin, captures)) = self.final_life(world, &clean, false, true) else {
+            return HashMap::new();
+        };
+        let hits = fin.hits.unwrap_or_default();
+        let stride = (hits.len() / CAPTURE_CHECKS).max(1);
+        for (i, hit) in hits.iter().enumerate() {
+            if i % stride != 0 && i + 1 != hits.len() {
+                continue;
+            }
+            let Some(copy) = captures.get(hit) else {
+                continue;
+            };
+            let captured = self.share.fingerprint(copy).map(|f| f.key());
+            let sc = Scenario::in_state(first.state.clone(), vec![hit.clone()]);
+            let crashed = self.replayer.world().ok().and_then(|mut w| {
+                self.crash(&mut w, &sc, hit)
+                    .then(|| self.share.fingerprint(&w).map(|f| f.key()))
+            });
+            if let Some(left) = crashed {
+                if left != captured {
+                    self.refuse(
+                        &[],
+                        format!(
+                            "the world its capture copied at hit {} of the clean run ({hit}) \
+                             differs from the world a crash there leaves",
+                            i + 1
+                        ),
+                    );
+                }
+            }
+        }
+        captures
     }
 
     /// `sc` and its children as without sharing.
@@ -214,18 +339,36 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         subtree(self.replayer, sc, order, run);
     }
 
+    /// Run the last crashed life of `sc` on `world`: whether it crashed at
+    /// `target` as it should (nothing else running, not stopped for time).
+    fn crash(&self, world: &mut S::World, sc: &Scenario, target: &Hit) -> bool {
+        let k = sc.depth();
+        let ctx = Boot::new(sc.state.clone(), k, k > 1);
+        let handle = Handle::new(Some(target.clone()));
+        let deadline = self.replayer.deadline();
+        match self
+            .replayer
+            .life(world, &ctx, &handle, deadline, sc, &mut Vec::new())
+        {
+            Ok(lived) => {
+                matches!(lived.life.outcome, Outcome::Crashed(_))
+                    && handle.cancelled().is_none()
+                    && lived.outlived.is_empty()
+            }
+            Err(_) => false,
+        }
+    }
+
     /// The scenario `sc`, whose last hit is the crash target of its last
-    /// crashed life; `parent` is the world its earlier lives left (none: a
-    /// fresh world).
+    /// crashed life, starting from `start`.
     fn node(
         &self,
         sc: Scenario,
         order: Vec<u32>,
-        parent: Option<&Mutex<S::World>>,
+        start: Start<'_, S::World>,
         run: &Run<'_>,
         memos: &Memos,
     ) {
-        let subject = self.replayer.subject;
         let Some(target) = sc.hits.last().cloned() else {
             return;
         };
@@ -238,53 +381,62 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             finished();
             return;
         }
-        let finals = if leaf { &memos.leaves } else { &memos.finals };
-        let world = match parent {
-            None => self.replayer.world().ok(),
-            Some(m) => subject.snapshot(&m.lock().unwrap_or_else(|e| e.into_inner())),
-        };
-        let Some(mut world) = world else {
+        let captured = matches!(start, Start::Captured(_));
+        let world = match start {
+            Start::Captured(w) => Some(w),
+            Start::Fresh => self.replayer.world().ok(),
+            Start::Parent(m) => self.share.copy(&lock(m)),
+        }
+        .and_then(|mut w| {
+            let ran = captured || self.crash(&mut w, &sc, &target);
+            ran.then_some(w)
+        });
+        let Some(world) = world else {
             return self.brute(sc, order, run);
         };
-        let ctx = Boot::new(sc.state.clone(), k, k > 1);
-        let handle = Handle::new(Some(target.clone()));
-        let deadline = self.replayer.deadline();
-        let crashed =
-            match self
-                .replayer
-                .life(&mut world, &ctx, &handle, deadline, &sc, &mut Vec::new())
-            {
-                Ok(lived) => {
-                    matches!(lived.life.outcome, Outcome::Crashed(_))
-                        && handle.cancelled().is_none()
-                        && lived.outlived.is_empty()
-                }
-                Err(_) => false,
-            };
-        let after = match (crashed, subject.fingerprint(&world)) {
-            (true, Some(fp)) => fp.key(),
-            _ => return self.brute(sc, order, run),
+        let Some(after) = self.share.fingerprint(&world).map(|f| f.key()) else {
+            return self.brute(sc, order, run);
         };
         // A leaf's world is not needed after its final life; a parent's is
-        // kept for its children. (Leaves and parents remember apart, and a
-        // parent's final life always keeps its hits.)
-        let (fin, world) = match finals.get(&(after, k + 1)) {
-            Some(f) => (f, (!leaf).then_some(world)),
-            _ => {
-                let (fin, world) = if leaf {
-                    (self.final_life(world, &sc, false), None)
-                } else {
-                    let fin = subject
-                        .snapshot(&world)
-                        .and_then(|copy| self.final_life(copy, &sc, true));
-                    (fin, Some(world))
-                };
-                let Some(fin) = fin else {
-                    return self.brute(sc, order, run);
-                };
-                let fin = Arc::new(fin);
-                finals.insert((after, k + 1), Arc::clone(&fin));
-                (fin, world)
+        // kept for the children whose hit has no capture.
+        let (fin, mut captures, world) = if leaf {
+            match memos.leaves.get(&(after, k + 1)) {
+                Some(f) => (f, HashMap::new(), None),
+                None => {
+                    let Some((mut fin, _)) = self.final_life(world, &sc, true, false) else {
+                        return self.brute(sc, order, run);
+                    };
+                    // A leaf has no children: its hits are not kept.
+                    fin.hits = None;
+                    let fin = Arc::new(fin);
+                    memos.leaves.insert((after, k + 1), Arc::clone(&fin));
+                    (fin, HashMap::new(), None)
+                }
+            }
+        } else if self.captures {
+            let ran = self
+                .share
+                .copy(&world)
+                .and_then(|copy| self.final_life(copy, &sc, true, true));
+            let Some((fin, captures)) = ran else {
+                return self.brute(sc, order, run);
+            };
+            (Arc::new(fin), captures, Some(world))
+        } else {
+            match memos.finals.get(&(after, k + 1)) {
+                Some(f) => (f, HashMap::new(), Some(world)),
+                None => {
+                    let ran = self
+                        .share
+                        .copy(&world)
+                        .and_then(|copy| self.final_life(copy, &sc, true, false));
+                    let Some((fin, _)) = ran else {
+                        return self.brute(sc, order, run);
+                    };
+                    let fin = Arc::new(fin);
+                    memos.finals.insert((after, k + 1), Arc::clone(&fin));
+                    (fin, HashMap::new(), Some(world))
+                }
             }
         };
         finished();
@@ -301,21 +453,57 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
                 count: children.len() as u64,
             });
             let parent = Mutex::new(world);
-            children
-                .into_par_iter()
-                .for_each(|(c, o)| self.node(c, o, Some(&parent), run, memos));
+            let jobs: Vec<_> = children
+                .into_iter()
+                .map(|(c, o)| {
+                    let start = c
+                        .hits
+                        .last()
+                        .and_then(|h| captures.remove(h))
+                        .map_or(Start::Parent(&parent), Start::Captured);
+                    (c, o, start)
+                })
+                .collect();
+            jobs.into_par_iter()
+                .for_each(|(c, o, start)| self.node(c, o, start, run, memos));
         }
     }
 
-    /// The final life of `sc` on `world`, and the judge after it; `None` if
-    /// it ran too long (timing is not a function of the world).
-    fn final_life(&self, mut world: S::World, sc: &Scenario, keep_hits: bool) -> Option<Final> {
-        let fin = self.replayer.final_life(
+    /// The final life of `sc` on `world` (`after_crash`: the life before it
+    /// crashed), copying the world at each hit if `capture`, and the judge
+    /// after it; `None` if it ran too long (timing is not a function of the
+    /// world).
+    fn final_life(
+        &self,
+        mut world: S::World,
+        sc: &Scenario,
+        after_crash: bool,
+        capture: bool,
+    ) -> Option<(Final, Captures<S::World>)> {
+        let store: Arc<Mutex<Captures<S::World>>> = Arc::default();
+        let mut handle = Handle::new(None);
+        if let Some(copy) = capture.then(|| self.share.capture(&world)).flatten() {
+            let into = Arc::clone(&store);
+            handle = handle.watch_hits(move |hit, threads| {
+                // With another thread running, the world at this hit is
+                // not the one a crash here leaves (that thread goes on to
+                // its next point): no copy, the child runs its crash.
+                if threads != 1 {
+                    return;
+                }
+                let taken = panic::catch_unwind(AssertUnwindSafe(|| copy.take()));
+                if let Ok(Some(w)) = taken {
+                    lock(&into).insert(hit.clone(), w);
+                }
+            });
+        }
+        let fin = self.replayer.final_life_in(
             &mut world,
             sc,
-            true,
+            after_crash,
             self.replayer.deadline(),
             &mut Vec::new(),
+            handle,
         );
         // Like a time limit, threads that outlive their life are a matter
         // of timing, not of the world: replayed, not remembered.
@@ -324,16 +512,26 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         }
         let mut failure = fin.failure;
         let verdict = self.replayer.judge_only(&world, &mut failure);
-        Some(Final {
-            failure,
-            hits: keep_hits.then_some(fin.hits),
-            verdict,
-        })
+        let captures = std::mem::take(&mut *lock(&store));
+        Some((
+            Final {
+                failure,
+                hits: Some(fin.hits),
+                verdict,
+            },
+            captures,
+        ))
+    }
+
+    /// Whether the scenario is one of the sample replayed from a fresh world.
+    fn sampled(sc: &Scenario, order: &[u32]) -> bool {
+        order.iter().all(|&i| i == 0) || shard_of(sc, RECHECK_ONE_IN) == 1
     }
 
     /// A scenario's result from its final life's outcome, as
-    /// [`Replayer::replay`] derives it, settled (a failure rerun) and handed
-    /// to the sink.
+    /// [`Replayer::replay`] derives it, checked against a replay from a
+    /// fresh world if sampled, settled (a failure rerun) and handed to the
+    /// sink.
     fn emit(&self, sc: Scenario, order: Vec<u32>, fin: &Final, run: &Run<'_>) {
         let failure = match &fin.failure {
             None => crate::judge::verdict_failure(
@@ -351,8 +549,49 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             lives: Vec::new(),
             world: None,
         };
+        if Self::sampled(&result.scenario, &result.order) {
+            self.recheck(&result, run);
+        }
         self.replayer
             .settle(&result.scenario.clone(), &mut result, run.clean, run.config);
         run.sink.push(result);
+    }
+
+    /// Replay a shared scenario from a fresh world: a different result
+    /// (other than one of timing) is a wrong declaration.
+    fn recheck(&self, shared: &ScenarioResult, run: &Run<'_>) {
+        let again = self
+            .replayer
+            .replay(&shared.scenario, Vec::new(), Some(run.clean))
+            .result;
+        if matches!(
+            again.failure,
+            Some(Failure::Hung { .. } | Failure::Outlived { .. })
+        ) {
+            return;
+        }
+        let show = |f: &Option<Failure>| {
+            f.as_ref()
+                .map_or_else(|| "passed".to_owned(), |f| f.to_string())
+        };
+        if again.failure != shared.failure {
+            self.refuse(
+                &shared.order,
+                format!(
+                    "scenario {} {} when shared but {} when replayed from a fresh world",
+                    shared.scenario,
+                    show(&shared.failure),
+                    show(&again.failure)
+                ),
+            );
+        } else if again.verdict != shared.verdict {
+            self.refuse(
+                &shared.order,
+                format!(
+                    "scenario {} counts {:?} when shared but {:?} when replayed from a fresh world",
+                    shared.scenario, shared.verdict, again.verdict
+                ),
+            );
+        }
     }
 }

@@ -3,8 +3,8 @@
 //! and the [`Boot`] the runner boots and shuts down each life with.
 
 use crate::crash_state::CrashState;
-use crate::fingerprint::Fingerprint;
 use crate::judge::{Counter, Verdict};
+use crate::sharing::Share;
 
 /// Why a life stopped on its own (not by a crash): any error converts into
 /// it with `?`, a `String` or `&str` included.
@@ -75,8 +75,9 @@ impl Boot {
 /// a sweep ([`Error::PanicAbort`](crate::Error::PanicAbort)).
 pub trait Subject: Sync {
     /// Everything a crash does not erase. Each scenario gets a fresh one, and
-    /// parallel scenarios never share one.
-    type World: Send;
+    /// parallel scenarios never share one. (It owns what it holds: shared
+    /// lives keep copies of worlds between lives.)
+    type World: Send + 'static;
 
     /// The row's name in a table, e.g. `keys and markers`.
     fn name(&self) -> String;
@@ -155,25 +156,10 @@ pub trait Subject: Sync {
         }
     }
 
-    /// Opt in to shared lives: a deep copy of `world` that shares nothing
-    /// with it (a later life on either leaves the other as it was). `None`
-    /// (the default) keeps every scenario on a fresh world of its own.
-    ///
-    /// Together with [`fingerprint`](Subject::fingerprint) it lets the
-    /// runner start the children of a scenario from a copy of the world its
-    /// crashed lives left instead of replaying them, and reuse a life's
-    /// outcome for every scenario that reaches the same world.
-    fn snapshot(&self, _world: &Self::World) -> Option<Self::World> {
-        None
-    }
-
-    /// Opt in to shared lives: a hash of everything in `world` a life can
-    /// observe ([`Fingerprint::observe`]) and, separately, of everything only
-    /// the judge counts ([`Fingerprint::judge`]). Two worlds with the same
-    /// fingerprint must give the same life (same hits, same world after) at
-    /// every crash target, and the same verdict: whatever a life or the
-    /// judge reads must be hashed. `None` (the default) shares nothing.
-    fn fingerprint(&self, _world: &Self::World) -> Option<Fingerprint> {
+    /// Opt in to shared lives: the subject's [`Share`] (usually
+    /// `Some(self)`), which copies and fingerprints its worlds. `None` (the
+    /// default) keeps every scenario on a fresh world of its own.
+    fn share(&self) -> Option<&dyn Share<Self::World>> {
         None
     }
 }

@@ -20,7 +20,8 @@ pub enum Exit {
     /// invalid or unknown run ID, several unfinished runs to choose from,
     /// `--new-run` while the task has an unfinished run.
     Usage,
-    /// Another process holds the run's lock.
+    /// Another process holds the run's lock (or its lease, on a database
+    /// store), or took the run over from this one (fenced, stale holder).
     Locked,
     /// The run is paused, waiting for a person (approval or a ladder
     /// question) and nobody could be asked; rerunning continues it.
@@ -76,7 +77,10 @@ Exit codes:
   2    bad input: arguments, unknown task or tool, bad --state, invalid or
        unknown run ID, more than one unfinished run (pick one with --run),
        --new-run while the task has an unfinished run
-  3    the run is locked by another process
+  3    the run is locked by another process (on a database store: another
+       process holds its lease); or this process was fenced: it lost the
+       run to a newer holder (it was stopped past its lease, say), so its
+       saves and its tracker calls are refused and it did nothing more
   4    the run is paused waiting for a person (a gated call and no terminal
        to ask at, an answer of 'later', or a ladder question only a person
        can answer); rerun to continue
@@ -159,12 +163,17 @@ impl From<durable::Error> for Failure {
             E::InvalidRunId { .. } => Failure::usage("invalid_run_id", message),
             E::InvalidState { .. } => Failure::run("invalid_state", message),
             E::Io { .. } => Failure::run("io", message),
-            E::Fenced { .. } => Failure::run("fenced", message),
+            // A newer holder took the run over (this process lost its lock
+            // or outlived its lease): this one stops and leaves it, like a
+            // locked run.
+            E::Fenced { .. } => Failure::new(Exit::Locked, "fenced", message).hint(
+                "another process took this run over and holds it now; this one wrote nothing \
+                 more and called nothing more",
+            ),
             E::LockReplaced { .. } => Failure::new(Exit::Locked, "lock_replaced", message),
             E::NotRegularFile { .. } => Failure::run("not_a_file", message),
             E::TooLarge { .. } => Failure::run("too_large", message),
             E::UnknownField { .. } => Failure::run("unknown_field", message),
-            // Run stores (triage does not use one yet).
             E::Leased { .. } => Failure::new(Exit::Locked, "leased", message).hint(
                 "another worker holds this run's lease; wait for it to finish or for the lease \
                  to expire, then rerun",

@@ -157,7 +157,11 @@ impl Mode {
 
 /// The text after `--help`'s options: the exit codes, then live mode.
 pub fn after_help() -> String {
-    format!("{}\n\n{LIVE_HELP}", crate::exit::EXIT_CODES_HELP.trim_end())
+    format!(
+        "{}\n\n{LIVE_HELP}\n\n{}",
+        crate::exit::EXIT_CODES_HELP.trim_end(),
+        crate::stored::STORE_HELP.trim_end()
+    )
 }
 
 /// Live mode, as `--help` explains it.

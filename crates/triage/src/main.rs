@@ -17,6 +17,11 @@
 //! rerunning the command continues it. Once the run is done, the same
 //! command prints its saved answer and checks and calls nothing;
 //! `--new-run` starts the task again. See `crates/triage/README.md`.
+//!
+//! With `--store sqlite:PATH` or `--store postgres://…` the runs'
+//! checkpoints live in a database under a lease instead, and `triage
+//! enqueue` / `triage worker` let several processes, on several machines,
+//! share the runs (see [`stored`]).
 
 mod adopt;
 mod checks;
@@ -30,14 +35,16 @@ mod run;
 mod select;
 mod shell;
 mod shutdown;
+mod stored;
 mod task;
+mod worker;
 mod world;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use clap::{Parser, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::output::Printer;
 
@@ -65,17 +72,48 @@ pub enum Approve {
 /// its own ID); if the task has none, reports its most recent finished run
 /// (its saved answer and checks, calling nothing, exiting 0 or 1 as it did);
 /// with no run of the task in DIR, or with --new-run, starts a new one.
-#[derive(Debug, Parser)]
-#[command(name = "triage", version, after_help = live::after_help())]
+///
+/// With --store sqlite:PATH or --store postgres://… the checkpoints live in
+/// that database under a lease (--lease-secs) instead, effects go to the
+/// tracker service (--tracker), and each run's world stays in --state DIR,
+/// which every process on the store must share; `triage enqueue` queues
+/// runs and `triage worker` runs them (see "Many machines" below).
+#[derive(Clone, Debug, Parser)]
+#[command(
+    name = "triage",
+    version,
+    after_help = live::after_help(),
+    subcommand_negates_reqs = true,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     /// The recorded task to run (see --list-tasks).
     #[arg(long, value_name = "NAME", required_unless_present_any = ["list_tasks", "run"])]
     pub task: Option<String>,
 
     /// The state directory (created if missing): checkpoints, locks, and
-    /// each run's tracker and workspace.
-    #[arg(long, value_name = "DIR", required_unless_present = "list_tasks")]
+    /// each run's tracker and workspace. With a database --store, the
+    /// directory of the runs' worlds only (task copy, workspace), which
+    /// every process on that store must share; for sqlite:PATH it defaults
+    /// to PATH.worlds.
+    #[arg(long, value_name = "DIR", required_unless_present_any = ["list_tasks", "store"])]
     pub state: Option<PathBuf>,
+
+    /// Where the runs' checkpoints live: a directory (the same as --state
+    /// DIR), sqlite:PATH (one host), or postgres://… / postgresql://… (many
+    /// hosts; libpq's URL form, e.g. postgresql:///runs?host=/run/postgresql
+    /// for a Unix socket). A database store needs --tracker.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+
+    /// With a database --store: how long a claim on a run lasts without
+    /// being renewed. A running triage renews it every third of that; a
+    /// process stopped longer (paused, frozen) loses the run to the next
+    /// claimer, and is fenced when it wakes: its saves and its tracker
+    /// calls are refused, and it exits 3.
+    #[arg(long, value_name = "N", default_value_t = stored::DEFAULT_LEASE_SECS,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub lease_secs: u64,
 
     /// Send this process SIGKILL right after a call of TOOL returns, before
     /// its result is saved (the first such call of this life).
@@ -109,7 +147,7 @@ pub struct Cli {
     pub json: bool,
 
     /// Print the recorded tasks, one a line, name first, and exit.
-    #[arg(long, conflicts_with_all = ["task", "state", "die_after", "signal_after", "run", "new_run", "tracker"])]
+    #[arg(long, conflicts_with_all = ["task", "state", "store", "die_after", "signal_after", "run", "new_run", "tracker"])]
     pub list_tasks: bool,
 
     /// Read task files from DIR/*.json instead of the built-in tasks.
@@ -147,12 +185,93 @@ pub struct Cli {
     /// the service's records. Pass it again to resume the run.
     #[arg(long, value_name = "URL")]
     pub tracker: Option<String>,
+
+    /// `enqueue` or `worker` (see their --help).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The commands for a pool of workers on one database store.
+#[derive(Clone, Debug, Subcommand)]
+pub enum Command {
+    /// Queue a new run of a task on a database store, for `triage worker`:
+    /// builds the run's world in --state DIR, records --tracker URL in it,
+    /// adds the run to the store, and prints its ID.
+    Enqueue(Enqueue),
+    /// Claim queued runs on a store and run each to its end, one at a
+    /// time, until no runnable run is left; then exit.
+    Worker(Worker),
+}
+
+/// `triage enqueue`.
+#[derive(Clone, Debug, Args)]
+pub struct Enqueue {
+    /// The database store: sqlite:PATH or postgres://… (see triage --help).
+    #[arg(long, value_name = "URL")]
+    pub store: String,
+    /// The worlds' directory, shared by every worker (default for
+    /// sqlite:PATH: PATH.worlds).
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+    /// The recorded task to queue (see triage --list-tasks).
+    #[arg(long, value_name = "NAME")]
+    pub task: String,
+    /// Read task files from DIR/*.json instead of the built-in tasks.
+    #[arg(long, value_name = "DIR")]
+    pub tasks: Option<PathBuf>,
+    /// The tracker service the run's tools send to (required).
+    #[arg(long, value_name = "URL")]
+    pub tracker: Option<String>,
+    /// Queue this many runs of the task (each its own run and world).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub count: u32,
+    /// Print one JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `triage worker`.
+#[derive(Clone, Debug, Args)]
+pub struct Worker {
+    /// The database store: sqlite:PATH or postgres://… (see triage --help).
+    #[arg(long, value_name = "URL")]
+    pub store: String,
+    /// The worlds' directory, shared by every worker (default for
+    /// sqlite:PATH: PATH.worlds).
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+    /// How long a claim lasts without renewal (see triage --help).
+    #[arg(long, value_name = "N", default_value_t = stored::DEFAULT_LEASE_SECS,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub lease_secs: u64,
+    /// Whether gated calls wait for a person. A worker has no terminal: with
+    /// on, a gated call pauses its run, which the worker keeps held until it
+    /// exits (4) and a person resumes with `triage --store URL --run ID`.
+    #[arg(long, value_enum, value_name = "on|off", default_value = "on")]
+    pub approve: Approve,
+    /// Stop after this many runs (default: until none is left).
+    #[arg(long, value_name = "N")]
+    pub max_runs: Option<u32>,
+    /// Print one JSON object per line.
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let printer = Arc::new(Mutex::new(Printer::new(cli.json)));
-    match run::execute(&cli, &printer) {
+    let json = match &cli.command {
+        Some(Command::Enqueue(e)) => e.json,
+        Some(Command::Worker(w)) => w.json,
+        None => cli.json,
+    };
+    let printer = Arc::new(Mutex::new(Printer::new(json)));
+    let result = match &cli.command {
+        Some(Command::Enqueue(e)) => worker::enqueue(e, &printer),
+        Some(Command::Worker(w)) => worker::work(w, &printer),
+        None => run::execute(&cli, &printer),
+    };
+    match result {
         Ok(exit) => exit.into(),
         Err(failure) => {
             output::lock(&printer).failure(&failure);
@@ -182,6 +301,10 @@ mod tests {
             "--model <NAME>",
             "--record <FILE>",
             "--new-run",
+            "--store <URL>",
+            "--lease-secs <N>",
+            "Many machines:",
+            "triage worker --store URL",
         ] {
             assert!(help.contains(text), "{text:?} not in --help:\n{help}");
         }
@@ -211,5 +334,41 @@ mod tests {
             Cli::try_parse_from(["triage", "--state", "d", "--run", "r", "--new-run"]).is_err()
         );
         assert!(Cli::try_parse_from([&new_run[..], &["--run", "r"]].concat()).is_err());
+    }
+
+    #[test]
+    fn store_options_and_subcommands_parse() {
+        let cli = Cli::try_parse_from(["triage", "--store", "sqlite:r.db", "--task", "x"]).unwrap();
+        assert_eq!(cli.store.as_deref(), Some("sqlite:r.db"));
+        assert_eq!(cli.lease_secs, stored::DEFAULT_LEASE_SECS);
+        for bad in ["0", "86401", "x"] {
+            let args = ["triage", "--store", "s", "--task", "x", "--lease-secs", bad];
+            assert!(Cli::try_parse_from(args).is_err(), "--lease-secs {bad}");
+        }
+        let w = Cli::try_parse_from(["triage", "worker", "--store", "sqlite:r.db"]).unwrap();
+        let Some(Command::Worker(w)) = w.command else {
+            panic!("a worker")
+        };
+        assert_eq!((w.approve, w.lease_secs), (Approve::On, 30));
+        let e = [
+            "triage",
+            "enqueue",
+            "--store",
+            "s",
+            "--task",
+            "x",
+            "--tracker",
+            "u",
+        ];
+        assert!(matches!(
+            Cli::try_parse_from(e).unwrap().command,
+            Some(Command::Enqueue(_))
+        ));
+        // The run's own options do not mix with a subcommand.
+        assert!(Cli::try_parse_from(["triage", "--state", "d", "worker", "--store", "s"]).is_err());
+        assert!(
+            Cli::try_parse_from(["triage", "worker"]).is_err(),
+            "--store is required"
+        );
     }
 }

@@ -24,22 +24,24 @@
 
 mod failure;
 mod hooks;
-mod input;
+pub(crate) mod input;
 mod list;
 mod lock;
 mod parts;
-mod report;
+pub(crate) mod report;
 
 use std::io::{self, IsTerminal};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use agent::approve::{ApproveAll, Approver, TerminalApprover, Unattended};
+use agent::provider::Prices;
 use agent::state::{Checkpoint, Phase};
 use agent::Agent;
 use durable::checkpoint::Saved;
 use durable::dir::LockGuard;
+use durable::store::RunStore;
 use durable::{Dir, DiskDir, RunId};
 use serde_json::json;
 
@@ -55,6 +57,7 @@ use crate::output::{self, plural, Printer};
 use crate::remote::RunTracker;
 use crate::select::{Selection, Wanted};
 use crate::shutdown::Shutdown;
+use crate::stored::{self, StoreUrl};
 use crate::task::{Catalog, Task};
 use crate::world::{StateDir, World};
 use crate::{Approve, Cli};
@@ -71,6 +74,26 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
     if cli.list_tasks {
         return list::list_tasks(&catalog, printer);
     }
+    // `--store DIR` is `--state DIR`; a database store goes its own way.
+    let as_dir;
+    let cli = match cli.store.as_deref().map(StoreUrl::parse).transpose()? {
+        None => cli,
+        Some(StoreUrl::Dir(dir)) => {
+            if cli.state.as_ref().is_some_and(|s| *s != dir) {
+                return Err(Failure::usage(
+                    "usage",
+                    "--store DIR and --state DIR name two directories: a directory store is its state directory",
+                )
+                .hint("pass one of them"));
+            }
+            let mut c = cli.clone();
+            c.state = Some(dir);
+            c.store = None;
+            as_dir = c;
+            &as_dir
+        }
+        Some(url) => return stored::execute(cli, printer, &url),
+    };
     let state = cli
         .state
         .as_ref()
@@ -125,7 +148,7 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
 
     report::header(
         printer,
-        &sd,
+        (sd.path(), &sd.checkpoint_path(&run)),
         (&run, how),
         &world,
         before.as_ref(),
@@ -137,7 +160,75 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
 
     // 4. The loop, on the world's tracker (or the tracker service) and
     // workspace.
-    let tracker = open_tracker(cli, printer, &world, &run)?;
+    let checkpoints = HeldLock {
+        dir: sd.dir(),
+        name: lock_name,
+        guard: Mutex::new(Some(guard)),
+    };
+    drive(Drive {
+        cli,
+        printer,
+        checkpoints: sd.dir(),
+        checkpoint_path: sd.checkpoint_path(&run),
+        run: &run,
+        world: &world,
+        fresh: before.is_none(),
+        already_done,
+        mode,
+        prices,
+        shutdown: &shutdown,
+        holder: Holder::Lock(checkpoints),
+        on_claimed: None,
+    })
+}
+
+/// Who holds the run while the loop runs.
+pub(crate) enum Holder {
+    /// The run's `flock`, taken before its world was opened.
+    Lock(HeldLock),
+    /// A lease in a run store, which the loop claims.
+    Store {
+        store: Arc<dyn RunStore>,
+        owner: String,
+        lease: Duration,
+    },
+}
+
+/// A hook run once the loop holds the run (started or resumed); an error
+/// stops the run before it calls anything.
+pub(crate) type OnClaimed = Box<dyn Fn() -> Result<(), Failure> + Send + Sync>;
+
+/// What [`drive`] needs: the run picked, its world open.
+pub(crate) struct Drive<'a> {
+    pub(crate) cli: &'a Cli,
+    pub(crate) printer: &'a Shared,
+    /// The loop's checkpoint directory (unused on a store).
+    pub(crate) checkpoints: Arc<DiskDir>,
+    /// Where the checkpoint lives, for the report.
+    pub(crate) checkpoint_path: PathBuf,
+    pub(crate) run: &'a RunId,
+    pub(crate) world: &'a World,
+    /// The run has no checkpoint yet: mark its world at its first save.
+    pub(crate) fresh: bool,
+    pub(crate) already_done: bool,
+    pub(crate) mode: Mode,
+    pub(crate) prices: Prices,
+    pub(crate) shutdown: &'a Shutdown,
+    pub(crate) holder: Holder,
+    pub(crate) on_claimed: Option<OnClaimed>,
+}
+
+/// Step 4: the loop, on the world's tracker (or the tracker service) and
+/// workspace, then the report.
+pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
+    let Drive {
+        cli,
+        printer,
+        run,
+        world,
+        ..
+    } = d;
+    let tracker = open_tracker(cli, printer, world, run)?;
     let ws_path = world.workspace();
     let workspace: Arc<dyn Dir> = Arc::new(DiskDir::new(&ws_path).map_err(|e| {
         Failure::run(
@@ -161,41 +252,48 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         Hooks {
             die_after: cli.die_after.clone(),
             signal_after: cli.signal_after.clone(),
-            cancel: shutdown.cancel_flag(),
-            first_save: before.is_none().then(|| FirstSave {
+            cancel: d.shutdown.cancel_flag(),
+            first_save: d.fresh.then(|| FirstSave {
                 world: world.path.clone(),
                 run: run.clone(),
                 failed: Arc::clone(&mark_failed),
             }),
+            on_claimed: d.on_claimed.map(|hook| (hook, Arc::clone(&mark_failed))),
         },
     );
-    let checkpoints = HeldLock {
-        dir: sd.dir(),
-        name: lock_name,
-        guard: Mutex::new(Some(guard)),
+    let model = parts::model(cli, &d.mode, d.prices, world, &tools, printer)?;
+    let (checkpoints, on_store): (Arc<dyn Dir>, _) = match d.holder {
+        Holder::Lock(held) => (Arc::new(held), None),
+        Holder::Store {
+            store,
+            owner,
+            lease,
+        } => (d.checkpoints, Some((store, owner, lease))),
     };
-    let model = parts::model(cli, &mode, prices, &world, &tools, printer)?;
-    let agent = Agent::new(
+    let mut agent = Agent::new(
         run.clone(),
-        Arc::new(checkpoints),
+        checkpoints,
         world.task.transcript.task.clone(),
         model,
         tools,
     )
-    .with_mode(mode.record())
+    .with_mode(d.mode.record())
     .with_approver(approver)
     .with_observer(observer)
     .with_workspace(workspace)
-    .with_cancel(shutdown.cancel_flag());
+    .with_cancel(d.shutdown.cancel_flag());
+    if let Some((store, owner, lease)) = on_store {
+        agent = agent.on_store(store, owner, lease);
+    }
 
     match agent.run() {
         Ok(result) => {
             let report = Report {
-                sd: &sd,
-                run: &run,
-                world: &world,
-                already_done,
-                live: mode.is_live(),
+                checkpoint: &d.checkpoint_path,
+                run,
+                world,
+                already_done: d.already_done,
+                live: d.mode.is_live(),
             };
             let exit = report.print(&result, &tracker.issues()?, printer);
             // The run is done and reported, and the command has not exited
@@ -210,10 +308,10 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
             }
             Err(failure::loop_failure(
                 e,
-                &run,
+                run,
                 &world.task.name,
                 cli,
-                &shutdown,
+                d.shutdown,
                 printer,
             ))
         }
@@ -359,9 +457,18 @@ fn load_checkpoint(
     let state = Checkpoint::load(sd.dir().as_ref(), run)
         .map_err(Failure::from)?
         .ok_or_else(|| Failure::usage("no_such_run", format!("no run {run}")))?;
-    // A live run cannot go on as a replay: its conversation holds the
-    // live model's replies, not the recording's. Refused before the
-    // world is touched.
+    check_live(&state, run, env_mode)?;
+    Ok(state)
+}
+
+/// A live run cannot go on as a replay: its conversation holds the live
+/// model's replies, not the recording's. Refused before the world is
+/// touched.
+pub(crate) fn check_live(
+    state: &Saved<agent::state::State>,
+    run: &RunId,
+    env_mode: &Mode,
+) -> Result<(), Failure> {
     if let Some(saved) = state.mode.as_deref().filter(|m| m.starts_with("live")) {
         if !env_mode.is_live() && state.phase != Phase::Done {
             let var = if saved.starts_with("live anthropic") {
@@ -376,12 +483,12 @@ fn load_checkpoint(
             .hint(format!("set {var} (and the endpoint it used) to resume it")));
         }
     }
-    Ok(state)
+    Ok(())
 }
 
 /// Remove the temp files killed writers left in the run's world, and say
 /// what was removed.
-fn remove_leftovers(printer: &Shared, world: &World) -> Result<(), Failure> {
+pub(crate) fn remove_leftovers(printer: &Shared, world: &World) -> Result<(), Failure> {
     let removed = world.remove_leftovers()?;
     if !removed.is_empty() {
         output::lock(printer).step(
@@ -398,7 +505,10 @@ fn remove_leftovers(printer: &Shared, world: &World) -> Result<(), Failure> {
 }
 
 /// The mode the run goes on in, and how the header describes it.
-fn run_mode(before: Option<&Saved<agent::state::State>>, env_mode: Mode) -> (Mode, String) {
+pub(crate) fn run_mode(
+    before: Option<&Saved<agent::state::State>>,
+    env_mode: Mode,
+) -> (Mode, String) {
     // A run goes on in the mode it started in (the checkpoint records it
     // with the first reply); a run with no reply saved yet takes today's.
     let replay_kept = before
@@ -439,7 +549,7 @@ fn open_tracker(
 
 /// How the command came to work on its run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum How {
+pub(crate) enum How {
     /// A new run, with a new ID and a new world.
     New,
     /// A run killed before its first save, continued under its ID.
@@ -448,4 +558,7 @@ enum How {
     Existing,
     /// The task's most recent run, finished, picked without `--run`.
     Finished,
+    /// A run on a database store that no process has started yet (queued
+    /// by `triage enqueue`, or a start stopped before its first save).
+    Queued,
 }

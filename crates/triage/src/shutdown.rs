@@ -54,6 +54,12 @@ impl Shutdown {
         Arc::clone(&self.cancel)
     }
 
+    /// Whether SIGTERM or SIGINT arrived (the cancel flag may also be set
+    /// by a hook that stops one run).
+    pub fn signalled(&self) -> bool {
+        self.signal.load(Ordering::SeqCst) != 0
+    }
+
     /// The name of the signal that asked to stop (`SIGTERM`, `SIGINT`), or
     /// a description if the flag was set some other way.
     pub fn cause(&self) -> &'static str {
@@ -75,7 +81,9 @@ mod tests {
         let s = Shutdown::default();
         assert!(!s.cancel_flag().load(Ordering::SeqCst));
         assert_eq!(s.cause(), "a shutdown request");
+        assert!(!s.signalled());
         s.signal.store(SIGINT as usize, Ordering::SeqCst);
         assert_eq!(s.cause(), "SIGINT");
+        assert!(s.signalled());
     }
 }

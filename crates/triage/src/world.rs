@@ -94,6 +94,11 @@ pub struct Meta {
     pub source: String,
     /// When the run started, in Unix seconds.
     pub started: u64,
+    /// With a database store: the tracker service the run's tools send to,
+    /// chosen when the run was made, so every process that takes the run
+    /// up sends its effects to the same place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracker: Option<String>,
 }
 
 /// The state directory, checked to be a usable directory.

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::approve::{Approval, Approver, Decision, Question, Resolution};
+use crate::approve::{Answer, Approval, Approver, Decision, Question};
 
 /// What a [`ScriptedApprover`] was asked, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -10,11 +10,11 @@ pub enum Asked {
     /// An approval for this call ID, and the answer.
     Approval(String, Decision),
     /// A ladder question for this call ID, and the answer.
-    Question(String, Resolution),
+    Question(String, Answer),
 }
 
 type ApproveFn = dyn Fn(&Approval<'_>) -> Decision + Send + Sync;
-type ResolveFn = dyn Fn(&Question<'_>) -> Resolution + Send + Sync;
+type ResolveFn = dyn Fn(&Question<'_>) -> Answer + Send + Sync;
 
 /// A scripted person for tests and sweeps: answers with closures and keeps a
 /// log of what it was asked.
@@ -49,7 +49,7 @@ impl ScriptedApprover {
     pub fn new() -> ScriptedApprover {
         ScriptedApprover {
             on_approval: Arc::new(|_| Decision::Approve),
-            on_question: Arc::new(|_| Resolution::Rerun),
+            on_question: Arc::new(|_| Answer::Rerun),
             log: Arc::default(),
         }
     }
@@ -66,7 +66,7 @@ impl ScriptedApprover {
     /// Answer ladder questions with `f`.
     pub fn on_question(
         mut self,
-        f: impl Fn(&Question<'_>) -> Resolution + Send + Sync + 'static,
+        f: impl Fn(&Question<'_>) -> Answer + Send + Sync + 'static,
     ) -> Self {
         self.on_question = Arc::new(f);
         self
@@ -101,7 +101,7 @@ impl Approver for ScriptedApprover {
         d
     }
 
-    fn resolve(&self, question: &Question<'_>) -> Resolution {
+    fn answer(&self, question: &Question<'_>) -> Answer {
         let r = (self.on_question)(question);
         self.push(Asked::Question(question.call.id.clone(), r.clone()));
         r
@@ -117,7 +117,7 @@ mod tests {
     #[test]
     fn a_scripted_person_shows_its_log() {
         let person = ScriptedApprover::default();
-        person.push(Asked::Question("c1".into(), Resolution::Rerun));
+        person.push(Asked::Question("c1".into(), Answer::Rerun));
         assert_eq!(
             format!("{person:?}"),
             r#"ScriptedApprover { log: [Question("c1", Rerun)], .. }"#

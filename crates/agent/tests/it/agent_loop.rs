@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use agent::approve::{Decision, Resolution};
+use agent::approve::{Answer, Decision};
 use agent::model::{Model, ModelError, Reply, ScriptedModel, Transcript};
 use agent::observe::{Event, Returned, Rung};
 use agent::state::{Attempt, Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult, Usage};
@@ -519,7 +519,7 @@ fn a_lookup_that_cannot_tell_passes_the_question_to_the_person() {
     let seen = Arc::clone(&why);
     w.person = ScriptedApprover::new().on_question(move |q| {
         *seen.lock().unwrap() = q.why.to_owned();
-        Resolution::Done(ToolResult {
+        Answer::Done(ToolResult {
             output: triage_tools::issue_output(1),
             is_error: false,
         })
@@ -545,14 +545,14 @@ fn a_lookup_that_cannot_tell_passes_the_question_to_the_person() {
     w.agent(&t).run().unwrap();
     assert_eq!(
         w.person.log(),
-        [Asked::Question("c1".into(), Resolution::Rerun)]
+        [Asked::Question("c1".into(), Answer::Rerun)]
     );
     assert_job_once(&w.tracker);
 
     // Nobody answers: the run pauses, and asks again on restart.
     let mut w = World::new(Tracker::new(Mode::Keyless).with_uncertain_lookup());
     w.crash(&w.agent(&t), "marker saved#1");
-    w.person = ScriptedApprover::new().on_question(|_| Resolution::Later);
+    w.person = ScriptedApprover::new().on_question(|_| Answer::Later);
     let e = w.agent(&t).run().unwrap_err();
     assert!(
         matches!(&e, Error::Paused { waiting } if waiting == &["c1"]),
@@ -586,7 +586,7 @@ fn a_call_that_fails_after_the_tracker_accepted_goes_up_the_ladder() {
             .with_fault(Fault::FailAfterAccept { nth: 1 }),
     );
     w.person = ScriptedApprover::new().on_question(|_| {
-        Resolution::Done(ToolResult {
+        Answer::Done(ToolResult {
             output: triage_tools::issue_output(1),
             is_error: false,
         })
@@ -1241,7 +1241,7 @@ fn a_persons_failed_answer_is_saved_as_an_error_result() {
     w.crash(&w.agent(&t), "tracker accepted#1");
     w.events();
     w.person = ScriptedApprover::new().on_question(|_| {
-        Resolution::Done(ToolResult {
+        Answer::Done(ToolResult {
             output: "it failed on their side".into(),
             is_error: true,
         })

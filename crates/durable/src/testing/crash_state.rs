@@ -80,3 +80,48 @@ impl CrashState {
         }
     }
 }
+
+/// The crash state of every crate (`crashpoint::scope::CrashState`, a
+/// sweep's dimension) named after this one: a subject lists
+/// `CrashState::ALL.map(Into::into)` and names no state twice.
+impl From<CrashState> for crashpoint::scope::CrashState {
+    fn from(s: CrashState) -> Self {
+        crashpoint::scope::CrashState::named(s.slug())
+    }
+}
+
+/// The state a power-loss directory knows by the name of `s`: in a
+/// subject's `boot`, `dir.boot_in(ctx.state().try_into()?)`.
+impl TryFrom<&crashpoint::scope::CrashState> for CrashState {
+    type Error = UnknownCrashState;
+
+    fn try_from(s: &crashpoint::scope::CrashState) -> Result<Self, Self::Error> {
+        CrashState::from_slug(s.name()).ok_or_else(|| UnknownCrashState(s.name().to_owned()))
+    }
+}
+
+/// A crash state no power-loss directory knows (a subject's own label, an
+/// enumerated state): [`CrashState`]'s `TryFrom` refuses it by name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no power-cut state is called {0:?}; known: process, lose, entries, torn, contents, in-order"
+)]
+pub struct UnknownCrashState(pub String);
+
+#[cfg(test)]
+mod conversion_tests {
+    use super::*;
+
+    #[test]
+    fn every_state_goes_to_the_common_name_and_back() {
+        for s in CrashState::ALL {
+            let common: crashpoint::scope::CrashState = s.into();
+            assert_eq!(common.name(), s.slug());
+            assert_eq!(CrashState::try_from(&common), Ok(s));
+        }
+        let label = crashpoint::scope::CrashState::named("enumerated");
+        let e = CrashState::try_from(&label).unwrap_err();
+        let known: Vec<&str> = CrashState::ALL.iter().map(|s| s.slug()).collect();
+        assert!(e.to_string().ends_with(&known.join(", ")), "{e}");
+    }
+}

@@ -125,6 +125,23 @@ impl MemDir {
         if !self.locks.held().is_empty() {
             return None;
         }
+        Some(self.copy_as_crashed())
+    }
+
+    /// A deep copy as a process crash now would leave the directory: the
+    /// same files as [`MemDir::deep_clone`], with no lock held (a dead
+    /// process holds none), even while a life holds one here — for a sweep
+    /// that copies the world at a crash point of a running life.
+    ///
+    /// ```
+    /// use durable::{testing::MemDir, Dir};
+    /// let a = MemDir::new();
+    /// let _held = a.lock("run.lock").unwrap();
+    /// assert!(a.deep_clone().is_none());
+    /// let b = a.copy_as_crashed();
+    /// assert!(b.lock("run.lock").is_ok());
+    /// ```
+    pub fn copy_as_crashed(&self) -> MemDir {
         let inner = self.inner();
         let copy = MemInner {
             names: inner.names.clone(),
@@ -145,10 +162,10 @@ impl MemDir {
             next_node: inner.next_node,
             next_temp: inner.next_temp,
         };
-        Some(MemDir {
+        MemDir {
             inner: Arc::new(Mutex::new(copy)),
             locks: LockTable::default(),
-        })
+        }
     }
 
     /// Feed everything a user of this directory could ever observe to `h`:

@@ -10,6 +10,8 @@
 //!   ([`PowerDir::enumerated`], [`PersistenceModel`], [`CutRecord`]).
 //! * [`MutantDir`] and [`Mutation`]: deliberately broken writers, to prove a
 //!   power-loss sweep catches them ([`MID_OVERWRITE`] is the point of one).
+//! * [`Writer`] and [`Power`]: who writes the checkpoint in a power-loss
+//!   sweep (the real writer, or a mutation of it) and in which crash state.
 //! * [`SaveWatch`]: a wrapper over any of these that counts lost saves (a
 //!   save that returned, not found by the restart after a crash), for a
 //!   sweep's judge.
@@ -31,11 +33,13 @@ mod mem;
 mod mutant;
 mod power;
 mod save_watch;
+mod writer;
 
-pub use crash_state::CrashState;
+pub use crash_state::{CrashState, UnknownCrashState};
 pub use enumerate::{CutRecord, PersistenceModel};
 pub use fault::{Call, Fault, FaultDir};
 pub use mem::MemDir;
 pub use mutant::{MutantDir, Mutation, MID_OVERWRITE};
 pub use power::PowerDir;
 pub use save_watch::SaveWatch;
+pub use writer::{Power, Writer};

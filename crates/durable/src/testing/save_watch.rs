@@ -71,7 +71,7 @@ pub struct SaveWatch {
 }
 
 /// What the watch has seen of the file's saves.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 struct Saves {
     /// The bytes of the save under way (its temp file was written), until
     /// the save returns or the next life reads the file.
@@ -148,6 +148,41 @@ impl SaveWatch {
     /// of … had returned`), for the judge's notes.
     pub fn notes(&self) -> Vec<String> {
         self.saves().notes.clone()
+    }
+
+    /// A deep copy of this watch over `inner` (a copy of the directory it
+    /// watches, e.g. [`PowerDir::deep_clone`](crate::testing::PowerDir::deep_clone)):
+    /// the same file, description and record of saves, sharing nothing
+    /// with this watch. For sweeps that share lives between scenarios.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use durable::testing::{MemDir, SaveWatch};
+    /// use durable::Dir;
+    /// let dir = MemDir::new();
+    /// let watch = SaveWatch::new(Arc::new(dir.clone()), "f");
+    /// let copy = watch.deep_clone_over(Arc::new(dir.deep_clone().unwrap()));
+    /// copy.boot();
+    /// assert_eq!((copy.file(), copy.lost()), ("f", 0));
+    /// ```
+    pub fn deep_clone_over(&self, inner: Arc<dyn Dir>) -> SaveWatch {
+        SaveWatch {
+            inner,
+            file: self.file.clone(),
+            saves: Arc::new(Mutex::new(self.saves().clone())),
+            describe: Arc::clone(&self.describe),
+            missing: self.missing.clone(),
+        }
+    }
+
+    /// Feed the watch's record of saves (and the file it watches) to `h`:
+    /// two watches that hash the same count the same from here on. The
+    /// directory it watches is hashed by its own owner.
+    pub fn hash_contents(&self, h: &mut dyn std::hash::Hasher) {
+        use std::hash::Hash as _;
+        let mut h = h;
+        self.file.hash(&mut h);
+        self.saves().hash(&mut h);
     }
 
     /// The watched file's name.

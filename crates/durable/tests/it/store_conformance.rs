@@ -50,7 +50,7 @@ const CHECKS: &[(&str, Check)] = &[
         claim_next_pool,
     ),
     (
-        "Checkpoint::open_store: start, restart, fence",
+        "Checkpoint::open_store: start, restart, fence; load_store reads without claiming",
         checkpoint_on_store,
     ),
 ];
@@ -381,6 +381,17 @@ fn checkpoint_on_store(workers: &dyn Fn() -> Arc<dyn RunStore>) {
     let open = |who: &str, lease| {
         Checkpoint::open_store(workers(), &run, who, lease, fast(), Default::default)
     };
+    // Read without claiming: nothing there, then an added run with no
+    // checkpoint (and still nobody holds it).
+    let queued = run_id("queued-run");
+    assert!(Checkpoint::load_store(&*workers(), &queued)
+        .unwrap()
+        .is_none());
+    workers().add(&queued).unwrap();
+    let (rec, saved) = Checkpoint::load_store(&*workers(), &queued)
+        .unwrap()
+        .unwrap();
+    assert!(saved.is_none() && rec.owner.is_none() && rec.epoch == 0);
     let mut first = open("a", SHORT).unwrap();
     assert!(!first.resumed);
     assert_eq!(first.checkpoint.epoch(), 1);
@@ -392,6 +403,13 @@ fn checkpoint_on_store(workers: &dyn Fn() -> Arc<dyn RunStore>) {
     assert!(second.resumed);
     assert_eq!((second.resumes, second.checkpoint.epoch()), (1, 2));
     assert_eq!(second.state.phase, Phase::Tools);
+    let (rec, saved) = Checkpoint::load_store(&*workers(), &run).unwrap().unwrap();
+    assert_eq!((rec.owner.as_deref(), rec.epoch), (Some("b"), 2));
+    assert_eq!(
+        saved.unwrap().phase,
+        Phase::Tools,
+        "parsed, and not claimed"
+    );
     first.state.turns = 99;
     assert!(matches!(
         first.checkpoint.save(&first.state),

@@ -15,7 +15,7 @@ pub fn render(reports: &[Report], format: Format, partial: bool) -> String {
     let rows: Vec<_> = reports.iter().flat_map(Report::rows).collect();
     match format {
         Format::Table => crate::table(&rows),
-        Format::Markdown => crate::markdown(&rows),
+        Format::Markdown => crate::report::markdown(&rows),
         Format::Json => {
             let mut v = json!({ "rows": rows });
             if partial {
@@ -148,7 +148,7 @@ pub fn failure_lines(
                 .map(|(n, c)| format!("{n} ({c}×)"))
                 .collect();
             lines.push(format!(
-                "warning: {}: crash points passed on threads without a scope, which no crash can reach: {}\n    hint: start threads with crashpoint::spawn (tokio tasks with crashpoint::spawn_task) so they carry the life's scope",
+                "warning: {}: crash points passed on threads without a scope, which no crash can reach: {}\n    hint: start threads with crashpoint::spawn (tokio tasks with crashpoint::task::spawn_task) so they carry the life's scope",
                 r.subject,
                 names.join(", ")
             ));

@@ -2,7 +2,7 @@
 //! with plain `tokio::spawn` runs on a worker thread that carries no scope:
 //! its points cannot be crashed, and the sweep reports them as unscoped
 //! hits (in `Report::unscoped` and a warning line of the command line). A
-//! task spawned with `crashpoint::spawn_task` carries the life's scope, so
+//! task spawned with `crashpoint::task::spawn_task` carries the life's scope, so
 //! its points are swept like any other.
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -12,7 +12,7 @@ use sweep::{Counter, LifeError, Subject, Verdict};
 
 /// One delivery, made by a task on a multi-thread runtime.
 struct Deliver {
-    /// Spawn the task with `crashpoint::spawn_task` (else `tokio::spawn`).
+    /// Spawn the task with `crashpoint::task::spawn_task` (else `tokio::spawn`).
     scoped: bool,
 }
 
@@ -49,7 +49,7 @@ impl Subject for Deliver {
         let scoped = self.scoped;
         rt.block_on(async move {
             if scoped {
-                crashpoint::join_task(crashpoint::spawn_task(deliver(d))).await;
+                crashpoint::task::join_task(crashpoint::task::spawn_task(deliver(d))).await;
                 Ok(())
             } else {
                 tokio::spawn(deliver(d)).await.map_err(|e| e.to_string())
@@ -96,7 +96,7 @@ fn a_plain_tokio_spawn_on_a_multi_thread_runtime_is_reported_as_unscoped() {
         })
         .unwrap_or_else(|| panic!("no warning in {lines:?}"));
     assert!(
-        warning.contains("in task (") && warning.contains("crashpoint::spawn_task"),
+        warning.contains("in task (") && warning.contains("crashpoint::task::spawn_task"),
         "{warning}"
     );
 }
@@ -137,5 +137,8 @@ fn a_plain_tokio_spawn_refuses_the_sweep_by_default() {
     };
     assert_eq!(subject, "tokio::spawn");
     assert!(points.iter().any(|(n, _)| n == "in task"), "{points:?}");
-    assert!(e.to_string().contains("crashpoint::spawn_task"), "{e}");
+    assert!(
+        e.to_string().contains("crashpoint::task::spawn_task"),
+        "{e}"
+    );
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use sweep::cli::{App, Env, Levels, EXIT_FAILED, EXIT_PASSED, EXIT_USAGE};
-use sweep::{Counter, LifeError, Progress, Subject, Verdict};
+use sweep::{runs::Progress, Counter, LifeError, Subject, Verdict};
 
 /// Moves 10 coins from `a` to `b`; `careful` saves its progress with the
 /// debit, the hasty one after it.
@@ -334,7 +334,7 @@ fn the_progress_bar_counts_one_level_whose_total_is_final() {
 
     // The runner's events add up to its scenarios, level by level.
     let events = std::sync::Mutex::new(Levels::default());
-    let report = sweep::run_with(
+    let report = sweep::runs::run_with(
         &Transfer { careful: false },
         &sweep::Config::default(),
         &|p| events.lock().unwrap().note(p),
@@ -378,14 +378,14 @@ impl Subject for Marker {
     fn crash_states(&self) -> Vec<sweep::CrashState> {
         vec![sweep::CrashState::PROCESS, FORGET]
     }
-    fn boot(&self, w: &mut Mailbox, ctx: &sweep::Boot) -> Result<(), LifeError> {
+    fn boot(&self, w: &mut Mailbox, ctx: &sweep::scenario::Boot) -> Result<(), LifeError> {
         if w.running && *ctx.state() == FORGET {
             w.marked = w.synced;
         }
         w.running = true;
         Ok(())
     }
-    fn shutdown(&self, w: &mut Mailbox, _: &sweep::Boot) {
+    fn shutdown(&self, w: &mut Mailbox, _: &sweep::scenario::Boot) {
         w.running = false;
     }
     fn life(&self, w: &mut Mailbox) -> Result<(), LifeError> {
@@ -492,7 +492,7 @@ fn the_progress_bar_starts_afresh_for_each_crash_state() {
         depth: 1,
         ..sweep::Config::default()
     };
-    sweep::run_with(&Marker, &config, &|p| {
+    sweep::runs::run_with(&Marker, &config, &|p| {
         let mut l = events.lock().unwrap();
         l.note(p);
         if let Some((_, _, total)) = l.current() {

@@ -1,7 +1,10 @@
 //! An enumerating crash state: each crash's power cut may leave several
 //! disks, every one a scenario named by its disk, rerun by name alone.
 
-use sweep::{Boot, Config, Counter, CrashState, Scenario, Subject, Verdict};
+use sweep::{
+    scenario::{Boot, Scenario},
+    Config, Counter, CrashState, Subject, Verdict,
+};
 
 const ALL: CrashState = CrashState::named("all");
 
@@ -90,7 +93,7 @@ fn every_disk_of_every_crash_is_a_scenario_named_by_its_disk() {
         "{failing:#?}"
     );
     // 2 first crashes of 3 disks, 6 × 2 second crashes of 2.
-    let c = sweep::CrashDisks::of(&r, &ALL);
+    let c = sweep::runs::CrashDisks::of(&r, &ALL);
     assert_eq!((c.scenarios, c.crashes, c.max, c.median), (30, 14, 3, 2));
 }
 
@@ -99,12 +102,12 @@ fn a_scenario_reruns_from_its_name_with_the_same_disks() {
     for name in ["all: a#1 (disk 2)", "all: b#1 (disk 2) → a#1 (disk 1)"] {
         let sc: Scenario = name.parse().unwrap();
         assert_eq!(sc.to_string(), name);
-        let r = sweep::run_one(&Disks, &sc);
+        let r = sweep::runs::run_one(&Disks, &sc);
         assert!(r.failed(), "{name}: {}", r.timeline());
     }
     let sc: Scenario = "all: a#1 (disk 1) → b#1 (disk 1)".parse().unwrap();
     assert_eq!(sc.disks, [1, 1]);
-    assert!(!sweep::run_one(&Disks, &sc).failed());
+    assert!(!sweep::runs::run_one(&Disks, &sc).failed());
 }
 
 #[test]
@@ -174,11 +177,11 @@ impl Subject for Graded {
 #[test]
 fn crash_disks_counts_the_median_and_the_most_disks_per_crash() {
     let r = sweep::run(&Graded, &cfg(1, vec![ALL])).unwrap();
-    let c = sweep::CrashDisks::of(&r, &ALL);
+    let c = sweep::runs::CrashDisks::of(&r, &ALL);
     assert_eq!((c.scenarios, c.crashes, c.max, c.median), (15, 5, 5, 3));
     assert_eq!(
-        sweep::CrashDisks::of(&r, &CrashState::PROCESS),
-        sweep::CrashDisks::default()
+        sweep::runs::CrashDisks::of(&r, &CrashState::PROCESS),
+        sweep::runs::CrashDisks::default()
     );
 }
 
@@ -188,7 +191,7 @@ fn crash_disks_counts_the_median_and_the_most_disks_per_crash() {
 #[test]
 fn progress_plans_each_disk_scenario_it_runs() {
     let events = std::sync::Mutex::new(Vec::new());
-    let r = sweep::run_with(&Disks, &cfg(2, vec![ALL]), &|p| {
+    let r = sweep::runs::run_with(&Disks, &cfg(2, vec![ALL]), &|p| {
         events.lock().unwrap().push(p);
     })
     .unwrap();
@@ -196,11 +199,11 @@ fn progress_plans_each_disk_scenario_it_runs() {
     let (mut planned, mut finished) = ([0u64; 3], [0u64; 3]);
     for e in &events {
         match *e {
-            sweep::Progress::Planned { depth, count } => {
+            sweep::runs::Progress::Planned { depth, count } => {
                 assert!(count > 0, "an empty batch planned at depth {depth}");
                 planned[depth] += count;
             }
-            sweep::Progress::Finished { depth } => finished[depth] += 1,
+            sweep::runs::Progress::Finished { depth } => finished[depth] += 1,
         }
     }
     assert_eq!(planned, [0, 6, 24]);

@@ -3,8 +3,10 @@
 //! state" by default. Also `CrashState::name`.
 
 use sweep::{
-    Config, Counter, CrashState, DynSubject, Error, LifeError, Progress, Report, Scenario,
-    ScenarioResult, Stats, Subject, Verdict,
+    report::ScenarioResult,
+    runs::{DynSubject, Progress, Stats},
+    scenario::Scenario,
+    Config, Counter, CrashState, Error, LifeError, Report, Subject, Verdict,
 };
 
 const LOSE: CrashState = CrashState::named("lose");
@@ -54,17 +56,17 @@ macro_rules! required_by_hand {
             config: &Config,
             progress: &(dyn Fn(Progress) + Sync),
         ) -> Result<Report, Error> {
-            sweep::run_with(&LoseFirst, config, progress)
+            sweep::runs::run_with(&LoseFirst, config, progress)
         }
         fn scenario(&self, scenario: &Scenario) -> ScenarioResult {
-            sweep::run_one(&LoseFirst, scenario)
+            sweep::runs::run_one(&LoseFirst, scenario)
         }
         fn sweep_counted(
             &self,
             config: &Config,
             progress: &(dyn Fn(Progress) + Sync),
         ) -> Result<(Report, Stats), Error> {
-            sweep::run_counted(&LoseFirst, config, progress)
+            sweep::runs::run_counted(&LoseFirst, config, progress)
         }
     };
 }

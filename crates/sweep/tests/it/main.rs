@@ -4,6 +4,7 @@
 
 #[cfg(feature = "cli")]
 mod async_tasks;
+mod capture;
 #[cfg(feature = "cli")]
 mod cli;
 mod disks;

@@ -3,7 +3,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use sweep::{Boot, Config, Counter, CrashState, Error, Failure, Subject, Verdict};
+use sweep::{
+    report::Failure, scenario::Boot, Config, Counter, CrashState, Error, Subject, Verdict,
+};
 
 /// Two points per life; the judge counts what `judge` says.
 struct Job<F: Fn(u64) -> Verdict + Sync> {
@@ -542,9 +544,9 @@ fn a_hung_scenario_rerun_is_hung_not_flaky() {
 #[test]
 fn a_sweep_too_big_is_refused_at_once_with_its_estimate() {
     // hits + hits² + … + hits^depth, for each crash state.
-    assert_eq!(sweep::estimate_scenarios(2, 12, 1), 8190.0);
-    assert_eq!(sweep::estimate_scenarios(3, 2, 2), 24.0);
-    assert_eq!(sweep::estimate_scenarios(5, 0, 1), 0.0);
+    assert_eq!(sweep::runs::estimate_scenarios(2, 12, 1), 8190.0);
+    assert_eq!(sweep::runs::estimate_scenarios(3, 2, 2), 24.0);
+    assert_eq!(sweep::runs::estimate_scenarios(5, 0, 1), 0.0);
     let s = Job {
         judge: |_| Verdict::new(),
         counters: vec![],
@@ -633,7 +635,7 @@ fn crash_states_are_a_dimension_named_in_each_scenario() {
     assert_eq!(rows[1].variant, "stateful | lose");
     // Rerun by name alone: the state comes from the name.
     let sc = "lose: done, unsynced#1".parse().unwrap();
-    let again = sweep::run_one(&Stateful, &sc);
+    let again = sweep::runs::run_one(&Stateful, &sc);
     assert!(again.world.is_some() || again.failure.is_some());
     let bad = Config {
         crash_states: vec![CrashState::named("torn")],
@@ -649,7 +651,7 @@ fn crash_states_are_a_dimension_named_in_each_scenario() {
 fn a_build_with_unwinding_is_not_refused() {
     // The test profile always unwinds; `panic = "abort"` builds get
     // Error::PanicAbort from the same check.
-    assert!(!sweep::unwinding_missing());
+    assert!(!sweep::runs::unwinding_missing());
 }
 
 /// A panic outside any scenario (here the progress callback's) comes out of
@@ -663,7 +665,7 @@ fn a_panicking_progress_callback_ends_the_sweep_with_its_panic() {
             counters: vec![Counter::new("n")],
         };
         std::panic::catch_unwind(|| {
-            sweep::run_with(&job, &cfg(1), &|_| panic!("progress callback broke"))
+            sweep::runs::run_with(&job, &cfg(1), &|_| panic!("progress callback broke"))
         })
         .is_err()
     });
@@ -710,24 +712,24 @@ impl Subject for OnePoint {
 #[test]
 fn run_and_merge_share_one_depth_limit() {
     let deepest = sweep::Config {
-        depth: sweep::MAX_DEPTH,
+        depth: sweep::runs::MAX_DEPTH,
         partition: Some((1, 1)),
         ..cfg(1)
     };
     let r = sweep::run(&OnePoint, &deepest).unwrap();
-    assert_eq!(r.scenarios.len() as u32, sweep::MAX_DEPTH);
+    assert_eq!(r.scenarios.len() as u32, sweep::runs::MAX_DEPTH);
     let merged = sweep::Report::merge(vec![r]).unwrap();
-    assert_eq!(merged.depth, sweep::MAX_DEPTH);
+    assert_eq!(merged.depth, sweep::runs::MAX_DEPTH);
     let e = sweep::run(
         &OnePoint,
         &sweep::Config {
-            depth: sweep::MAX_DEPTH + 1,
+            depth: sweep::runs::MAX_DEPTH + 1,
             ..cfg(1)
         },
     )
     .unwrap_err();
     assert!(
-        matches!(e, Error::TooDeep { depth, max } if depth == sweep::MAX_DEPTH + 1 && max == sweep::MAX_DEPTH),
+        matches!(e, Error::TooDeep { depth, max } if depth == sweep::runs::MAX_DEPTH + 1 && max == sweep::runs::MAX_DEPTH),
         "{e}"
     );
     assert!(e.to_string().contains("refused"), "{e}");
@@ -909,7 +911,7 @@ fn a_world_that_cannot_be_made_is_an_error_naming_the_subject() {
         );
     }
     // Alone, the scenario fails as stopped before its first life.
-    let one = sweep::run_one(&NoWorld { panics: false }, &"p#1".parse().unwrap());
+    let one = sweep::runs::run_one(&NoWorld { panics: false }, &"p#1".parse().unwrap());
     assert!(
         matches!(&one.failure, Some(Failure::Stopped { error, .. }) if error.contains("the disk is full")),
         "{:?}",

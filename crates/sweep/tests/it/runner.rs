@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use sweep::{Config, Counter, Report, Scenario, Subject, Verdict};
+use sweep::{scenario::Scenario, Config, Counter, Report, Subject, Verdict};
 
 /// Counts to `n`, saving after each step; a crash between the step and its
 /// save repeats the step (an "extra" effect).
@@ -360,8 +360,8 @@ fn a_crash_that_does_not_fire_fails_the_scenario() {
     assert!(
         matches!(
             f[0].failure,
-            Some(sweep::Failure::CrashDidNotFire {
-                life: sweep::Life::Crashing(1),
+            Some(sweep::report::Failure::CrashDidNotFire {
+                life: sweep::report::Life::Crashing(1),
                 ..
             })
         ),
@@ -428,7 +428,7 @@ fn a_traced_scenario_shows_each_life() {
         n: 1,
         save_first: false,
     };
-    let r = sweep::run_one(&s, &"acted#1".parse().unwrap());
+    let r = sweep::runs::run_one(&s, &"acted#1".parse().unwrap());
     let t = r.timeline();
     assert!(t.contains("life 1: crashed at acted#1"), "{t}");
     assert!(t.contains("life 2: finished"), "{t}");
@@ -588,7 +588,11 @@ impl Subject for Booted {
     fn world(&self) -> Result<Vec<(usize, bool)>, sweep::LifeError> {
         Ok(Vec::new())
     }
-    fn boot(&self, w: &mut Vec<(usize, bool)>, ctx: &sweep::Boot) -> Result<(), sweep::LifeError> {
+    fn boot(
+        &self,
+        w: &mut Vec<(usize, bool)>,
+        ctx: &sweep::scenario::Boot,
+    ) -> Result<(), sweep::LifeError> {
         w.push((ctx.life(), ctx.after_crash()));
         Ok(())
     }
@@ -607,11 +611,11 @@ impl Subject for Booted {
 /// Each life is told its number and whether the one before it crashed.
 #[test]
 fn each_life_knows_its_number_and_whether_a_crash_came_before() {
-    let r = sweep::run_one(&Booted, &"p#1 → p#1".parse().unwrap());
+    let r = sweep::runs::run_one(&Booted, &"p#1 → p#1".parse().unwrap());
     assert!(!r.failed(), "{}", r.timeline());
     assert_eq!(r.verdict.counts[0], ("boots".to_owned(), 3));
     // Without a `describe`, the world says nothing.
-    let t = sweep::run_one(&Booted, &"p#1".parse().unwrap()).timeline();
+    let t = sweep::runs::run_one(&Booted, &"p#1".parse().unwrap()).timeline();
     assert_eq!(
         t,
         "scenario: p#1\nlife 1: crashed at p#1\n    p#1  ← crash\nlife 2: finished\n    p#1\n\
@@ -680,7 +684,7 @@ fn a_required_counter_at_zero_keeps_a_scenarios_own_failure() {
             required: vec!["lost".into()],
             ..Config::default()
         };
-        let (r, stats) = sweep::run_counted(&Stumbles, &config, &|_| {}).unwrap();
+        let (r, stats) = sweep::runs::run_counted(&Stumbles, &config, &|_| {}).unwrap();
         assert!(!r.clean.failed());
         let failed: Vec<String> = r.failures().map(|s| s.scenario.to_string()).collect();
         assert_eq!(failed, ["a#1", "b#1"], "tally {tally}");
@@ -780,7 +784,7 @@ impl Subject for QuickRecovery {
 /// A traced final life that passes no point is still in the timeline.
 #[test]
 fn a_final_life_without_hits_is_traced() {
-    let r = sweep::run_one(&QuickRecovery, &"p#1".parse().unwrap());
+    let r = sweep::runs::run_one(&QuickRecovery, &"p#1".parse().unwrap());
     assert!(!r.failed(), "{}", r.timeline());
     assert_eq!(r.lives.len(), 2, "{}", r.timeline());
     assert!(r.lives[1].hits.is_empty());

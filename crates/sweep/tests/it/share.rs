@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sweep::{Config, Counter, Error, Fingerprint, Report, Subject, Verdict};
+use sweep::{sharing::Fingerprint, Config, Counter, Error, Report, Subject, Verdict};
 
 /// Counts to `n`, saving after each step; a crash between the step and its
 /// save repeats the step. Opts in to shared lives when `share`; with
@@ -83,7 +83,14 @@ impl Subject for Steps {
             .count("extra", u64::from(w.effects.saturating_sub(self.n)))
             .count("starts", u64::from(w.starts))
     }
-    fn snapshot(&self, w: &World) -> Option<World> {
+
+    fn share(&self) -> Option<&dyn sweep::sharing::Share<Self::World>> {
+        Some(self)
+    }
+}
+
+impl sweep::sharing::Share<World> for Steps {
+    fn copy(&self, w: &World) -> Option<World> {
         (self.share && self.snapshot).then(|| w.clone())
     }
     fn fingerprint(&self, w: &World) -> Option<Fingerprint> {
@@ -114,8 +121,8 @@ fn json(r: &Report) -> String {
 fn shared_lives_give_the_brute_force_report_with_fewer_lives() {
     let s = Steps::new(4);
     for depth in [1, 2, 3] {
-        let (shared, stats) = sweep::run_counted(&s, &config(depth), &|_| {}).unwrap();
-        let (brute, brute_stats) = sweep::run_counted(
+        let (shared, stats) = sweep::runs::run_counted(&s, &config(depth), &|_| {}).unwrap();
+        let (brute, brute_stats) = sweep::runs::run_counted(
             &s,
             &Config {
                 share: false,
@@ -183,7 +190,7 @@ fn a_subject_without_a_snapshot_is_never_shared() {
         snapshot: false,
         ..Steps::new(3)
     };
-    let (_, brute) = sweep::run_counted(
+    let (_, brute) = sweep::runs::run_counted(
         &Steps::new(3),
         &Config {
             share: false,
@@ -193,7 +200,7 @@ fn a_subject_without_a_snapshot_is_never_shared() {
     )
     .unwrap();
     for s in [&opted_out, &no_copy] {
-        let (_, stats) = sweep::run_counted(s, &config(2), &|_| {}).unwrap();
+        let (_, stats) = sweep::runs::run_counted(s, &config(2), &|_| {}).unwrap();
         assert!(!stats.shared);
         assert_eq!(stats.lives, brute.lives, "every life replayed");
     }
@@ -330,7 +337,7 @@ fn tallies_count_every_scenario_by_depth_and_counter() {
     assert_eq!(t.flaky, 0);
 }
 
-/// Copies its world but gives no fingerprint (the default): nothing is
+/// Copies its world but gives no fingerprint: nothing is
 /// shared, every life is replayed, and the report is brute force's.
 struct NoFingerprint(Steps);
 
@@ -351,15 +358,25 @@ impl Subject for NoFingerprint {
     fn judge(&self, w: &World) -> Verdict {
         self.0.judge(w)
     }
-    fn snapshot(&self, w: &World) -> Option<World> {
+
+    fn share(&self) -> Option<&dyn sweep::sharing::Share<Self::World>> {
+        Some(self)
+    }
+}
+
+impl sweep::sharing::Share<World> for NoFingerprint {
+    fn copy(&self, w: &World) -> Option<World> {
         Some(w.clone())
+    }
+    fn fingerprint(&self, _w: &World) -> Option<Fingerprint> {
+        None
     }
 }
 
 #[test]
 fn a_subject_without_a_fingerprint_is_never_shared() {
     let s = NoFingerprint(Steps::new(3));
-    let (report, stats) = sweep::run_counted(&s, &config(2), &|_| {}).unwrap();
+    let (report, stats) = sweep::runs::run_counted(&s, &config(2), &|_| {}).unwrap();
     let brute = sweep::run(
         &Steps::new(3),
         &Config {
@@ -377,7 +394,7 @@ fn a_subject_without_a_fingerprint_is_never_shared() {
 #[test]
 fn depth_zero_shares_nothing_and_counts_the_clean_run() {
     let s = Steps::new(3);
-    let (report, stats) = sweep::run_counted(&s, &config(0), &|_| {}).unwrap();
+    let (report, stats) = sweep::runs::run_counted(&s, &config(0), &|_| {}).unwrap();
     assert!(report.scenarios.is_empty());
     assert!(!stats.shared);
     assert_eq!(stats.scenarios, 1);
@@ -410,7 +427,14 @@ impl Subject for Slow {
     fn judge(&self, _: &u32) -> Verdict {
         Verdict::new()
     }
-    fn snapshot(&self, w: &u32) -> Option<u32> {
+
+    fn share(&self) -> Option<&dyn sweep::sharing::Share<Self::World>> {
+        Some(self)
+    }
+}
+
+impl sweep::sharing::Share<u32> for Slow {
+    fn copy(&self, w: &u32) -> Option<u32> {
         Some(*w)
     }
     fn fingerprint(&self, w: &u32) -> Option<Fingerprint> {
@@ -428,7 +452,7 @@ fn a_distant_time_limit_stops_no_life() {
             share,
             ..config(1)
         };
-        let (r, stats) = sweep::run_counted(&Slow, &limited, &|_| {}).unwrap();
+        let (r, stats) = sweep::runs::run_counted(&Slow, &limited, &|_| {}).unwrap();
         assert_eq!(stats.shared, share);
         assert_eq!(r.scenarios.len(), 3);
         assert_eq!(
@@ -466,7 +490,14 @@ impl Subject for Late {
     fn judge(&self, _: &bool) -> Verdict {
         Verdict::new()
     }
-    fn snapshot(&self, w: &bool) -> Option<bool> {
+
+    fn share(&self) -> Option<&dyn sweep::sharing::Share<Self::World>> {
+        Some(self)
+    }
+}
+
+impl sweep::sharing::Share<bool> for Late {
+    fn copy(&self, w: &bool) -> Option<bool> {
         Some(*w)
     }
     fn fingerprint(&self, w: &bool) -> Option<Fingerprint> {
@@ -485,20 +516,22 @@ fn a_final_life_from_a_world_seen_before_runs_once() {
             threads: Some(threads),
             ..config(1)
         };
-        let (report, stats) = sweep::run_counted(&Late, &shared, &|_| {}).unwrap();
+        let (report, stats) = sweep::runs::run_counted(&Late, &shared, &|_| {}).unwrap();
         let brute = Config {
             share: false,
             ..shared.clone()
         };
-        let (replayed, brute_stats) = sweep::run_counted(&Late, &brute, &|_| {}).unwrap();
+        let (replayed, brute_stats) = sweep::runs::run_counted(&Late, &brute, &|_| {}).unwrap();
         assert_eq!(json(&report), json(&replayed));
         assert_eq!(brute_stats.lives, 2 + 3 * 2);
         if threads == 1 {
-            assert_eq!(stats.lives, 2 + 2 + 3 + 1);
+            // The first scenario is also replayed from a fresh world (two
+            // lives), a sample that checks the sharing.
+            assert_eq!(stats.lives, 2 + 2 + 3 + 1 + 2);
             // Depth 2: the three parents' final life runs once too, then
             // nine crashed lives from the world they share and one final
             // life after them all.
-            let (_, deeper) = sweep::run_counted(
+            let (_, deeper) = sweep::runs::run_counted(
                 &Late,
                 &Config {
                     depth: 2,
@@ -507,10 +540,11 @@ fn a_final_life_from_a_world_seen_before_runs_once() {
                 &|_| {},
             )
             .unwrap();
-            assert_eq!(deeper.lives, 2 + 2 + 3 + 1 + 9 + 1);
+            // And the first scenario at each depth replayed: 2 + 3 lives.
+            assert_eq!(deeper.lives, 2 + 2 + 3 + 1 + 9 + 1 + 2 + 3);
         }
         // Two threads may both miss before either has remembered.
-        assert!(stats.lives <= 2 + 2 + 3 + 2, "{stats:?}");
+        assert!(stats.lives <= 2 + 2 + 3 + 2 + 2, "{stats:?}");
     }
 }
 
@@ -524,7 +558,7 @@ fn a_world_without_a_fingerprint_is_replayed_with_its_children() {
             blind_at: Some(2),
             ..Steps::new(3)
         };
-        let (shared, stats) = sweep::run_counted(&patchy, &config(depth), &|_| {}).unwrap();
+        let (shared, stats) = sweep::runs::run_counted(&patchy, &config(depth), &|_| {}).unwrap();
         let brute = Config {
             share: false,
             ..config(depth)
@@ -553,7 +587,11 @@ impl Subject for Lives {
     fn world(&self) -> Result<Self::World, sweep::LifeError> {
         Ok(Vec::new())
     }
-    fn boot(&self, w: &mut Self::World, ctx: &sweep::Boot) -> Result<(), sweep::LifeError> {
+    fn boot(
+        &self,
+        w: &mut Self::World,
+        ctx: &sweep::scenario::Boot,
+    ) -> Result<(), sweep::LifeError> {
         w.push((ctx.life(), ctx.after_crash()));
         Ok(())
     }
@@ -575,10 +613,17 @@ impl Subject for Lives {
             .count();
         Verdict::new().count("wrong", wrong as u64)
     }
-    fn snapshot(&self, w: &Self::World) -> Option<Self::World> {
+
+    fn share(&self) -> Option<&dyn sweep::sharing::Share<Self::World>> {
+        Some(self)
+    }
+}
+
+impl sweep::sharing::Share<Vec<(usize, bool)>> for Lives {
+    fn copy(&self, w: &Vec<(usize, bool)>) -> Option<Vec<(usize, bool)>> {
         Some(w.clone())
     }
-    fn fingerprint(&self, w: &Self::World) -> Option<Fingerprint> {
+    fn fingerprint(&self, w: &Vec<(usize, bool)>) -> Option<Fingerprint> {
         Some(Fingerprint::new().observe(w))
     }
 }
@@ -588,7 +633,7 @@ impl Subject for Lives {
 #[test]
 fn a_shared_life_knows_its_number_and_whether_a_crash_came_before() {
     let (r, stats) =
-        sweep::run_counted(&Lives { slow_second: false }, &config(3), &|_| {}).unwrap();
+        sweep::runs::run_counted(&Lives { slow_second: false }, &config(3), &|_| {}).unwrap();
     assert!(stats.shared);
     assert_eq!(r.row().depth_counts, [2, 4, 8]);
     let row = r.row();
@@ -604,7 +649,7 @@ fn a_shared_life_stopped_by_the_time_limit_fails_as_hung() {
         ..config(2)
     };
     let s = Lives { slow_second: true };
-    let (shared, stats) = sweep::run_counted(&s, &limited, &|_| {}).unwrap();
+    let (shared, stats) = sweep::runs::run_counted(&s, &limited, &|_| {}).unwrap();
     let brute = sweep::run(
         &s,
         &Config {
@@ -636,7 +681,11 @@ impl Subject for Parity {
     fn world(&self) -> Result<(bool, u64), sweep::LifeError> {
         Ok((false, 0))
     }
-    fn boot(&self, w: &mut (bool, u64), ctx: &sweep::Boot) -> Result<(), sweep::LifeError> {
+    fn boot(
+        &self,
+        w: &mut (bool, u64),
+        ctx: &sweep::scenario::Boot,
+    ) -> Result<(), sweep::LifeError> {
         let n = ctx.life() as u64;
         w.1 = if n % 2 == 0 { n } else { 0 };
         Ok(())
@@ -647,7 +696,14 @@ impl Subject for Parity {
     fn judge(&self, w: &(bool, u64)) -> Verdict {
         Verdict::new().count("last", w.1)
     }
-    fn snapshot(&self, w: &(bool, u64)) -> Option<(bool, u64)> {
+
+    fn share(&self) -> Option<&dyn sweep::sharing::Share<Self::World>> {
+        Some(self)
+    }
+}
+
+impl sweep::sharing::Share<(bool, u64)> for Parity {
+    fn copy(&self, w: &(bool, u64)) -> Option<(bool, u64)> {
         Some(*w)
     }
     fn fingerprint(&self, w: &(bool, u64)) -> Option<Fingerprint> {
@@ -660,7 +716,7 @@ impl Subject for Parity {
 #[test]
 fn remembered_final_lives_are_told_apart_by_their_life_number() {
     let events = std::sync::Mutex::new(Vec::new());
-    let (shared, stats) = sweep::run_counted(&Parity, &config(3), &|p| {
+    let (shared, stats) = sweep::runs::run_counted(&Parity, &config(3), &|p| {
         events.lock().unwrap().push(p);
     })
     .unwrap();
@@ -677,8 +733,8 @@ fn remembered_final_lives_are_told_apart_by_their_life_number() {
     let (mut planned, mut finished) = ([0u64; 4], [0u64; 4]);
     for e in events.into_inner().unwrap() {
         match e {
-            sweep::Progress::Planned { depth, count } => planned[depth] += count,
-            sweep::Progress::Finished { depth } => finished[depth] += 1,
+            sweep::runs::Progress::Planned { depth, count } => planned[depth] += count,
+            sweep::runs::Progress::Finished { depth } => finished[depth] += 1,
         }
     }
     assert_eq!(planned, [0, 3, 9, 27]);

@@ -3,7 +3,7 @@
 //! the one-row view adding the states' tallies up, the same whether the
 //! report keeps every scenario or tallies them.
 
-use sweep::{Boot, Config, Counter, CrashState, Report, Subject, Verdict};
+use sweep::{scenario::Boot, Config, Counter, CrashState, Report, Subject, Verdict};
 
 const LOSE: CrashState = CrashState::named("lose");
 

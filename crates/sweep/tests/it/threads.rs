@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sweep::{Config, Counter, Error, Failure, Subject, Verdict};
+use sweep::{report::Failure, Config, Counter, Error, Subject, Verdict};
 
 /// Leaves a thread of its scope running when it returns.
 struct LeavesAThread;

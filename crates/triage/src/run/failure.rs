@@ -101,11 +101,23 @@ fn rerun_command(cli: &Cli, run: &RunId, approve: Option<&str>) -> String {
         .tracker
         .as_ref()
         .map_or_else(String::new, |url| format!(" --tracker {url}"));
-    format!(
-        "{} --state {} --run {run} --approve {approve}{tracker}",
-        invocation(),
-        state_arg(cli)
-    )
+    match &cli.store {
+        // A run on a database store records its tracker.
+        Some(store) => format!(
+            "{} --store {}{} --run {run} --approve {approve}",
+            invocation(),
+            shell_quote(store),
+            cli.state.as_ref().map_or_else(String::new, |s| format!(
+                " --state {}",
+                shell_quote(&s.to_string_lossy())
+            )),
+        ),
+        None => format!(
+            "{} --state {} --run {run} --approve {approve}{tracker}",
+            invocation(),
+            state_arg(cli)
+        ),
+    }
 }
 
 /// `--state`'s value, quoted for a shell.

@@ -58,6 +58,10 @@ pub(crate) struct Hooks {
     /// A run without a checkpoint yet: mark its world once the loop's
     /// start save is done.
     pub(crate) first_save: Option<FirstSave>,
+    /// On a store: run once the loop holds the run (started or resumed),
+    /// before it calls anything; a failure is kept in the slot and the loop
+    /// cancelled at its next step.
+    pub(crate) on_claimed: Option<(super::OnClaimed, Arc<Mutex<Option<Failure>>>)>,
 }
 
 /// Where to write the first-save mark ([`adopt::SAVED_MARK`]), and where to
@@ -89,6 +93,21 @@ pub(crate) fn observer(printer: Shared, hooks: Hooks) -> impl Fn(&Event) + Send 
                 *first.failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(failure);
                 hooks.cancel.store(true, Ordering::SeqCst);
             }
+        }
+        if let (Event::Started { .. } | Event::Resumed { .. }, Some((hook, failed))) =
+            (e, &hooks.on_claimed)
+        {
+            // The hook prints (what it cleaned up): not while we hold the
+            // printer.
+            drop(p);
+            if let Err(failure) = hook() {
+                let mut slot = failed.lock().unwrap_or_else(|e| e.into_inner());
+                if slot.is_none() {
+                    *slot = Some(failure);
+                }
+                hooks.cancel.store(true, Ordering::SeqCst);
+            }
+            p = output::lock(&printer);
         }
         let Event::ToolReturned { tool, call, .. } = e else {
             return;

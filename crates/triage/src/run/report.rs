@@ -2,6 +2,8 @@
 //! are), the clean-up of crash leftovers, a finished run found again, and
 //! the end of a finished run (answer, checks, summary).
 
+use std::path::Path;
+
 use durable::RunId;
 use serde_json::json;
 
@@ -10,11 +12,12 @@ use crate::checks::{self, Evidence, Kind};
 use crate::exit::Exit;
 use crate::live::Mode;
 use crate::output::{self, plural};
-use crate::world::{Collected, StateDir, World};
+use crate::world::{Collected, World};
 
 /// What the end of a finished run prints.
 pub(crate) struct Report<'a> {
-    pub(crate) sd: &'a StateDir,
+    /// Where the run's checkpoint lives (a file, or a store's row).
+    pub(crate) checkpoint: &'a Path,
     pub(crate) run: &'a RunId,
     pub(crate) world: &'a World,
     pub(crate) already_done: bool,
@@ -77,7 +80,7 @@ impl Report<'_> {
         } else {
             format!("; {} FAILED", plural(verdicts.len() - passed, "check"))
         };
-        let checkpoint = self.sd.checkpoint_path(run);
+        let checkpoint = self.checkpoint;
         p.step(
             "summary",
             &format!(
@@ -105,18 +108,21 @@ impl Report<'_> {
 /// The first lines: which run, where its files are.
 pub(crate) fn header(
     printer: &Shared,
-    sd: &StateDir,
+    (state, checkpoint): (&Path, &Path),
     (run, how): (&RunId, How),
     world: &World,
     before: Option<&durable::checkpoint::Saved<agent::state::State>>,
     (mode, mode_text): (&Mode, &str),
 ) {
     let p = output::lock(printer);
-    let checkpoint = sd.checkpoint_path(run);
     let text = match before {
         None if how == How::Adopted => format!(
             "adopted run {run} of task {}: it was killed before its first save, so it goes on \
              under its own ID (the same idempotency keys) in its world; {mode_text}",
+            world.task.name
+        ),
+        None if how == How::Queued => format!(
+            "queued run {run} of task {}: its first life; {mode_text}",
             world.task.name
         ),
         None => format!("new run {run} of task {}; {mode_text}", world.task.name),
@@ -135,7 +141,7 @@ pub(crate) fn header(
                "new": how == How::New, "adopted": how == How::Adopted,
                "phase": before.map(|s| s.phase.as_str()),
                "started": world.meta.started,
-               "state": sd.path(), "checkpoint": checkpoint, "world": world.path}),
+               "state": state, "checkpoint": checkpoint, "world": world.path}),
     );
     p.detail(&format!("checkpoint {}", checkpoint.display()));
     p.detail(&format!(
@@ -162,7 +168,7 @@ pub(crate) fn already_done(printer: &Shared, run: &RunId, how: How, world: &Worl
     }
 }
 
-/// Say what [`StateDir::collect`] removed, if anything.
+/// Say what [`StateDir::collect`](crate::world::StateDir::collect) removed, if anything.
 pub(crate) fn report_collected(printer: &Shared, c: &Collected) {
     if c.half_built.is_empty() && c.temps.is_empty() && c.probes.is_empty() {
         return;

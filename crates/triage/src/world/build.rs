@@ -29,6 +29,17 @@ impl StateDir {
     /// next start ([`StateDir::collect`]). Refuses to touch anything that
     /// already exists.
     pub fn create_world(&self, run: &RunId, task: &Task) -> Result<World, Failure> {
+        self.create_world_for(run, task, None)
+    }
+
+    /// [`StateDir::create_world`], recording in the run's metadata the
+    /// tracker service its tools send to (a run on a database store).
+    pub fn create_world_for(
+        &self,
+        run: &RunId,
+        task: &Task,
+        tracker: Option<&str>,
+    ) -> Result<World, Failure> {
         let world = self.world_path(run);
         if fs::symlink_metadata(&world).is_ok()
             || fs::symlink_metadata(self.checkpoint_path(run)).is_ok()
@@ -47,6 +58,7 @@ impl StateDir {
                 task: task.name.clone(),
                 source: task.source.display().to_string(),
                 started: now_secs(),
+                tracker: tracker.map(str::to_owned),
             };
             let mut meta_json = serde_json::to_vec_pretty(&meta)
                 .map_err(|e| Failure::run("io", format!("cannot write the run's metadata: {e}")))?;

@@ -9,5 +9,7 @@ mod holes;
 mod inputs_and_restarts;
 mod live;
 mod lock_and_terminal;
+mod pg_cluster;
 mod restart_windows;
 mod signal_and_resume;
+mod stores;

@@ -1,0 +1,79 @@
+use std::sync::Arc;
+
+use crashpoint::point;
+use durable::testing::{CrashState, PowerDir};
+use durable::{Checkpoint, Durable, Options, RunId};
+use serde::{Deserialize, Serialize};
+use sweep::{scenario::Boot, Config, Counter, LifeError, Subject, Verdict};
+
+#[derive(Clone, Default, Serialize, Deserialize)]
+struct Progress {
+    next: u32,
+}
+
+impl Durable for Progress {
+    fn is_finished(&self) -> bool {
+        self.next == 3
+    }
+}
+
+/// Tells the payee each payment once it is saved; a power cut may lose a save.
+pub struct Payday {
+    pub synced: bool, // the fix: fsync each save before telling anyone
+}
+
+impl Subject for Payday {
+    type World = (PowerDir, Vec<u32>); // the job's disk, the notices sent
+    fn name(&self) -> String {
+        format!("payday{}", if self.synced { ", synced" } else { "" })
+    }
+    fn crash_states(&self) -> Vec<sweep::CrashState> {
+        CrashState::ALL.map(Into::into).to_vec() // process, lose, entries, …
+    }
+    fn default_crash_states(&self) -> Vec<sweep::CrashState> {
+        self.crash_states() // one table row each
+    }
+    fn row_title(&self, state: &sweep::CrashState) -> String {
+        format!("{} ({state})", self.name())
+    }
+    fn boot(&self, (dir, _): &mut Self::World, ctx: &Boot) -> Result<(), LifeError> {
+        dir.boot_in(ctx.state().try_into()?); // cuts the power if the last life died
+        Ok(())
+    }
+    fn shutdown(&self, (dir, _): &mut Self::World, _: &Boot) {
+        dir.shutdown();
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter::new("told twice").required()]
+    }
+    fn world(&self) -> Result<Self::World, LifeError> {
+        Ok((PowerDir::new(CrashState::Process), Vec::new()))
+    }
+    fn life(&self, (dir, told): &mut Self::World) -> Result<(), LifeError> {
+        let opts = Options {
+            sync: self.synced,
+            ..Options::default()
+        };
+        let run = RunId::parse("payday")?;
+        let opened = Checkpoint::<Progress>::open(Arc::new(dir.clone()), &run, opts)?;
+        let (mut checkpoint, mut progress) = (opened.checkpoint, opened.state);
+        while progress.next < 3 {
+            progress.next += 1; // the bank pays (keyed, as on the rung before)
+            checkpoint.save(&progress)?;
+            told.push(progress.next); // "invoice N is paid", to a person
+            point!("told");
+        }
+        Ok(())
+    }
+    fn judge(&self, (_, told): &Self::World) -> Verdict {
+        let twice = (1..=3).filter(|n| told.iter().filter(|t| *t == n).count() > 1);
+        Verdict::new().count("told twice", twice.count() as u64)
+    }
+}
+
+#[allow(dead_code)] // rung 4 reuses this file without its `main`
+fn main() {
+    let synced = std::env::args().any(|a| a == "--fixed");
+    let report = sweep::run(&Payday { synced }, &Config::default()).expect("a sweep");
+    println!("{}", sweep::table(&report.rows()));
+}

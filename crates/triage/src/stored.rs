@@ -1,0 +1,406 @@
+//! Runs on a database store: `--store sqlite:PATH` or `--store
+//! postgres://…`.
+//!
+//! # Where each part of a run lives
+//!
+//! | part | directory store (`--state DIR`) | database store |
+//! | --- | --- | --- |
+//! | checkpoint | `DIR/<run>.json` | the store's `runs` row |
+//! | one process per run | `DIR/<run>.lock` (`flock`) | the row's lease and fencing epoch |
+//! | tracker | `DIR/<run>.world/tracker.json`, or `--tracker URL` | the tracker service only (`--tracker URL`, recorded in the world) |
+//! | world (`run.json`, `task.json`, `workspace/`) | `DIR/<run>.world/` | `--state DIR/<run>.world/`, a directory every process on the store shares |
+//!
+//! The store holds what must be decided in one place: which runs exist,
+//! who holds each one, and its checkpoint. A run's world stays in files,
+//! in a worlds directory (`--state DIR`; for `sqlite:PATH` it defaults to
+//! `PATH.worlds`) that every process on the store must see: one host, or a
+//! shared volume. Runs are found by listing the worlds and asking the store
+//! about each (`pick.rs`); the store needs no listing of its own. A new
+//! run's world is built whole before the run is added to the store, so a
+//! run in the store always has a world; a world whose run is not in the
+//! store was left by a start stopped before it added the run: nothing ran,
+//! and it is picked up as a queued run.
+//!
+//! The tracker must be the tracker service: a file-backed tracker lives in
+//! one process's memory between writes, so a process paused past its lease
+//! would write its stale copy over the newer holder's records when it
+//! wakes. The service remembers the highest epoch per run and refuses a
+//! lower one (412), so a stale process's tracker call is refused there. A
+//! database store without `--tracker` is refused (exit 2; with `--run ID`
+//! it may be left out). The URL is recorded in the run's world when the run
+//! is made, and every later process on the run uses it (a different
+//! `--tracker` is refused).
+//!
+//! # The lease
+//!
+//! A process claims the run for `--lease-secs` (default
+//! [`DEFAULT_LEASE_SECS`]) and renews it every third of that from a thread
+//! ([`Heartbeat`]), so a run waiting at a person's prompt keeps its lease. A
+//! process that stops running altogether (SIGSTOP, a frozen VM) stops
+//! renewing: once its lease has expired, another process may claim the run
+//! with a higher epoch and finish it. When the stopped one wakes, its next
+//! save is refused (`fenced`, exit 3) before it calls anything: every call
+//! that can change something is preceded by a save of its attempt marker,
+//! and the tracker refuses its calls by their epoch too. The one write no
+//! epoch guards is the workspace's: a process stopped between its marker's
+//! save and its patch's write, past its lease, still writes that patch when
+//! it wakes: the workspace is not a receiver that knows epochs.
+
+mod pick;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use durable::store::{Lease, RunStore};
+use durable::RunId;
+
+use crate::exit::Failure;
+
+pub use pick::{execute, execute_with, Given};
+
+/// Many machines, as `--help` explains it.
+pub const STORE_HELP: &str = "\
+Many machines:
+  --store sqlite:PATH (one host) or --store postgres://... (many hosts;
+  postgresql:///DB?host=/run/postgresql for a Unix socket) keeps each run's
+  checkpoint and lease in that database. Its effects go to the tracker
+  service: --tracker URL is required (but with --run ID) and recorded in
+  the run's world when the run is made. The worlds (task copy, workspace) stay in --state DIR, which every
+  process on the store must share (one host or a shared volume; default
+  PATH.worlds for SQLite). A running triage renews its lease every third of
+  --lease-secs; one stopped longer loses the run and, when it wakes, is
+  fenced before it calls anything (exit 3). A killed one's run is free again
+  once its lease expires.
+    triage enqueue --store URL --state DIR --task NAME --tracker URL
+    triage worker --store URL --state DIR --approve off
+  A worker claims runnable runs one by one until none is left, then exits:
+  0 all done and passed; else the worst of 5 (a run failed), 3 (fenced),
+  4 (a run waits for a person), 1 (checks failed); 6 on SIGTERM/SIGINT.";
+
+/// The lease's default length in seconds (`--lease-secs`).
+pub const DEFAULT_LEASE_SECS: u64 = 30;
+
+/// `--store URL`, parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreUrl {
+    /// A directory: the same as `--state DIR`.
+    Dir(PathBuf),
+    /// `sqlite:PATH`.
+    Sqlite(PathBuf),
+    /// `postgres://…` or `postgresql://…`, as libpq takes it.
+    Postgres(String),
+}
+
+impl StoreUrl {
+    /// Parse `--store`: bad input is refused before anything is touched.
+    pub fn parse(url: &str) -> Result<StoreUrl, Failure> {
+        let bad = |why: &str| {
+            Failure::usage("bad_store", format!("--store {url:?}: {why}")).hint(
+                "give a directory, sqlite:PATH, or postgres://USER@HOST/DB \
+                 (postgresql:///DB?host=/run/postgresql for a Unix socket)",
+            )
+        };
+        if url.is_empty() {
+            return Err(bad("empty"));
+        }
+        if let Some(path) = url.strip_prefix("sqlite:") {
+            let path = path.strip_prefix("//").unwrap_or(path);
+            if path.is_empty() {
+                return Err(bad("sqlite: needs the database file's path"));
+            }
+            if path.ends_with('/') {
+                return Err(bad("sqlite:PATH names the database file, not a directory"));
+            }
+            return Ok(StoreUrl::Sqlite(PathBuf::from(path)));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(StoreUrl::Postgres(url.to_owned()));
+        }
+        // Anything that looks like a URL scheme is not a directory.
+        if let Some((scheme, _)) = url.split_once(':') {
+            let looks_like_scheme = !scheme.is_empty()
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+            if looks_like_scheme {
+                return Err(bad(&format!(
+                    "unknown store scheme {scheme:?} (for a directory whose name holds a colon, write ./{url})"
+                )));
+            }
+        }
+        Ok(StoreUrl::Dir(PathBuf::from(url)))
+    }
+
+    /// The worlds' directory: `--state DIR`, or for `sqlite:PATH`,
+    /// `PATH.worlds` beside the database. A Postgres store has no place of
+    /// its own on disk, so it needs `--state`.
+    pub fn worlds(&self, state: Option<&Path>) -> Result<PathBuf, Failure> {
+        if let Some(dir) = state {
+            return Ok(dir.to_path_buf());
+        }
+        match self {
+            StoreUrl::Dir(dir) => Ok(dir.clone()),
+            StoreUrl::Sqlite(path) => {
+                let mut name = path.as_os_str().to_owned();
+                name.push(".worlds");
+                Ok(PathBuf::from(name))
+            }
+            StoreUrl::Postgres(_) => Err(Failure::usage(
+                "usage",
+                "--state DIR is required with a Postgres store: the runs' worlds (task copy, \
+                 workspace) live there, and every process on the store must share it",
+            )
+            .hint("mount one directory on every worker (a shared volume) and pass it as --state")),
+        }
+    }
+
+    /// Open the store: create the SQLite file (only when `create`; else a
+    /// missing file is "no runs"), or connect to Postgres. `None` for a
+    /// missing SQLite file.
+    pub fn open(&self, create: bool) -> Result<Option<Arc<dyn RunStore>>, Failure> {
+        match self {
+            StoreUrl::Dir(dir) => Err(Failure::usage(
+                "bad_store",
+                format!("{} is a directory store, not a database", dir.display()),
+            )),
+            StoreUrl::Sqlite(path) => {
+                if !create && std::fs::symlink_metadata(path).is_err() {
+                    return Ok(None);
+                }
+                let store = durable::store::SqliteStore::open(path).map_err(|e| {
+                    Failure::from(e).hint(format!(
+                        "the database file is {}; its directory must exist and be writable",
+                        path.display()
+                    ))
+                })?;
+                Ok(Some(Arc::new(store)))
+            }
+            StoreUrl::Postgres(url) => {
+                let store = durable::store::PostgresStore::connect(url).map_err(|e| {
+                    Failure::from(e).hint(
+                        "is the server running, and does the URL name its host (or socket \
+                         directory), user and database? nothing was created",
+                    )
+                })?;
+                Ok(Some(Arc::new(store)))
+            }
+        }
+    }
+
+    /// For messages: the URL without a password.
+    pub fn describe(&self) -> String {
+        match self {
+            StoreUrl::Dir(dir) => dir.display().to_string(),
+            StoreUrl::Sqlite(path) => format!("sqlite:{}", path.display()),
+            StoreUrl::Postgres(url) => match url.split_once('@') {
+                Some((front, back)) if front.contains(':') && front.matches(':').count() > 1 => {
+                    let user_end = front.rfind(':').unwrap_or(front.len());
+                    format!("{}:***@{back}", &front[..user_end])
+                }
+                _ => url.clone(),
+            },
+        }
+    }
+}
+
+/// A name for this process as a lease holder, unique among the workers:
+/// host, pid and a random part.
+pub fn owner_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname writes at
+    // most that many bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let host = if rc == 0 {
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "host".to_owned()
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    format!("triage@{host}:{pid}:{nanos:08x}")
+}
+
+/// Renews a run's lease every third of its length from a thread, once the
+/// loop has claimed the run ([`Heartbeat::learn`]). A refusal (another
+/// holder has the run, or it is done) ends the renewals: the loop's next
+/// save is refused the same way and stops the run.
+pub struct Heartbeat {
+    shared: Arc<Beat>,
+    thread: Option<JoinHandle<()>>,
+}
+
+struct Beat {
+    store: Arc<dyn RunStore>,
+    run: RunId,
+    owner: String,
+    lease_for: Duration,
+    lease: Mutex<Option<Lease>>,
+    stop: AtomicBool,
+}
+
+impl Heartbeat {
+    /// Start the thread; it renews nothing until [`Heartbeat::learn`] (or
+    /// [`Heartbeat::holding`]) tells it the lease.
+    pub fn start(
+        store: Arc<dyn RunStore>,
+        run: RunId,
+        owner: String,
+        lease_for: Duration,
+    ) -> Heartbeat {
+        let shared = Arc::new(Beat {
+            store,
+            run,
+            owner,
+            lease_for,
+            lease: Mutex::new(None),
+            stop: AtomicBool::new(false),
+        });
+        let beat = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("lease".into())
+            .spawn(move || beat.beat())
+            .ok();
+        Heartbeat { shared, thread }
+    }
+
+    /// Read the run's holder from the store after the loop's claim: if it
+    /// is this process, renew that lease from now on. (A run the store
+    /// reports done, or held by another, is not ours: nothing to renew.)
+    pub fn learn(&self) -> Result<(), Failure> {
+        let b = &self.shared;
+        let record = b.store.load(&b.run).map_err(Failure::from)?;
+        if let Some(r) = record.filter(|r| r.owner.as_deref() == Some(&b.owner) && !r.done) {
+            *b.lease.lock().unwrap_or_else(|e| e.into_inner()) = Some(Lease {
+                run: b.run.clone(),
+                owner: b.owner.clone(),
+                epoch: r.epoch,
+            });
+        }
+        Ok(())
+    }
+
+    /// Renew `lease` (already held) from now on.
+    pub fn holding(&self, lease: Lease) {
+        *self.shared.lease.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
+    }
+
+    /// The lease this process holds on the run, if it still renews one.
+    pub fn lease(&self) -> Option<Lease> {
+        self.shared
+            .lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Stop renewing and give the run up, so another process may claim it
+    /// at once (a refusal means it is not ours any more: nothing to do).
+    pub fn release(mut self) {
+        self.stop_thread();
+        if let Some(lease) = self.lease() {
+            let _not_ours_any_more = self.shared.store.release(&lease);
+        }
+    }
+
+    fn stop_thread(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.stop_thread();
+    }
+}
+
+impl Beat {
+    fn beat(&self) {
+        let every = (self.lease_for / 3).max(Duration::from_millis(50));
+        let step = Duration::from_millis(20).min(every);
+        let mut waited = Duration::ZERO;
+        while !self.stop.load(Ordering::SeqCst) {
+            std::thread::sleep(step);
+            waited += step;
+            if waited < every {
+                continue;
+            }
+            waited = Duration::ZERO;
+            let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let Some(lease) = lease else { continue };
+            match self.store.renew(&lease, self.lease_for) {
+                Ok(()) => {}
+                // Fenced or finished: not ours to renew any more; the
+                // loop's next save says so and stops the run.
+                Err(durable::Error::Fenced { .. } | durable::Error::Finished { .. }) => {
+                    *self.lease.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                }
+                // The database is away for a moment: try again next beat
+                // (the lease lasts three beats).
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_urls_parse_or_are_refused() {
+        assert_eq!(
+            StoreUrl::parse("sqlite:/tmp/r.db").unwrap(),
+            StoreUrl::Sqlite("/tmp/r.db".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("sqlite:runs.db").unwrap(),
+            StoreUrl::Sqlite("runs.db".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("state").unwrap(),
+            StoreUrl::Dir("state".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("./a:b").unwrap(),
+            StoreUrl::Dir("./a:b".into())
+        );
+        for url in ["postgres://u@h/db", "postgresql:///db?host=/tmp/s"] {
+            assert_eq!(
+                StoreUrl::parse(url).unwrap(),
+                StoreUrl::Postgres(url.into())
+            );
+        }
+        for bad in ["", "mysql://h/db", "sqlite:", "sqlite:dir/", "http://x"] {
+            let e = StoreUrl::parse(bad).unwrap_err();
+            assert_eq!(e.kind, "bad_store", "{bad:?}");
+            assert_eq!(e.exit, crate::exit::Exit::Usage);
+        }
+        assert_eq!(
+            StoreUrl::Sqlite("/x/r.db".into()).worlds(None).unwrap(),
+            PathBuf::from("/x/r.db.worlds")
+        );
+        assert_eq!(
+            StoreUrl::Postgres("postgres://h/d".into())
+                .worlds(None)
+                .unwrap_err()
+                .exit,
+            crate::exit::Exit::Usage
+        );
+        assert_eq!(
+            StoreUrl::Postgres("postgres://u:secret@h/d".into()).describe(),
+            "postgres://u:***@h/d"
+        );
+    }
+}

@@ -1,0 +1,379 @@
+//! One invocation on a database store: check the input, open the store,
+//! pick the run (by listing the worlds and asking the store about each),
+//! open or build its world, and hand it to the loop under a lease.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use agent::state::{Checkpoint, Phase};
+use durable::store::RunStore;
+use durable::RunId;
+
+use super::{owner_name, Heartbeat, StoreUrl};
+use crate::adopt;
+use crate::exit::{Exit, Failure};
+use crate::files;
+use crate::output::{self, Printer};
+use crate::remote;
+use crate::run::input::{check_input, check_tool_option, tool_options, Input};
+use crate::run::{self, report, Drive, Holder, How};
+use crate::shutdown::Shutdown;
+use crate::task::{Catalog, Task};
+use crate::world::{StateDir, World};
+use crate::Cli;
+
+type Shared = Arc<std::sync::Mutex<Printer>>;
+
+/// What a worker hands in: its store (already open), its name, its
+/// shutdown flag.
+pub struct Given<'a> {
+    /// The store, open.
+    pub store: Arc<dyn RunStore>,
+    /// This process's name as a lease holder.
+    pub owner: String,
+    /// The worker's SIGTERM/SIGINT flag.
+    pub shutdown: &'a Shutdown,
+}
+
+/// How one run on a store ended, and the lease if this process still holds
+/// it (a run that did not finish: paused, failed).
+pub struct Ended {
+    /// The command's result.
+    pub result: Result<Exit, Failure>,
+    /// Still renewing this run's lease.
+    pub held: Option<Heartbeat>,
+}
+
+/// `triage --store DB …`: the direct form. The lease is given up when the
+/// command ends.
+pub fn execute(cli: &Cli, printer: &Shared, url: &StoreUrl) -> Result<Exit, Failure> {
+    let ended = execute_with(cli, printer, url, None);
+    if let Some(held) = ended.held {
+        held.release();
+    }
+    ended.result
+}
+
+/// The direct form, or one run of a worker (`given`).
+pub fn execute_with(
+    cli: &Cli,
+    printer: &Shared,
+    url: &StoreUrl,
+    given: Option<Given<'_>>,
+) -> Ended {
+    let mut held = None;
+    let result = run_one(cli, printer, url, given, &mut held);
+    Ended { result, held }
+}
+
+fn run_one(
+    cli: &Cli,
+    printer: &Shared,
+    url: &StoreUrl,
+    given: Option<Given<'_>>,
+    held: &mut Option<Heartbeat>,
+) -> Result<Exit, Failure> {
+    let catalog = match &cli.tasks {
+        Some(dir) => Catalog::Dir(dir.clone()),
+        None => Catalog::BuiltIn,
+    };
+    // 1. Input that needs neither the store nor the worlds.
+    let Input {
+        task,
+        env_mode,
+        prices,
+    } = check_input(cli, &catalog)?;
+    let worlds = url.worlds(cli.state.as_deref())?;
+    if cli.tracker.is_none() && cli.run.is_none() {
+        return Err(no_tracker());
+    }
+    let installed;
+    let (shutdown, store, owner) = match given {
+        Some(g) => (g.shutdown, g.store, g.owner),
+        None => {
+            installed = Shutdown::install().map_err(|e| {
+                Failure::run(
+                    "io",
+                    format!("cannot install the SIGTERM/SIGINT handlers: {e}"),
+                )
+            })?;
+            // 2. The store: a new run may create the SQLite file; a run
+            // named by ID must already be there.
+            let create = cli.run.is_none() && task.is_some();
+            let Some(store) = url.open(create)? else {
+                return Err(no_run(cli, url));
+            };
+            (&installed, store, owner_name())
+        }
+    };
+
+    // 3. The worlds' directory (created only for a new run), and under its
+    // lock the choice of the run (two starts on one host make one run).
+    let sd = match StateDir::existing(&worlds)? {
+        Some(sd) => sd,
+        None if cli.run.is_some() || task.is_none() => return Err(no_run(cli, url)),
+        None => StateDir::open(&worlds)?,
+    };
+    let state_guard = sd.lock()?;
+    let (run, how) = select(cli, &sd, store.as_ref(), task.as_ref())?;
+    output::lock(printer).run = Some(run.to_string());
+    let (world, before) = match (how, task.as_ref()) {
+        (How::New, Some(task)) => {
+            let tracker = cli.tracker.as_deref().ok_or_else(no_tracker)?;
+            (sd.create_world_for(&run, task, Some(tracker))?, None)
+        }
+        _ => {
+            let world = sd.open_world(&run)?;
+            for (option, tool) in tool_options(cli) {
+                check_tool_option(&world.task, option, tool)?;
+            }
+            let before = Checkpoint::load_store(store.as_ref(), &run)
+                .map_err(Failure::from)?
+                .and_then(|(_, saved)| saved);
+            if let Some(saved) = &before {
+                run::check_live(saved, &run, &env_mode)?;
+            }
+            (world, before)
+        }
+    };
+    drop(state_guard);
+    let recorded = recorded_tracker(&run, &world, cli)?;
+    let mut cli = cli.clone();
+    cli.tracker = Some(recorded);
+
+    let already_done = before.as_ref().is_some_and(|s| s.phase == Phase::Done);
+    let (mode, mode_text) = run::run_mode(before.as_ref(), env_mode);
+    let checkpoint_path = store.path_of(&run);
+    report::header(
+        printer,
+        (sd.path(), &checkpoint_path),
+        (&run, how),
+        &world,
+        before.as_ref(),
+        (&mode, &mode_text),
+    );
+    if already_done {
+        report::already_done(printer, &run, how, &world);
+    }
+
+    // 4. The loop claims the run under a lease; the heartbeat renews it
+    // once the loop holds it, and the world is cleaned and marked then.
+    let lease = Duration::from_secs(cli.lease_secs);
+    let beat = Arc::new(Heartbeat::start(
+        Arc::clone(&store),
+        run.clone(),
+        owner.clone(),
+        lease,
+    ));
+    let on_claimed = {
+        let beat = Arc::clone(&beat);
+        let world_path = world.path.clone();
+        let run = run.clone();
+        let printer = Arc::clone(printer);
+        let world_for_leftovers = World {
+            path: world.path.clone(),
+            meta: world.meta.clone(),
+            task: world.task.clone(),
+        };
+        Box::new(move || {
+            beat.learn()?;
+            if beat.lease().is_some() {
+                adopt::mark_saved(&world_path, &run)?;
+                run::remove_leftovers(&printer, &world_for_leftovers)?;
+            }
+            Ok(())
+        })
+    };
+    let result = run::drive(Drive {
+        cli: &cli,
+        printer,
+        checkpoints: sd.dir(),
+        checkpoint_path: checkpoint_path.clone(),
+        run: &run,
+        world: &world,
+        fresh: before.is_none(),
+        already_done,
+        mode,
+        prices,
+        shutdown,
+        holder: Holder::Store {
+            store,
+            owner,
+            lease,
+        },
+        on_claimed: Some(on_claimed),
+    });
+    // The hook is gone with the loop: the heartbeat is ours alone again.
+    if let Ok(beat) = Arc::try_unwrap(beat) {
+        let done = matches!(result, Ok(Exit::Done | Exit::ChecksFailed));
+        if done {
+            drop(beat);
+        } else {
+            *held = Some(beat);
+        }
+    }
+    result
+}
+
+/// A database store's runs send their effects to the tracker service.
+fn no_tracker() -> Failure {
+    Failure::usage(
+        "needs_tracker",
+        "a database --store needs --tracker URL: a run's file-backed tracker lives in one \
+         process's memory, so a process stopped past its lease would write its stale copy \
+         over the newer holder's records; the tracker service refuses a stale holder by its \
+         epoch",
+    )
+    .hint("start one with: cargo run -p tracker -- serve --dir DIR --addr 127.0.0.1:0, and pass its URL as --tracker")
+}
+
+/// The tracker service the run records (made on this store with one), and
+/// `--tracker`, which must agree with it.
+fn recorded_tracker(run: &RunId, world: &World, cli: &Cli) -> Result<String, Failure> {
+    let Some(recorded) = &world.meta.tracker else {
+        return Err(Failure::usage(
+            "needs_tracker",
+            format!(
+                "run {run} records no tracker service in {}: it was not made on a database store",
+                world.path.join("run.json").display()
+            ),
+        )
+        .hint("run it with the store it was made on (its directory: --state DIR)"));
+    };
+    if let Some(given) = cli.tracker.as_deref().filter(|g| *g != recorded) {
+        return Err(Failure::usage(
+            "tracker_mismatch",
+            format!("--tracker {given}: the run sends its effects to {recorded}, recorded when it was made"),
+        )
+        .hint("leave --tracker out, or pass the run's own; a run's effects cannot move to another service halfway"));
+    }
+    remote::check_url(recorded)?;
+    Ok(recorded.clone())
+}
+
+fn no_run(cli: &Cli, url: &StoreUrl) -> Failure {
+    let id = cli.run.as_deref().unwrap_or_default();
+    Failure::usage(
+        "no_such_run",
+        format!("no run {id} on {}", url.describe()),
+    )
+    .hint("the store or its worlds' directory does not exist, so it holds no runs; nothing was created")
+}
+
+/// The run this command works on (the same rules as a directory's,
+/// [`crate::select`]): `--run ID`, or the task's one unfinished run, else
+/// its most recent finished one, else (or with `--new-run`) a new run.
+fn select(
+    cli: &Cli,
+    sd: &StateDir,
+    store: &dyn RunStore,
+    task: Option<&Task>,
+) -> Result<(RunId, How), Failure> {
+    if let Some(id) = &cli.run {
+        let run = RunId::parse(id).map_err(Failure::from)?;
+        if !sd.has_world(&run)? {
+            return Err(Failure::usage(
+                "no_such_run",
+                format!("no run {run} in {}", sd.path().display()),
+            )
+            .hint("a run on a database store has its world in the worlds' directory (--state)"));
+        }
+        if let (Some(task), Some(meta)) = (task, sd.meta(&run)?) {
+            if meta.task != task.name {
+                return Err(Failure::usage(
+                    "wrong_task",
+                    format!("run {run} runs task {:?}, not {:?}", meta.task, task.name),
+                ));
+            }
+        }
+        let (how, _) = state_of(sd, store, &run)?;
+        return Ok((run, how));
+    }
+    let Some(task) = task else {
+        return Err(Failure::usage(
+            "usage",
+            "--task NAME or --run ID is required",
+        ));
+    };
+    let mut unfinished: Vec<(RunId, String, How)> = Vec::new();
+    let mut done: Vec<(u64, RunId)> = Vec::new();
+    for run in sd.worlds()? {
+        let Ok(Some(meta)) = sd.meta(&run) else {
+            continue;
+        };
+        if meta.task != task.name {
+            continue;
+        }
+        match state_of(sd, store, &run)? {
+            (How::Finished, _) => done.push((meta.started, run)),
+            (how, what) => unfinished.push((run, what, how)),
+        }
+    }
+    let listed = |runs: &[(RunId, String, How)]| {
+        runs.iter()
+            .map(|(r, p, _)| format!("{r} ({p})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if cli.new_run && !unfinished.is_empty() {
+        return Err(Failure::usage(
+            "unfinished_run",
+            format!(
+                "--new-run: task {:?} has an unfinished run: {}",
+                task.name,
+                listed(&unfinished)
+            ),
+        )
+        .hint("continue it: the same command without --new-run (or name it with --run)"));
+    }
+    match unfinished.len() {
+        0 => Ok(match done.into_iter().max().filter(|_| !cli.new_run) {
+            Some((_, run)) => (run, How::Finished),
+            None => (RunId::generate(&task.name, SystemTime::now()), How::New),
+        }),
+        1 => {
+            let (run, _, how) = unfinished.remove(0);
+            Ok((run, how))
+        }
+        n => Err(Failure::usage(
+            "several_runs",
+            format!("task {:?} has {n} unfinished runs", task.name),
+        )
+        .hint(format!("pick one with --run: {}", listed(&unfinished)))),
+    }
+}
+
+/// What the store says of a run with a world: done (`Finished`), with a
+/// checkpoint (`Existing`), or not started (`Queued`); and a word for
+/// listings. A world marked as past its first save whose run the store
+/// does not hold is refused: its checkpoint is lost.
+fn state_of(sd: &StateDir, store: &dyn RunStore, run: &RunId) -> Result<(How, String), Failure> {
+    let loaded = Checkpoint::load_store(store, run).map_err(|e| {
+        Failure::from(e).hint(format!(
+            "run {run} may be the unfinished run; its row was left as it is"
+        ))
+    })?;
+    let marked = files::regular(
+        "the run's first-save mark",
+        &sd.world_path(run).join(adopt::SAVED_MARK),
+    )?;
+    Ok(match loaded {
+        None if marked => {
+            return Err(Failure::run(
+                "checkpoint_lost",
+                format!(
+                    "run {run} got past its first save, but {} has no such run",
+                    store.path_of(run).display()
+                ),
+            )
+            .hint(format!(
+                "is this the store the run was made on? its world {} was left as it is",
+                sd.world_path(run).display()
+            )))
+        }
+        None => (How::Queued, "queued".to_owned()),
+        Some((record, _)) if record.done => (How::Finished, "done".to_owned()),
+        Some((_, Some(saved))) => (How::Existing, saved.phase.to_string()),
+        Some((_, None)) => (How::Queued, "queued".to_owned()),
+    })
+}

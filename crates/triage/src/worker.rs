@@ -1,0 +1,271 @@
+//! `triage enqueue` and `triage worker`: a pool of processes, on one host
+//! or many, sharing the runs of one database store.
+//!
+//! `enqueue` builds a new run's world in the worlds' directory (recording
+//! the tracker service its tools send to), then adds the run to the store
+//! as runnable, and prints its ID. A worker claims the next runnable run
+//! nobody holds (`FOR UPDATE SKIP LOCKED` on Postgres), runs it to its end
+//! exactly as `triage --store URL --run ID` would, and claims the next,
+//! until none is left; then it exits.
+//!
+//! A claim from the pool is handed straight back and the run claimed again
+//! by its ID, the way every command opens a run: another worker may win it
+//! in between, and this one simply goes on to the next. A run that does not
+//! finish here (it paused for a person, failed, or was stopped) stays
+//! claimed by this worker, its lease renewed, until the worker exits, so
+//! the worker does not claim it again and again; a run the worker was
+//! fenced from (another process took it over) belongs to that process.
+//!
+//! Exit codes: 0 when no runnable run is left and every run this worker
+//! ran is done with its checks passed (none at all included); 1 if some
+//! run's checks failed; 3 if it was fenced from some run; 4 if some run
+//! waits for a person (resume it at a terminal: `triage --store URL --run
+//! ID`); 5 if some run could not go on; 6 when SIGTERM or SIGINT stopped
+//! it (the run under way stopped at its next step, saved). With several,
+//! the highest of 5, 3, 4, 1 in that order; 2 for bad input, before any
+//! claim.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use durable::RunId;
+use serde_json::json;
+
+use crate::exit::{Exit, Failure};
+use crate::output::{self, Printer};
+use crate::remote;
+use crate::shutdown::Shutdown;
+use crate::stored::{self, owner_name, Given, Heartbeat, StoreUrl};
+use crate::task::Catalog;
+use crate::world::StateDir;
+use crate::{Cli, Enqueue, Worker};
+
+type Shared = Arc<std::sync::Mutex<Printer>>;
+
+/// A database store, parsed: a directory is refused (a directory's runs
+/// need no queue: `triage --state DIR`).
+fn database(url: &str) -> Result<StoreUrl, Failure> {
+    match StoreUrl::parse(url)? {
+        StoreUrl::Dir(dir) => Err(Failure::usage(
+            "bad_store",
+            format!(
+                "--store {}: enqueue and worker need a database store (sqlite:PATH or postgres://…)",
+                dir.display()
+            ),
+        )
+        .hint("a directory's runs are run with triage --state DIR --task NAME")),
+        db => Ok(db),
+    }
+}
+
+/// `triage enqueue`.
+pub fn enqueue(e: &Enqueue, printer: &Shared) -> Result<Exit, Failure> {
+    let url = database(&e.store)?;
+    let catalog = match &e.tasks {
+        Some(dir) => Catalog::Dir(dir.clone()),
+        None => Catalog::BuiltIn,
+    };
+    let task = catalog.get(&e.task)?;
+    let Some(tracker) = e.tracker.as_deref() else {
+        return Err(Failure::usage(
+            "needs_tracker",
+            "enqueue needs --tracker URL: a run on a database store sends its effects to the \
+             tracker service, which refuses a stale holder by its epoch",
+        )
+        .hint("start one with: cargo run -p tracker -- serve --dir DIR --addr 127.0.0.1:0"));
+    };
+    remote::check_url(tracker)?;
+    let worlds = url.worlds(e.state.as_deref())?;
+    let Some(store) = url.open(true)? else {
+        return Err(Failure::run("store", "the store could not be opened"));
+    };
+    let sd = StateDir::open(&worlds)?;
+    for _ in 0..e.count {
+        // The world first, whole, then the run in the store: a run in the
+        // store always has a world (a world without its run is a queued
+        // run an interrupted enqueue left, picked up like any other).
+        let run = RunId::generate(&task.name, SystemTime::now());
+        let world = sd.create_world_for(&run, &task, Some(tracker))?;
+        store.add(&run).map_err(Failure::from)?;
+        output::lock(printer).step(
+            "queued",
+            &format!("run {run} of task {} on {}", task.name, url.describe()),
+            json!({"event": "queued", "run": run.as_str(), "task": task.name,
+                   "store": url.describe(), "world": world.path, "tracker": tracker}),
+        );
+    }
+    Ok(Exit::Done)
+}
+
+/// `triage worker`.
+pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
+    let url = database(&w.store)?;
+    let worlds = url.worlds(w.state.as_deref())?;
+    let shutdown = Shutdown::install().map_err(|e| {
+        Failure::run(
+            "io",
+            format!("cannot install the SIGTERM/SIGINT handlers: {e}"),
+        )
+    })?;
+    // A worker makes no store: a path that holds none is a mistake, not
+    // an empty queue.
+    let Some(store) = url.open(false)? else {
+        return Err(Failure::usage(
+            "no_such_store",
+            format!("--store {}: no such database", url.describe()),
+        )
+        .hint("triage enqueue --store URL … creates it with the first run it queues; nothing was created"));
+    };
+    let owner = owner_name();
+    let lease = Duration::from_secs(w.lease_secs);
+    output::lock(printer).step(
+        "worker",
+        &format!(
+            "{owner} on {}, worlds in {}, lease {} s",
+            url.describe(),
+            worlds.display(),
+            w.lease_secs
+        ),
+        json!({"event": "worker", "owner": owner, "store": url.describe(),
+               "worlds": worlds, "lease_secs": w.lease_secs}),
+    );
+    let cancel = shutdown.cancel_flag();
+    let mut tried: BTreeSet<RunId> = BTreeSet::new();
+    let mut held: Vec<Heartbeat> = Vec::new();
+    let mut worst = Exit::Done;
+    let mut ran = 0u32;
+    let mut stopped = false;
+    loop {
+        if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+            stopped = true;
+            break;
+        }
+        if w.max_runs.is_some_and(|max| ran >= max) {
+            break;
+        }
+        let claimed = store.claim_next(&owner, lease).map_err(Failure::from)?;
+        let Some((claim, _)) = claimed else { break };
+        let run = claim.run.clone();
+        if tried.contains(&run) {
+            // A run this worker tried already and could not finish (it
+            // failed before it was claimed by ID, so nothing held it):
+            // keep this claim, renewed, so the worker goes on to other
+            // runs instead of trying it again and again.
+            let beat = Heartbeat::start(Arc::clone(&store), run, owner.clone(), lease);
+            beat.holding(claim);
+            held.push(beat);
+            continue;
+        }
+        tried.insert(run.clone());
+        // Hand the claim back: the run's own command claims it by ID.
+        store.release(&claim).map_err(Failure::from)?;
+        let cli = Cli {
+            task: None,
+            state: Some(worlds.clone()),
+            store: Some(w.store.clone()),
+            lease_secs: w.lease_secs,
+            die_after: None,
+            signal_after: None,
+            approve: w.approve,
+            run: Some(run.to_string()),
+            new_run: false,
+            json: w.json,
+            list_tasks: false,
+            tasks: None,
+            model: None,
+            record: None,
+            price: None,
+            die_after_reply: None,
+            tracker: None,
+            command: None,
+        };
+        ran += 1;
+        let ended = stored::execute_with(
+            &cli,
+            printer,
+            &url,
+            Some(Given {
+                store: Arc::clone(&store),
+                owner: owner.clone(),
+                shutdown: &shutdown,
+            }),
+        );
+        let exit = match &ended.result {
+            Ok(exit) => *exit,
+            Err(f) if f.kind == "leased" => {
+                // Another worker won it between our release and our claim.
+                output::lock(printer).detail(&format!("run {run}: another worker took it"));
+                ran -= 1;
+                continue;
+            }
+            Err(f) => {
+                output::lock(printer).failure(f);
+                // Input this worker was given is fine: what a run refuses
+                // is that run's trouble.
+                if f.exit == Exit::Usage {
+                    Exit::RunError
+                } else {
+                    f.exit
+                }
+            }
+        };
+        output::lock(printer).step(
+            "worker",
+            &format!("run {run} ended: {} (exit {})", exit.name(), exit.code()),
+            json!({"event": "run_ended", "run": run.as_str(), "status": exit.name(),
+                   "exit": exit.code()}),
+        );
+        if let Some(beat) = ended.held {
+            held.push(beat);
+        }
+        // A hook that stopped this one run set the cancel flag; only a
+        // signal stops the worker.
+        if !shutdown.signalled() {
+            cancel.store(false, std::sync::atomic::Ordering::SeqCst);
+        }
+        if exit == Exit::Stopped {
+            stopped = true;
+            break;
+        }
+        worst = worse(worst, exit);
+    }
+    let kept = held.len();
+    for beat in held {
+        beat.release();
+    }
+    let exit = if stopped { Exit::Stopped } else { worst };
+    output::lock(printer).step(
+        "worker",
+        &format!(
+            "{owner}: ran {ran} run(s){}; exit {}",
+            if kept > 0 {
+                format!(", gave back {kept} it could not finish")
+            } else {
+                String::new()
+            },
+            exit.code()
+        ),
+        json!({"event": "worker_done", "owner": owner, "ran": ran, "gave_back": kept,
+               "status": exit.name(), "exit": exit.code()}),
+    );
+    Ok(exit)
+}
+
+/// The worse of two ends, for the worker's exit code: a run that could not
+/// go on, then a fenced one, then one waiting for a person, then failed
+/// checks.
+fn worse(a: Exit, b: Exit) -> Exit {
+    let rank = |e: Exit| match e {
+        Exit::RunError | Exit::Usage => 4,
+        Exit::Locked => 3,
+        Exit::Paused => 2,
+        Exit::ChecksFailed => 1,
+        Exit::Done | Exit::Stopped => 0,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
