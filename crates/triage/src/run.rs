@@ -143,20 +143,14 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         adopt::mark_saved(&world.path, &run)?;
     }
     remove_leftovers(printer, &world)?;
-    let already_done = before.as_ref().is_some_and(|s| s.phase == Phase::Done);
-    let (mode, mode_text) = run_mode(before.as_ref(), env_mode);
-
-    report::header(
+    let (already_done, mode) = announce(
         printer,
         (sd.path(), &sd.checkpoint_path(&run)),
         (&run, how),
         &world,
         before.as_ref(),
-        (&mode, &mode_text),
+        env_mode,
     );
-    if already_done {
-        report::already_done(printer, &run, how, &world);
-    }
 
     // 4. The loop, on the world's tracker (or the tracker service) and
     // workspace.
@@ -504,11 +498,27 @@ pub(crate) fn remove_leftovers(printer: &Shared, world: &World) -> Result<(), Fa
     Ok(())
 }
 
-/// The mode the run goes on in, and how the header describes it.
-pub(crate) fn run_mode(
+/// Prints the run's header (and, for a finished run, its saved answer):
+/// whether the run is already done, and the mode it goes on in.
+pub(crate) fn announce(
+    printer: &Shared,
+    paths: (&Path, &Path),
+    picked: (&RunId, How),
+    world: &World,
     before: Option<&Saved<agent::state::State>>,
     env_mode: Mode,
-) -> (Mode, String) {
+) -> (bool, Mode) {
+    let already_done = before.is_some_and(|s| s.phase == Phase::Done);
+    let (mode, mode_text) = run_mode(before, env_mode);
+    report::header(printer, paths, picked, world, before, (&mode, &mode_text));
+    if already_done {
+        report::already_done(printer, picked.0, picked.1, world);
+    }
+    (already_done, mode)
+}
+
+/// The mode the run goes on in, and how the header describes it.
+fn run_mode(before: Option<&Saved<agent::state::State>>, env_mode: Mode) -> (Mode, String) {
     // A run goes on in the mode it started in (the checkpoint records it
     // with the first reply); a run with no reply saved yet takes today's.
     let replay_kept = before

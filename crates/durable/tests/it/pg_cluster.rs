@@ -8,6 +8,9 @@
 //! Without them, [`PgCluster::start`] says why and returns `None`, so the
 //! test skips; under CI (`CI` set and not `false`) it panics instead, so a
 //! CI machine missing the package fails rather than skipping in silence.
+//!
+//! `triage`'s tests use this file too, through `#[path]` (one crate's test
+//! modules cannot be imported by another's).
 
 #![allow(dead_code)]
 
@@ -71,7 +74,7 @@ impl PgCluster {
             return None;
         };
         let dir = tempfile::Builder::new()
-            .prefix("durable-pg-")
+            .prefix("pg-cluster-")
             .tempdir()
             .expect("a temporary directory");
         let data = dir.path().join("data");

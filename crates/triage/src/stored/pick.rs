@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use agent::state::{Checkpoint, Phase};
+use agent::state::Checkpoint;
 use durable::store::RunStore;
 use durable::RunId;
 
@@ -16,7 +16,7 @@ use crate::files;
 use crate::output::{self, Printer};
 use crate::remote;
 use crate::run::input::{check_input, check_tool_option, tool_options, Input};
-use crate::run::{self, report, Drive, Holder, How};
+use crate::run::{self, Drive, Holder, How};
 use crate::shutdown::Shutdown;
 use crate::task::{Catalog, Task};
 use crate::world::{StateDir, World};
@@ -141,20 +141,15 @@ fn run_one(
     let mut cli = cli.clone();
     cli.tracker = Some(recorded);
 
-    let already_done = before.as_ref().is_some_and(|s| s.phase == Phase::Done);
-    let (mode, mode_text) = run::run_mode(before.as_ref(), env_mode);
     let checkpoint_path = store.path_of(&run);
-    report::header(
+    let (already_done, mode) = run::announce(
         printer,
         (sd.path(), &checkpoint_path),
         (&run, how),
         &world,
         before.as_ref(),
-        (&mode, &mode_text),
+        env_mode,
     );
-    if already_done {
-        report::already_done(printer, &run, how, &world);
-    }
 
     // 4. The loop claims the run under a lease; the heartbeat renews it
     // once the loop holds it, and the world is cleaned and marked then.

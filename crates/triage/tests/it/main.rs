@@ -9,6 +9,7 @@ mod holes;
 mod inputs_and_restarts;
 mod live;
 mod lock_and_terminal;
+#[path = "../../../durable/tests/it/pg_cluster.rs"]
 mod pg_cluster;
 mod restart_windows;
 mod signal_and_resume;
