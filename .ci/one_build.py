@@ -9,9 +9,12 @@ feature of libc or serde rebuilt about fifty crates, minutes on two cores).
 xtask/Cargo.toml pins those features; this check fails when the two builds
 drift apart again, naming the crate, the features and the fix.
 
-    .ci/one_build.py               compare the two builds, and CI's build of
+    .ci/one_build.py               compare the two builds, CI's build of
                                    crashpoint's default features with the
-                                   test build (runs cargo tree)
+                                   test build, and the README's
+                                   `cargo run -p triage` / `-p tracker`
+                                   (after the tests) with the test build
+                                   (runs cargo tree)
     .ci/one_build.py --self-test   check this checker on made-up trees
 
 Exit 0: same features everywhere (but the allowed crates below); 1: a
@@ -30,18 +33,23 @@ XTASK = ["cargo", "tree", "-p", "xtask", "-e", "normal,build,features", "-f", "{
 # CI's check of crashpoint's default build (`cargo test -p crashpoint --lib`,
 # after the test command): its dev-dependencies pin features the same way.
 CRASHPOINT = ["cargo", "tree", "-p", "crashpoint", "-e", "normal,build,dev,features", "-f", "{p} [{f}]", "--prefix", "none"]
+# The binaries the README runs after the tests: `cargo run -p triage` and
+# `cargo run -p tracker` must reuse the test build whole, the workspace's
+# own crates included (their features are pinned in the two Cargo.toml's).
+BINARIES = ["triage", "tracker"]
 TESTS = ["cargo", "tree", "--workspace", "-e", "normal,build,dev,features", "-f", "{p} [{f}]", "--prefix", "none"]
 
 LINE = re.compile(r"^(\S+) v(\S+)( \([^)]*\))?(?: \(\*\))? \[(.*)\]$")
 
 
-def registry_features(tree):
+def registry_features(tree, workspace_too=False):
     """{(name, version): set of features} of the registry crates in `tree`
-    (crates with a path or git source are the workspace's own: skipped)."""
+    (crates with a path or git source are the workspace's own: skipped,
+    unless `workspace_too`)."""
     out = {}
     for line in tree.splitlines():
         m = LINE.match(line.strip())
-        if not m or m.group(3):
+        if not m or (m.group(3) and not workspace_too):
             continue
         feats = {f for f in m.group(4).split(",") if f}
         out.setdefault((m.group(1), m.group(2)), set()).update(feats)
@@ -72,6 +80,31 @@ def differences(xtask_tree, test_tree, allowed=ALLOWED):
     return errors
 
 
+def binary_differences(binary, bin_tree, test_tree):
+    """One message per crate (the workspace's own too) that `cargo run -p
+    BINARY` compiles with other features than the test build, so compiles
+    again after it."""
+    b = registry_features(bin_tree, workspace_too=True)
+    t = registry_features(test_tree, workspace_too=True)
+    errors = []
+    for key in sorted(b.keys() & t.keys()):
+        if b[key] == t[key]:
+            continue
+        name, version = key
+        more = sorted(t[key] - b[key])
+        fewer = sorted(b[key] - t[key])
+        what = []
+        if more:
+            what.append(f"the test build adds {', '.join(more)}")
+        if fewer:
+            what.append(f"only `cargo run -p {binary}` has {', '.join(fewer)}")
+        errors.append(
+            f"`cargo run -p {binary}` compiles {name} {version} again after `cargo test --workspace`: {'; '.join(what)}. "
+            f"Fix: ask for those features in crates/{binary}/Cargo.toml (among its feature pins)."
+        )
+    return errors
+
+
 def self_test():
     same = "serde v1.0.0 [default,std]\nsweep v0.1.0 (/w/crates/sweep) [cli]\n"
     more = "serde v1.0.0 [default,rc,std]\nsweep v0.1.0 (/w/crates/sweep) [cli,extra]\n"
@@ -87,6 +120,16 @@ def self_test():
     for name, x, t, want in cases:
         got = differences(x, t)
         ok = len(got) == want and all("serde" in e and "rc" in e for e in got)
+        print(f"{'ok  ' if ok else 'FAIL'} {name}")
+        failed += not ok
+    binary_cases = [
+        ("a binary built with the test build's features passes", same, same, 0),
+        ("a binary whose registry crate lacks a feature fails", same, more, 2),
+        ("a binary whose workspace crate lacks a feature fails", same, same.replace("[cli]", "[cli,extra]"), 1),
+    ]
+    for name, b, t, want in binary_cases:
+        got = binary_differences("triage", b, t)
+        ok = len(got) == want and all("cargo run -p triage" in e for e in got)
         print(f"{'ok  ' if ok else 'FAIL'} {name}")
         failed += not ok
     return 1 if failed else 0
@@ -110,11 +153,17 @@ def main(argv):
     errors = differences(tree(XTASK), tests)
     errors += [e.replace("the README's two commands", "CI's crashpoint step and the test command").replace("xtask/Cargo.toml", "crates/crashpoint/Cargo.toml")
                for e in differences(tree(CRASHPOINT), tests)]
+    for binary in BINARIES:
+        errors += binary_differences(
+            binary,
+            tree(["cargo", "tree", "-p", binary, "-e", "normal,build,features", "-f", "{p} [{f}]", "--prefix", "none"]),
+            tests,
+        )
     for e in errors:
         print(f"one_build: {e}", file=sys.stderr)
     if not errors:
         print("one_build: `cargo xtask sweep` and `cargo test --workspace` compile every registry crate with the same features"
-              f" (allowed to differ: {', '.join(sorted(ALLOWED))})")
+              f" (allowed to differ: {', '.join(sorted(ALLOWED))}); `cargo run -p {'` and `-p '.join(BINARIES)}` reuse the test build whole")
     return 1 if errors else 0
 
 
