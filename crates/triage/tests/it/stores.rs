@@ -246,7 +246,7 @@ fn two_workers_on_one_postgres_store_run_every_queued_run_once() {
 
 const PROMPT: &str = "approve issue_file call call_06 with ";
 
-/// The issue's "done when": a `triage` process at its approval prompt,
+/// The zombie, as a real process: a `triage` process at its approval prompt,
 /// stopped with SIGSTOP past its lease while a second process finishes the
 /// run, is fenced when it continues: it saves nothing, calls nothing, and
 /// exits 3.
