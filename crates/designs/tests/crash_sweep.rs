@@ -414,7 +414,10 @@ fn a_marker_carries_the_key_its_design_sends() {
 #[test]
 fn a_clean_shutdown_is_no_power_cut() {
     use std::sync::Mutex;
-    use sweep::{scenario::Boot, Counter, CrashState, LifeError, Subject, Verdict};
+    use sweep::{
+        power::{Boot, CrashState},
+        Counter, LifeError, Subject, Verdict,
+    };
     struct Restarts {
         inner: designs::DesignSubject,
         cuts: Mutex<Vec<(String, String)>>,
@@ -439,15 +442,25 @@ fn a_clean_shutdown_is_no_power_cut() {
         fn judge(&self, w: &designs::World) -> Verdict {
             self.inner.judge(w)
         }
+
+        fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<designs::World>> {
+            Some(self)
+        }
+    }
+
+    impl sweep::power::PowerCuts<designs::World> for Restarts {
         fn crash_states(&self) -> Vec<CrashState> {
             self.inner.crash_states()
         }
+
         fn default_crash_states(&self) -> Vec<CrashState> {
             self.inner.default_crash_states()
         }
+
         fn boot(&self, w: &mut designs::World, ctx: &Boot) -> Result<(), LifeError> {
             self.inner.boot(w, ctx)
         }
+
         fn shutdown(&self, w: &mut designs::World, ctx: &Boot) {
             self.inner.shutdown(w, ctx);
             let before = cuts(&self.inner.describe(w));

@@ -25,7 +25,7 @@ use designs::faults::fault_run;
 use designs::{Design, DesignSubject, Modes, Script, Storage};
 use durable::testing::{CrashState, FaultDir};
 use durable::Dir;
-use sweep::{runs::CrashDisks, Config, Report, Subject};
+use sweep::{power::CrashDisks, Config, Report, Subject};
 
 use crate::power::{Power, Writer};
 use crate::subject::{LoopSubject, ENUMERATED};

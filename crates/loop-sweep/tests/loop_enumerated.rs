@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use durable::testing::CrashState;
 use loop_sweep::{LoopSubject, LoopVariant, Power, Situation, Writer, ENUMERATED};
-use sweep::{runs::CrashDisks, scenario::Scenario, Config, Report};
+use sweep::{power::CrashDisks, scenario::Scenario, Config, Report};
 
 fn subject(writer: Writer) -> LoopSubject {
     let t = Arc::new(loop_sweep::transcript(None).expect("the loop's sweep job loads"));

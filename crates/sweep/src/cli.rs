@@ -45,10 +45,10 @@
 //! # Crash states
 //!
 //! A subject that can run in several crash states (its
-//! [`Subject::crash_states`](crate::Subject::crash_states), e.g. `process`
+//! [`PowerCuts::crash_states`](crate::power::PowerCuts::crash_states), e.g. `process`
 //! and the power cuts of a `durable::testing::PowerDir` it boots in
-//! [`Subject::boot`](crate::Subject::boot)) is swept in its
-//! [default states](crate::Subject::default_crash_states), or in those
+//! [`PowerCuts::boot`](crate::power::PowerCuts::boot)) is swept in its
+//! [default states](crate::power::PowerCuts::default_crash_states), or in those
 //! `--crash-state` names ([`Config::crash_states`](crate::Config::crash_states)): one table row per
 //! state. Its scenarios' names start with their state
 //! (`lose: posting#2 → receiver accepted#1`), and so do the rerun hints, so

@@ -27,8 +27,9 @@ pub struct Config {
     pub trace: bool,
     /// The crash states to sweep, each a full sweep of its own whose
     /// scenarios' names start with the state; empty: the subject's
-    /// [`default_crash_states`](Subject::default_crash_states). A state the
-    /// subject does not list in [`crash_states`](Subject::crash_states) is
+    /// [`default_crash_states`](crate::power::PowerCuts::default_crash_states)
+    /// (`process` for a subject without [`Subject::power_cuts`]). A state the
+    /// subject does not list in [`crash_states`](crate::power::PowerCuts::crash_states) is
     /// refused ([`Error::UnknownCrashState`]).
     pub crash_states: Vec<CrashState>,
     /// A scenario still running after this long is stopped at its next point

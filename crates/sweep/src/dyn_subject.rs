@@ -20,12 +20,14 @@ pub trait DynSubject: Sync {
         -> Result<Report, Error>;
     /// [`run_one`] on this subject.
     fn scenario(&self, scenario: &Scenario) -> ScenarioResult;
-    /// [`Subject::crash_states`]: the states this subject can be swept in.
+    /// [`PowerCuts::crash_states`](crate::power::PowerCuts::crash_states):
+    /// the states this subject can be swept in (`process` alone for a
+    /// subject without [`Subject::power_cuts`]).
     fn crash_states(&self) -> Vec<CrashState> {
         vec![CrashState::PROCESS]
     }
-    /// [`Subject::default_crash_states`]: the states a sweep that names
-    /// none runs.
+    /// [`PowerCuts::default_crash_states`](crate::power::PowerCuts::default_crash_states):
+    /// the states a sweep that names none runs.
     fn default_crash_states(&self) -> Vec<CrashState> {
         self.crash_states().into_iter().take(1).collect()
     }
@@ -52,10 +54,10 @@ impl<S: Subject> DynSubject for S {
         run_one(self, scenario)
     }
     fn crash_states(&self) -> Vec<CrashState> {
-        Subject::crash_states(self)
+        crate::subject::cuts(self).crash_states()
     }
     fn default_crash_states(&self) -> Vec<CrashState> {
-        Subject::default_crash_states(self)
+        crate::subject::cuts(self).default_crash_states()
     }
     fn sweep_counted(
         &self,

@@ -1,4 +1,9 @@
-//! Why a sweep could not run, or its reports could not be merged.
+//! Why a sweep could not run, or its reports could not be merged; why a
+//! life stopped on its own ([`LifeError`]).
+
+/// Why a life stopped on its own (not by a crash): any error converts into
+/// it with `?`, a `String` or `&str` included.
+pub type LifeError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Why a sweep could not run at all (a failing scenario is not an error: it
 /// is in the [`Report`](crate::Report)).

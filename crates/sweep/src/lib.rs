@@ -50,7 +50,8 @@
 //! fails ([`Failure::Outlived`]), and a crashed life's threads are gone
 //! before the next life starts.
 //! [`Config::crash_states`] sweeps each crash state a subject lists
-//! ([`Subject::crash_states`]), one table row per state ([`Report::rows`]).
+//! ([`power::PowerCuts::crash_states`], the opt-in of
+//! [`Subject::power_cuts`]), one table row per state ([`Report::rows`]).
 //!
 //! A complete example outside this project's domain is the workspace's
 //! `crates/bank`: a bank-transfer job with idempotency keys, checkpointed with
@@ -123,6 +124,7 @@ mod fingerprint;
 mod judge;
 mod nets;
 mod plan;
+pub mod power;
 #[cfg(unix)]
 pub mod process;
 mod progress;
@@ -141,17 +143,18 @@ mod table;
 mod watchdog;
 
 // What a first sweep types; the rest is in the modules `report` (what a
-// sweep found, and its tables), `scenario` (one scenario: its crash state,
-// its crashes, the life's boot, a rerun) and `runs` (the other ways to run a
+// sweep found, and its tables), `scenario` (one scenario: its crashes, by a
+// name that parses back), `power` (crash states beyond a process crash:
+// power cuts), `sharing` (shared lives) and `runs` (the other ways to run a
 // sweep, and its limits).
 pub use config::Config;
-pub use crash_state::CrashState;
 pub use error::Error;
+pub use error::LifeError;
 pub use judge::{Counter, Verdict};
 #[doc(inline)]
 pub use report::Report;
 pub use runner::run;
-pub use subject::{LifeError, Subject};
+pub use subject::Subject;
 pub use table::table;
 
 // Paths the crate's own modules name (`crate::Stats`, …), in code, tests

@@ -23,7 +23,7 @@ use crate::report::{sort_scenarios, Report, ScenarioResult, StateRow, Tally};
 use crate::scenario::Scenario;
 use crate::share::Shared;
 use crate::sink::{Gathered, Run, Sink};
-use crate::subject::Subject;
+use crate::subject::{cuts, Subject};
 use crate::watchdog::{StopOnDrop, Watchdog};
 
 /// Sweep `subject` as `config` says.
@@ -40,9 +40,10 @@ pub fn unwinding_missing() -> bool {
 
 /// The states `config` sweeps for `subject`, checked against those it lists.
 fn states_of<S: Subject>(subject: &S, config: &Config) -> Result<Vec<CrashState>, Error> {
-    let known = subject.crash_states();
+    let cuts = cuts(subject);
+    let known = cuts.crash_states();
     let asked = if config.crash_states.is_empty() {
-        subject.default_crash_states()
+        cuts.default_crash_states()
     } else {
         config.crash_states.clone()
     };
@@ -173,7 +174,7 @@ fn sweep_states<S: Subject>(
 
     // Enumerated crash states choose a disk per crash by the scenario's
     // name; their lives are not shared (run brute force).
-    let enumerates = states.iter().any(|s| subject.enumerates(s));
+    let enumerates = states.iter().any(|s| cuts(subject).enumerates(s));
     let shared = if config.share && !config.trace && config.depth > 0 && !enumerates {
         Shared::new(&replayer, &clean)?
     } else {
@@ -207,7 +208,7 @@ fn sweep_states<S: Subject>(
                 &Scenario::in_state(state.clone(), Vec::new()),
                 &[],
                 &clean.last_hits,
-                subject.enumerates(state),
+                cuts(subject).enumerates(state),
             );
             progress(Progress::Planned {
                 depth: 1,
@@ -265,7 +266,7 @@ fn sweep_states<S: Subject>(
             .iter()
             .map(|s| StateRow {
                 state: s.clone(),
-                title: subject.row_title(s),
+                title: cuts(subject).row_title(&subject.name(), s),
             })
             .collect(),
         unscoped: unscoped.hits(),
@@ -285,7 +286,7 @@ fn sweep_states<S: Subject>(
 pub fn run_one<S: Subject>(subject: &S, scenario: &Scenario) -> ScenarioResult {
     let watchdog = Watchdog::new(None);
     let replayer = Replayer::new(subject, true, &watchdog);
-    let known = subject.crash_states();
+    let known = cuts(subject).crash_states();
     if !known.contains(&scenario.state) {
         return ScenarioResult {
             scenario: scenario.clone(),

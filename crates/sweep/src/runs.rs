@@ -1,11 +1,9 @@
 //! The other ways to run a sweep, beyond [`run`](crate::run): one
 //! scenario again by its name ([`run_one`]), with a progress report,
 //! counting scenarios without keeping them, a subject behind `dyn` (what
-//! `sweep::cli` holds); the disks a sweep's power cuts left
-//! ([`CrashDisks`]); and the limits a sweep keeps to.
+//! `sweep::cli` holds); and the limits a sweep keeps to.
 
 pub use crate::config::{DEFAULT_MAX_SCENARIOS, DEFAULT_SCENARIO_TIMEOUT};
-pub use crate::disks::CrashDisks;
 pub use crate::dyn_subject::DynSubject;
 pub use crate::plan::estimate_scenarios;
 pub use crate::progress::Progress;

@@ -362,7 +362,7 @@ struct Mailbox {
     running: bool,
 }
 
-const FORGET: sweep::CrashState = sweep::CrashState::named("forget");
+const FORGET: sweep::power::CrashState = sweep::power::CrashState::named("forget");
 
 impl Subject for Marker {
     type World = Mailbox;
@@ -375,19 +375,6 @@ impl Subject for Marker {
     fn world(&self) -> Result<Mailbox, sweep::LifeError> {
         Ok(Mailbox::default())
     }
-    fn crash_states(&self) -> Vec<sweep::CrashState> {
-        vec![sweep::CrashState::PROCESS, FORGET]
-    }
-    fn boot(&self, w: &mut Mailbox, ctx: &sweep::scenario::Boot) -> Result<(), LifeError> {
-        if w.running && *ctx.state() == FORGET {
-            w.marked = w.synced;
-        }
-        w.running = true;
-        Ok(())
-    }
-    fn shutdown(&self, w: &mut Mailbox, _: &sweep::scenario::Boot) {
-        w.running = false;
-    }
     fn life(&self, w: &mut Mailbox) -> Result<(), LifeError> {
         if !w.marked {
             crashpoint::point!("sending");
@@ -399,6 +386,28 @@ impl Subject for Marker {
     }
     fn judge(&self, w: &Mailbox) -> Verdict {
         Verdict::new().count("dups", w.sent.saturating_sub(1))
+    }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<Mailbox>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<Mailbox> for Marker {
+    fn crash_states(&self) -> Vec<sweep::power::CrashState> {
+        vec![sweep::power::CrashState::PROCESS, FORGET]
+    }
+
+    fn boot(&self, w: &mut Mailbox, ctx: &sweep::power::Boot) -> Result<(), LifeError> {
+        if w.running && *ctx.state() == FORGET {
+            w.marked = w.synced;
+        }
+        w.running = true;
+        Ok(())
+    }
+
+    fn shutdown(&self, w: &mut Mailbox, _: &sweep::power::Boot) {
+        w.running = false;
     }
 }
 
@@ -488,7 +497,7 @@ fn the_progress_bar_starts_afresh_for_each_crash_state() {
     let events = std::sync::Mutex::new(Levels::default());
     let max_total = std::sync::Mutex::new(0);
     let config = sweep::Config {
-        crash_states: vec![sweep::CrashState::PROCESS, FORGET],
+        crash_states: vec![sweep::power::CrashState::PROCESS, FORGET],
         depth: 1,
         ..sweep::Config::default()
     };

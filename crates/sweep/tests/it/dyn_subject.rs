@@ -3,10 +3,11 @@
 //! state" by default. Also `CrashState::name`.
 
 use sweep::{
+    power::{CrashState, PowerCuts},
     report::ScenarioResult,
     runs::{DynSubject, Progress, Stats},
     scenario::Scenario,
-    Config, Counter, CrashState, Error, LifeError, Report, Subject, Verdict,
+    Config, Counter, Error, LifeError, Report, Subject, Verdict,
 };
 
 const LOSE: CrashState = CrashState::named("lose");
@@ -33,6 +34,13 @@ impl Subject for LoseFirst {
     fn judge(&self, _: &()) -> Verdict {
         Verdict::new().count("n", 0)
     }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<()>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<()> for LoseFirst {
     fn crash_states(&self) -> Vec<CrashState> {
         vec![LOSE, CrashState::PROCESS]
     }
@@ -106,7 +114,7 @@ fn a_state_is_its_name() {
 
 #[test]
 fn a_subjects_default_state_is_its_first() {
-    assert_eq!(Subject::default_crash_states(&LoseFirst), vec![LOSE]);
+    assert_eq!(PowerCuts::default_crash_states(&LoseFirst), vec![LOSE]);
     let r = sweep::run(&LoseFirst, &Config::default()).unwrap();
     assert!(r.scenarios.iter().all(|s| s.scenario.state == LOSE));
 }

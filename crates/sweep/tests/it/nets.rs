@@ -4,7 +4,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use sweep::{
-    report::Failure, scenario::Boot, Config, Counter, CrashState, Error, Subject, Verdict,
+    power::{Boot, CrashState},
+    report::Failure,
+    Config, Counter, Error, Subject, Verdict,
 };
 
 /// Two points per life; the judge counts what `judge` says.
@@ -591,17 +593,6 @@ impl Subject for Stateful {
     fn world(&self) -> Result<Self::World, sweep::LifeError> {
         Ok((Vec::new(), false))
     }
-    fn crash_states(&self) -> Vec<CrashState> {
-        vec![CrashState::PROCESS, CrashState::named("lose")]
-    }
-    fn boot(&self, w: &mut Self::World, ctx: &Boot) -> Result<(), sweep::LifeError> {
-        // A power cut in `lose` loses an unsynced `done`.
-        if ctx.after_crash() && ctx.state().name() == "lose" {
-            w.1 = false;
-        }
-        w.0.push(format!("boot {} in {}", ctx.life(), ctx.state()));
-        Ok(())
-    }
     fn life(&self, w: &mut Self::World) -> Result<(), sweep::LifeError> {
         crashpoint::point!("start");
         w.1 = true;
@@ -610,6 +601,25 @@ impl Subject for Stateful {
     }
     fn judge(&self, w: &Self::World) -> Verdict {
         Verdict::new().count("lost", u64::from(!w.1))
+    }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<(Vec<String>, bool)>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<(Vec<String>, bool)> for Stateful {
+    fn crash_states(&self) -> Vec<CrashState> {
+        vec![CrashState::PROCESS, CrashState::named("lose")]
+    }
+
+    fn boot(&self, w: &mut (Vec<String>, bool), ctx: &Boot) -> Result<(), sweep::LifeError> {
+        // A power cut in `lose` loses an unsynced `done`.
+        if ctx.after_crash() && ctx.state().name() == "lose" {
+            w.1 = false;
+        }
+        w.0.push(format!("boot {} in {}", ctx.life(), ctx.state()));
+        Ok(())
     }
 }
 

@@ -588,14 +588,6 @@ impl Subject for Booted {
     fn world(&self) -> Result<Vec<(usize, bool)>, sweep::LifeError> {
         Ok(Vec::new())
     }
-    fn boot(
-        &self,
-        w: &mut Vec<(usize, bool)>,
-        ctx: &sweep::scenario::Boot,
-    ) -> Result<(), sweep::LifeError> {
-        w.push((ctx.life(), ctx.after_crash()));
-        Ok(())
-    }
     fn life(&self, _: &mut Vec<(usize, bool)>) -> Result<(), sweep::LifeError> {
         crashpoint::point!("p");
         Ok(())
@@ -605,6 +597,21 @@ impl Subject for Booted {
         Verdict::new()
             .count("boots", w.len() as u64)
             .count("wrong", u64::from(*w != want))
+    }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<Vec<(usize, bool)>>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<Vec<(usize, bool)>> for Booted {
+    fn boot(
+        &self,
+        w: &mut Vec<(usize, bool)>,
+        ctx: &sweep::power::Boot,
+    ) -> Result<(), sweep::LifeError> {
+        w.push((ctx.life(), ctx.after_crash()));
+        Ok(())
     }
 }
 

@@ -587,14 +587,6 @@ impl Subject for Lives {
     fn world(&self) -> Result<Self::World, sweep::LifeError> {
         Ok(Vec::new())
     }
-    fn boot(
-        &self,
-        w: &mut Self::World,
-        ctx: &sweep::scenario::Boot,
-    ) -> Result<(), sweep::LifeError> {
-        w.push((ctx.life(), ctx.after_crash()));
-        Ok(())
-    }
     fn life(&self, w: &mut Self::World) -> Result<(), sweep::LifeError> {
         if self.slow_second && w.len() == 2 {
             crashpoint::point!("recovering");
@@ -616,6 +608,21 @@ impl Subject for Lives {
 
     fn share(&self) -> Option<&dyn sweep::sharing::Share<Self::World>> {
         Some(self)
+    }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<Vec<(usize, bool)>>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<Vec<(usize, bool)>> for Lives {
+    fn boot(
+        &self,
+        w: &mut Vec<(usize, bool)>,
+        ctx: &sweep::power::Boot,
+    ) -> Result<(), sweep::LifeError> {
+        w.push((ctx.life(), ctx.after_crash()));
+        Ok(())
     }
 }
 
@@ -681,15 +688,6 @@ impl Subject for Parity {
     fn world(&self) -> Result<(bool, u64), sweep::LifeError> {
         Ok((false, 0))
     }
-    fn boot(
-        &self,
-        w: &mut (bool, u64),
-        ctx: &sweep::scenario::Boot,
-    ) -> Result<(), sweep::LifeError> {
-        let n = ctx.life() as u64;
-        w.1 = if n % 2 == 0 { n } else { 0 };
-        Ok(())
-    }
     fn life(&self, w: &mut (bool, u64)) -> Result<(), sweep::LifeError> {
         Late.life(&mut w.0)
     }
@@ -699,6 +697,18 @@ impl Subject for Parity {
 
     fn share(&self) -> Option<&dyn sweep::sharing::Share<Self::World>> {
         Some(self)
+    }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<(bool, u64)>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<(bool, u64)> for Parity {
+    fn boot(&self, w: &mut (bool, u64), ctx: &sweep::power::Boot) -> Result<(), sweep::LifeError> {
+        let n = ctx.life() as u64;
+        w.1 = if n % 2 == 0 { n } else { 0 };
+        Ok(())
     }
 }
 
