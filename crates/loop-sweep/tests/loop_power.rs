@@ -198,9 +198,10 @@ fn the_real_writer_comes_through_every_power_cut_and_dropped_fsyncs_are_caught()
                 let Some(first) = r.in_state(&state).find(|s| s.failed()) else {
                     continue;
                 };
-                let name: Scenario = first.scenario.to_string().parse().expect("a scenario name");
-                assert_eq!(name.state, state);
-                let again = sweep::runs::run_one(s, &name);
+                let name = first.scenario.to_string();
+                let parsed: Scenario = name.parse().expect("a scenario name");
+                assert_eq!(parsed.state, state);
+                let again = sweep::rerun(s, &sweep::Config::default(), &name).unwrap();
                 assert!(
                     again.failed(),
                     "{} / {}: passes when rerun alone",

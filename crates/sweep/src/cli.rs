@@ -40,7 +40,7 @@
 //! | `--artifacts DIR` | writes a directory per failing scenario: the rerun command (argv and shell line), timeline, verdict with notes, final world |
 //!
 //! Subjects of different world types fit in one list: each is kept as a
-//! [`DynSubject`](crate::DynSubject).
+//! [`DynSubject`], which every [`Subject`](crate::Subject) is.
 //!
 //! # Crash states
 //!
@@ -113,6 +113,7 @@ mod output;
 
 use std::io::IsTerminal;
 
+pub use crate::dyn_subject::DynSubject;
 pub use app::{main, slug, App};
 pub use args::{parse_partition, Format, SweepFlags};
 pub use bar::Levels;

@@ -17,7 +17,7 @@ pub enum Error {
         /// What went wrong.
         reason: Box<crate::Failure>,
     },
-    /// Deeper than [`MAX_DEPTH`](crate::runs::MAX_DEPTH) crashes in a row: no
+    /// Deeper than [`Config::MAX_DEPTH`](crate::Config::MAX_DEPTH) crashes in a row: no
     /// real program is restarted that often in one scenario, and the same
     /// limit holds for [`Report::merge`](crate::Report::merge).
     #[error(
@@ -137,6 +137,15 @@ pub enum Error {
         estimate: f64,
         /// The limit.
         limit: u64,
+    },
+    /// A scenario name given to [`rerun`](crate::rerun) does not parse.
+    #[error("{name:?} is not a scenario name: {source}")]
+    BadScenario {
+        /// The name given.
+        name: String,
+        /// Why it does not parse.
+        #[source]
+        source: crate::scenario::ParseScenarioError,
     },
     /// A crash state the subject cannot run in.
     #[error("{subject:?} cannot run in crash state {state:?} (it runs in: {})", known.join(", "))]

@@ -62,7 +62,7 @@ pub(crate) struct Replayer<'a, S> {
     pub(crate) counters: Vec<Counter>,
     trace: bool,
     watchdog: &'a Watchdog,
-    /// Lives run so far (for [`Stats`](crate::Stats)).
+    /// Lives run so far (for [`Stats`](crate::report::Stats)).
     pub(crate) lives: AtomicU64,
     /// The first error of [`Subject::world`]: the sweep ends with it.
     pub(crate) world_error: Mutex<Option<String>>,

@@ -1,6 +1,6 @@
 //! The scenario: the crash state, and which hit each life crashes at, by a
 //! name that parses back. A scenario reruns by its name with
-//! [`run_one`](crate::runs::run_one).
+//! [`rerun`](crate::rerun).
 
 use std::fmt;
 use std::str::FromStr;

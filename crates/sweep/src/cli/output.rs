@@ -317,8 +317,8 @@ fn read_shard(f: &Path) -> Result<Vec<Report>, MergeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::StateRow;
     use crate::power::CrashState;
+    use crate::report::StateRow;
     use crate::{Failure, Hit, Verdict};
 
     const LOSE: CrashState = CrashState::named("lose");
@@ -397,6 +397,7 @@ mod tests {
             unscoped: Vec::new(),
             stray: Vec::new(),
             never_passed: Vec::new(),
+            stats: Default::default(),
             clean: result(
                 &CrashState::PROCESS,
                 0,

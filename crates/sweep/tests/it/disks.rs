@@ -114,12 +114,16 @@ fn a_scenario_reruns_from_its_name_with_the_same_disks() {
     for name in ["all: a#1 (disk 2)", "all: b#1 (disk 2) → a#1 (disk 1)"] {
         let sc: Scenario = name.parse().unwrap();
         assert_eq!(sc.to_string(), name);
-        let r = sweep::runs::run_one(&Disks, &sc);
+        let r = sweep::rerun(&Disks, &sweep::Config::default(), name).unwrap();
         assert!(r.failed(), "{name}: {}", r.timeline());
     }
     let sc: Scenario = "all: a#1 (disk 1) → b#1 (disk 1)".parse().unwrap();
     assert_eq!(sc.disks, [1, 1]);
-    assert!(!sweep::runs::run_one(&Disks, &sc).failed());
+    assert!(
+        !sweep::rerun(&Disks, &sweep::Config::default(), &sc.to_string())
+            .unwrap()
+            .failed()
+    );
 }
 
 #[test]
@@ -213,20 +217,22 @@ fn crash_disks_counts_the_median_and_the_most_disks_per_crash() {
 /// finished == the report's count.
 #[test]
 fn progress_plans_each_disk_scenario_it_runs() {
-    let events = std::sync::Mutex::new(Vec::new());
-    let r = sweep::runs::run_with(&Disks, &cfg(2, vec![ALL]), &|p| {
-        events.lock().unwrap().push(p);
-    })
-    .unwrap();
-    let events = events.into_inner().unwrap();
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&events);
+    let config = Config {
+        progress: Some(std::sync::Arc::new(move |p| seen.lock().unwrap().push(p))),
+        ..cfg(2, vec![ALL])
+    };
+    let r = sweep::run(&Disks, &config).unwrap();
+    let events = events.lock().unwrap().clone();
     let (mut planned, mut finished) = ([0u64; 3], [0u64; 3]);
     for e in &events {
         match *e {
-            sweep::runs::Progress::Planned { depth, count } => {
+            sweep::report::Progress::Planned { depth, count } => {
                 assert!(count > 0, "an empty batch planned at depth {depth}");
                 planned[depth] += count;
             }
-            sweep::runs::Progress::Finished { depth } => finished[depth] += 1,
+            sweep::report::Progress::Finished { depth } => finished[depth] += 1,
         }
     }
     assert_eq!(planned, [0, 6, 24]);

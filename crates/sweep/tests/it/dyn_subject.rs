@@ -5,9 +5,7 @@
 use sweep::{
     power::{CrashState, PowerCuts},
     report::ScenarioResult,
-    runs::{DynSubject, Progress, Stats},
-    scenario::Scenario,
-    Config, Counter, Error, LifeError, Report, Subject, Verdict,
+    Config, Counter, DynSubject, Error, LifeError, Report, Subject, Verdict,
 };
 
 const LOSE: CrashState = CrashState::named("lose");
@@ -59,22 +57,11 @@ macro_rules! required_by_hand {
         fn name(&self) -> String {
             $name.into()
         }
-        fn sweep(
-            &self,
-            config: &Config,
-            progress: &(dyn Fn(Progress) + Sync),
-        ) -> Result<Report, Error> {
-            sweep::runs::run_with(&LoseFirst, config, progress)
+        fn run(&self, config: &Config) -> Result<Report, Error> {
+            sweep::run(&LoseFirst, config)
         }
-        fn scenario(&self, scenario: &Scenario) -> ScenarioResult {
-            sweep::runs::run_one(&LoseFirst, scenario)
-        }
-        fn sweep_counted(
-            &self,
-            config: &Config,
-            progress: &(dyn Fn(Progress) + Sync),
-        ) -> Result<(Report, Stats), Error> {
-            sweep::runs::run_counted(&LoseFirst, config, progress)
+        fn rerun(&self, config: &Config, scenario: &str) -> Result<ScenarioResult, Error> {
+            sweep::rerun(&LoseFirst, config, scenario)
         }
     };
 }
