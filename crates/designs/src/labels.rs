@@ -13,9 +13,8 @@
 
 use agent::observe::Rung;
 use agent::state::State;
+use sweep::report::Table;
 use sweep::Report;
-
-use crate::grid::grid;
 
 /// Where the in-flight call stood when the life crashed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -261,7 +260,7 @@ pub fn summary(columns: &[(String, &Report)]) -> String {
         let name = count_name(stage, rung);
         r.scenarios.iter().map(|s| s.verdict.get(&name)).sum()
     };
-    let mut rows = Vec::new();
+    let mut table = Table::new(header);
     for stage in Stage::ALL {
         for rung in Settlement::ALL {
             let counts: Vec<u64> = columns.iter().map(|(_, r)| tally(r, stage, rung)).collect();
@@ -270,7 +269,7 @@ pub fn summary(columns: &[(String, &Report)]) -> String {
             }
             let mut row = vec![format!("{} -> {}", stage.title(), rung.title())];
             row.extend(counts.iter().map(u64::to_string));
-            rows.push(row);
+            table.row(row);
         }
     }
     let mut total = vec!["crashes".to_owned()];
@@ -281,8 +280,8 @@ pub fn summary(columns: &[(String, &Report)]) -> String {
             .sum::<u64>()
             .to_string()
     }));
-    rows.push(total);
-    grid(&header, &rows)
+    table.row(total);
+    table.text()
 }
 
 #[cfg(test)]
