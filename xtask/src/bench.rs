@@ -68,7 +68,7 @@ pub struct OneArgs {
 
 /// Run one configuration and print `scenarios lives wall-seconds`.
 pub fn one(args: &OneArgs) -> Result<(), String> {
-    let subjects: Vec<Box<dyn sweep::runs::DynSubject>> = match args.calls {
+    let subjects: Vec<Box<dyn sweep::cli::DynSubject>> = match args.calls {
         None => crate::registry::five_designs(Storage::Memory)?,
         Some(n) => {
             let job = designs::Script::synthetic(n);
@@ -87,9 +87,8 @@ pub fn one(args: &OneArgs) -> Result<(), String> {
     let t = Instant::now();
     let (mut scenarios, mut lives) = (0, 0);
     for s in &subjects {
-        let (r, stats) = s
-            .sweep_counted(&config, &|_| {})
-            .map_err(|e| e.to_string())?;
+        let r = s.run(&config).map_err(|e| e.to_string())?;
+        let stats = r.stats;
         black_box(&r);
         scenarios += stats.scenarios;
         lives += stats.lives;
@@ -432,7 +431,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
                 let t = Instant::now();
                 let mut scenarios = 0;
                 for d in &designs {
-                    let r = d.sweep(&config, &|_| {}).map_err(|e| e.to_string())?;
+                    let r = d.run(&config).map_err(|e| e.to_string())?;
                     scenarios += r.scenarios.len();
                 }
                 times.push(t.elapsed());
@@ -502,7 +501,7 @@ fn nets(samples: usize) -> Result<(), String> {
         let t = Instant::now();
         let mut scenarios = 0;
         for d in &designs {
-            let r = d.sweep(config, &|_| {}).map_err(|e| e.to_string())?;
+            let r = d.run(config).map_err(|e| e.to_string())?;
             scenarios += r.scenarios.len();
         }
         Ok((t.elapsed(), black_box(scenarios)))
@@ -578,12 +577,12 @@ fn process(samples: usize) -> Result<(), String> {
         ..Config::default()
     };
     let lives = 50;
-    let time_lives = |s: &dyn sweep::runs::DynSubject| -> Result<Duration, String> {
+    let time_lives = |s: &dyn sweep::cli::DynSubject| -> Result<Duration, String> {
         let mut times = Vec::new();
         for _ in 0..samples {
             let t = Instant::now();
             for _ in 0..lives {
-                black_box(s.sweep(&clean, &|_| {}).map_err(|e| e.to_string())?);
+                black_box(s.run(&clean).map_err(|e| e.to_string())?);
             }
             times.push(t.elapsed() / lives);
         }
@@ -617,8 +616,8 @@ fn process(samples: usize) -> Result<(), String> {
                 ..Config::default()
             };
             let t = Instant::now();
-            let (report, stats) =
-                sweep::runs::run_counted(&triage, &config, &|_| {}).map_err(|e| e.to_string())?;
+            let report = sweep::run(&triage, &config).map_err(|e| e.to_string())?;
+            let stats = report.stats;
             times.push(t.elapsed());
             n = stats.scenarios;
             black_box(report);

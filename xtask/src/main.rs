@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use compose::{Dim, Registry, Request, Spec};
 use sweep::cli::{Env, Format, SweepFlags};
-use sweep::{runs::DynSubject, scenario::Scenario};
+use sweep::{cli::DynSubject, scenario::Scenario};
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "crashsweep developer commands", after_help = EXIT_CODES)]
@@ -285,8 +285,15 @@ pub(crate) fn synthetic_job(n: usize) -> Result<PathBuf, String> {
 fn rerun(subjects: &[Box<dyn DynSubject>], sc: &Scenario, format: Format) -> ExitCode {
     let mut failed = false;
     let mut docs = Vec::new();
+    let config = sweep::Config::default();
     for s in subjects {
-        let r = s.scenario(sc);
+        let r = match s.rerun(&config, &sc.to_string()) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: --scenario: in {}: {e}", s.name());
+                return ExitCode::from(sweep::cli::EXIT_USAGE);
+            }
+        };
         if format == Format::Json {
             docs.push(sweep::cli::scenario_json(&s.name(), &r));
         } else {
@@ -295,8 +302,9 @@ fn rerun(subjects: &[Box<dyn DynSubject>], sc: &Scenario, format: Format) -> Exi
         }
         if r.failure.is_some() {
             failed = true;
-            let clean = s.scenario(&Scenario::default());
-            let passed = clean.lives.iter().chain(&r.lives).flat_map(|l| &l.hits);
+            let clean = s.rerun(&config, &Scenario::default().to_string());
+            let clean_lives = clean.map(|c| c.lives).unwrap_or_default();
+            let passed = clean_lives.iter().chain(&r.lives).flat_map(|l| &l.hits);
             for hint in point_hints(sc, passed.map(String::as_str)) {
                 eprintln!("--scenario: in {}: {hint}", s.name());
             }
@@ -521,20 +529,17 @@ mod tests {
                     threads: Some(2),
                     ..sweep::Config::default()
                 };
-                let (shared, stats) = s.sweep_counted(&config, &|_| {}).unwrap();
-                if !stats.shared {
+                let shared = s.run(&config).unwrap();
+                if !shared.stats.shared {
                     // Not opted in: the runner took the brute-force path.
                     continue;
                 }
                 shared_subjects += 1;
                 let brute = s
-                    .sweep(
-                        &sweep::Config {
-                            share: false,
-                            ..config.clone()
-                        },
-                        &|_| {},
-                    )
+                    .run(&sweep::Config {
+                        share: false,
+                        ..config.clone()
+                    })
                     .unwrap();
                 assert_eq!(
                     sweep::cli::render(&[shared], Format::Json, true),
@@ -598,7 +603,7 @@ mod tests {
             depth: 1,
             ..sweep::Config::default()
         };
-        let report = subject.sweep(&config, &|_| {}).unwrap();
+        let report = subject.run(&config).unwrap();
         let json = sweep::cli::render(&[report], Format::Json, false);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         let row = v["rows"][0].as_object().unwrap();

@@ -18,11 +18,11 @@
 //! whole suite catches too, so the merged counts are those of one run with
 //! every test, in a fraction of the time.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::Args;
+use sweep::report::Table;
 
 /// The library crates, in the order `cargo xtask mutants` runs them when
 /// none is named.
@@ -193,20 +193,21 @@ pub fn exact_re(name: &str) -> String {
 
 /// The Markdown table of the mutation results, for a review note.
 pub fn table(rows: &[(String, Counts)]) -> String {
-    let mut s = String::from(
-        "| crate | caught | missed | unviable | timeouts | score |\n| --- | --- | --- | --- | --- | --- |\n",
-    );
+    let mut t = Table::new(["crate", "caught", "missed", "unviable", "timeouts", "score"]);
     for (name, c) in rows {
         let score = c
             .score()
             .map_or_else(|| "-".to_owned(), |p| format!("{p:.1} %"));
-        let _ = writeln!(
-            s,
-            "| {name} | {} | {} | {} | {} | {score} |",
-            c.caught, c.missed, c.unviable, c.timeout
-        );
+        t.row([
+            name.clone(),
+            c.caught.to_string(),
+            c.missed.to_string(),
+            c.unviable.to_string(),
+            c.timeout.to_string(),
+            score,
+        ]);
     }
-    s
+    t.markdown()
 }
 
 fn cargo() -> Command {
@@ -495,7 +496,17 @@ mod tests {
         let t = table(&[("durable".into(), c), ("none".into(), Counts::default())]);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 4, "{t}");
-        assert_eq!(lines[2], "| durable | 3 | 1 | 1 | 1 | 75.0 % |");
-        assert_eq!(lines[3], "| none | 0 | 0 | 0 | 0 | - |");
+        assert_eq!(
+            lines[0],
+            "| crate   | caught | missed | unviable | timeouts |  score |"
+        );
+        assert_eq!(
+            lines[2],
+            "| durable |      3 |      1 |        1 |        1 | 75.0 % |"
+        );
+        assert_eq!(
+            lines[3],
+            "| none    |      0 |      0 |        0 |        0 |      - |"
+        );
     }
 }

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use designs::variants::{self, DesignVariant};
 use designs::{Design, ModelBehaviour, Script, Storage, Writer};
 use durable::testing::CrashState;
-use sweep::runs::DynSubject;
+use sweep::cli::DynSubject;
 
 use crate::compose::spec::{Dim, Spec};
 use crate::StorageArg;

@@ -40,7 +40,8 @@ pub enum Decision {
     Later,
 }
 
-/// A person's answer to a [`Question`].
+/// A person's answer to a [`Question`]: how the ladder's last rung
+/// ([`Rung::Person`](crate::observe::Rung::Person)) settles the call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
     /// It did not happen: run it.

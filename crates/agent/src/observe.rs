@@ -21,8 +21,13 @@ use crate::state::{Phase, ToolCall, Usage};
 
 use crate::approve::Decision;
 
-/// A rung of the resolution ladder.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A rung of the resolution ladder: how a marked call without a result (an
+/// uncertain call) is settled. The one word for it across the workspace:
+/// the loop's [`Event::Ladder`] names the rung it tried, the person's
+/// [`Answer`](crate::approve::Answer) is rung 3's, and the designs' outcome
+/// labels (`designs::labels::Settlement::Rung`) name the rung that settled
+/// a crash's call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Rung {
     /// 1: run it again, because a repeat is harmless.
     Rerun,
@@ -30,6 +35,20 @@ pub enum Rung {
     Lookup,
     /// 3: ask a person.
     Person,
+}
+
+impl Rung {
+    /// Every rung, from the bottom of the ladder.
+    pub const ALL: [Rung; 3] = [Rung::Rerun, Rung::Lookup, Rung::Person];
+
+    /// Its short name: `rerun`, `lookup`, `person`.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Rung::Rerun => "rerun",
+            Rung::Lookup => "lookup",
+            Rung::Person => "person",
+        }
+    }
 }
 
 /// How a tool call came back, before its result is saved.

@@ -83,8 +83,10 @@
 //!     Some("dups = 1, cents off = 3000; transfer t1 applied 2 times; bob has 3000 cents too many"),
 //! );
 //!
-//! // Any scenario reruns alone by its name, with each life's hits.
-//! let again = sweep::runs::run_one(&Payday(Variant::FirstSaveAfterPayment), &first.scenario);
+//! // Any scenario reruns alone by the name the report prints, with each
+//! // life's hits.
+//! let bug = Payday(Variant::FirstSaveAfterPayment);
+//! let again = sweep::rerun(&bug, &sweep::Config::default(), "payment accepted#1").unwrap();
 //! assert!(again.timeline().contains("payment accepted#1  ← crash"));
 //! ```
 //!

@@ -111,7 +111,12 @@ fn buggy_variant_is_caught_and_names_its_scenarios() {
 #[test]
 fn a_failing_scenario_reruns_alone_by_name() {
     let scenario: Scenario = "payment accepted#1".parse().unwrap();
-    let bad = sweep::runs::run_one(&Payday(Variant::FirstSaveAfterPayment), &scenario);
+    let bad = sweep::rerun(
+        &Payday(Variant::FirstSaveAfterPayment),
+        &sweep::Config::default(),
+        &scenario.to_string(),
+    )
+    .unwrap();
     let timeline = bad.timeline();
     assert!(
         timeline.contains("payment accepted#1  ← crash"),
@@ -123,7 +128,12 @@ fn a_failing_scenario_reruns_alone_by_name() {
         "{timeline}"
     );
 
-    let good = sweep::runs::run_one(&Payday(Variant::SaveRunFirst), &scenario);
+    let good = sweep::rerun(
+        &Payday(Variant::SaveRunFirst),
+        &sweep::Config::default(),
+        &scenario.to_string(),
+    )
+    .unwrap();
     assert_eq!(good.failure, None, "{}", good.timeline());
 }
 
@@ -208,8 +218,8 @@ fn a_clean_run_leaves_nothing_to_report() {
 fn the_sweep_shares_lives_and_gives_brute_forces_report() {
     for variant in [Variant::SaveRunFirst, Variant::FirstSaveAfterPayment] {
         let subject = Payday(variant);
-        let (shared, stats) =
-            sweep::runs::run_counted(&subject, &Config::default(), &|_| {}).unwrap();
+        let shared = sweep::run(&subject, &Config::default()).unwrap();
+        let stats = shared.stats;
         assert!(stats.shared, "{variant:?}");
         let brute = Config {
             share: false,

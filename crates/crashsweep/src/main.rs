@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use sweep::cli::{Env, Plan, SweepFlags, EXIT_USAGE};
 use sweep::process::Process;
-use sweep::{runs::DynSubject, scenario::Scenario};
+use sweep::{cli::DynSubject, scenario::Scenario};
 
 const AFTER_HELP: &str = "\
 Each life runs with the world copy as its working directory and CRASHSWEEP_FD

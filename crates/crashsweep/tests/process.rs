@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use sweep::process::{Process, ProcessWorld};
-use sweep::{report::Failure, scenario::Scenario, Config, Verdict};
+use sweep::{report::Failure, Config, Verdict};
 
 /// The example program, built by `cargo test` next to this crate's binary.
 fn payouts() -> PathBuf {
@@ -106,8 +106,7 @@ fn the_bug_is_found_at_each_payment_and_the_fix_is_clean() {
 #[test]
 fn a_crash_lands_by_sigkill_exactly_at_its_hit() {
     let s = subject("payouts", &[]);
-    let sc: Scenario = "paid#2".parse().unwrap();
-    let r = sweep::runs::run_one(&s, &sc);
+    let r = sweep::rerun(&s, &sweep::Config::default(), "paid#2").unwrap();
     let timeline = r.timeline();
     assert!(timeline.contains("crashed at paid#2"), "{timeline}");
     // The world says how each life ended: the first by SIGKILL.
@@ -133,8 +132,7 @@ fn a_point_on_a_second_thread_is_a_hit_and_can_be_crashed() {
     let s = subject("payouts --thread", &["--thread"]);
     let r = sweep::run(&s, &config(1)).unwrap();
     assert!(first_crashes(&r).contains(&"paid#3".to_owned()));
-    let sc: Scenario = "paid#1".parse().unwrap();
-    let one = sweep::runs::run_one(&s, &sc);
+    let one = sweep::rerun(&s, &sweep::Config::default(), "paid#1").unwrap();
     assert!(
         one.timeline().contains("crashed at paid#1"),
         "{}",

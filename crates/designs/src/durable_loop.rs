@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use agent::observe::Rung;
 use agent::state::{Attempt, Checkpoint, Phase, State, ToolCall, ToolResult};
 use crashpoint::point;
 use durable::{Options, RunId};
@@ -157,10 +158,14 @@ impl Loop<'_> {
         // them (`Design::sends_keys_with`).
         let harmless = !call.op.mutates() || self.sends_keys();
         if harmless {
-            w.notes().labels.settle(&call.id, Settlement::Rerun);
+            w.notes()
+                .labels
+                .settle(&call.id, Settlement::Rung(Rung::Rerun));
             return self.run_tool(w, st, call);
         }
-        w.notes().labels.settle(&call.id, Settlement::Person);
+        w.notes()
+            .labels
+            .settle(&call.id, Settlement::Rung(Rung::Person));
         w.notes().asks += 1;
         let req = self
             .request(st, call)?

@@ -11,10 +11,10 @@
 //! count `label <stage>/<settlement>` and a note in words, so the `--scenario`
 //! timeline and the JSON report carry it, and [`summary`] counts them.
 
+use agent::observe::Rung;
 use agent::state::State;
+use sweep::report::Table;
 use sweep::Report;
-
-use crate::grid::grid;
 
 /// Where the in-flight call stood when the life crashed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -67,7 +67,7 @@ impl Stage {
 
 /// How the restart settled the call the crash left in flight: before the
 /// ladder (nothing to settle, on file, reply lost, made blind), on one of its
-/// rungs (rerun, a person), or never.
+/// rungs ([`Rung`], the loop's own word for them), or never.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Settlement {
     /// No call was in flight.
@@ -79,53 +79,51 @@ pub enum Settlement {
     /// The reply was on file, the result was not, and no marker said the
     /// call might have gone out: the loop made it (again) without a doubt.
     Blind,
-    /// A marker, and a repeat is harmless (a held key, or a read): rung 1 of
-    /// the ladder, rerun.
-    Rerun,
-    /// A marker, and a repeat is not harmless: rung 3, a person was asked.
-    /// (The designs have no rung 2: the book chapter's designs ask the
-    /// person, who looks the request up.)
-    Person,
+    /// A marker put the call on the resolution ladder, and this rung settled
+    /// it: [`Rung::Rerun`] when a repeat is harmless (a held key, or a read),
+    /// [`Rung::Person`] when it is not. (The designs have no
+    /// [`Rung::Lookup`]: the book chapter's designs ask the person, who looks
+    /// the request up.)
+    Rung(Rung),
     /// The scenario ended before the restart reached the call (the run
     /// stopped with an error).
     Unsettled,
 }
 
 impl Settlement {
-    /// Every settlement, in ladder order.
+    /// Every settlement the designs reach, in ladder order.
     pub const ALL: [Settlement; 7] = [
         Settlement::Nothing,
         Settlement::OnFile,
         Settlement::ReplyLost,
         Settlement::Blind,
-        Settlement::Rerun,
-        Settlement::Person,
+        Settlement::Rung(Rung::Rerun),
+        Settlement::Rung(Rung::Person),
         Settlement::Unsettled,
     ];
 
-    /// The short name used in counts.
+    /// The short name used in counts (a rung's is [`Rung::slug`]).
     pub fn slug(self) -> &'static str {
         match self {
             Settlement::Nothing => "nothing",
             Settlement::OnFile => "on-file",
             Settlement::ReplyLost => "re-asked",
             Settlement::Blind => "blind",
-            Settlement::Rerun => "rerun",
-            Settlement::Person => "person",
+            Settlement::Rung(r) => r.slug(),
             Settlement::Unsettled => "unsettled",
         }
     }
 
-    /// In words.
-    pub fn title(self) -> &'static str {
+    /// In words (a rung's as the loop's events say it: `rung 1 (rerun if
+    /// harmless)`).
+    pub fn title(self) -> String {
         match self {
-            Settlement::Nothing => "nothing to settle",
-            Settlement::OnFile => "result on file, skipped",
-            Settlement::ReplyLost => "reply lost, model asked again",
-            Settlement::Blind => "no marker: made the call blind",
-            Settlement::Rerun => "rung 1: rerun, harmless",
-            Settlement::Person => "rung 3: asked a person",
-            Settlement::Unsettled => "never settled: the run stopped",
+            Settlement::Nothing => "nothing to settle".into(),
+            Settlement::OnFile => "result on file, skipped".into(),
+            Settlement::ReplyLost => "reply lost, model asked again".into(),
+            Settlement::Blind => "no marker: made the call blind".into(),
+            Settlement::Rung(r) => format!("rung {r}"),
+            Settlement::Unsettled => "never settled: the run stopped".into(),
         }
     }
 }
@@ -262,7 +260,7 @@ pub fn summary(columns: &[(String, &Report)]) -> String {
         let name = count_name(stage, rung);
         r.scenarios.iter().map(|s| s.verdict.get(&name)).sum()
     };
-    let mut rows = Vec::new();
+    let mut table = Table::new(header);
     for stage in Stage::ALL {
         for rung in Settlement::ALL {
             let counts: Vec<u64> = columns.iter().map(|(_, r)| tally(r, stage, rung)).collect();
@@ -271,7 +269,7 @@ pub fn summary(columns: &[(String, &Report)]) -> String {
             }
             let mut row = vec![format!("{} -> {}", stage.title(), rung.title())];
             row.extend(counts.iter().map(u64::to_string));
-            rows.push(row);
+            table.row(row);
         }
     }
     let mut total = vec!["crashes".to_owned()];
@@ -282,6 +280,34 @@ pub fn summary(columns: &[(String, &Report)]) -> String {
             .sum::<u64>()
             .to_string()
     }));
-    rows.push(total);
-    grid(&header, &rows)
+    table.row(total);
+    table.text()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A crash settled on the ladder is named by the agent's own rung, in
+    /// its words, and every settlement's count name parses back.
+    #[test]
+    fn a_ladder_settlement_is_named_by_the_agents_rung() {
+        assert_eq!(
+            Settlement::Rung(Rung::Rerun).title(),
+            format!("rung {}", Rung::Rerun)
+        );
+        assert_eq!(
+            Settlement::Rung(Rung::Person).title(),
+            "rung 3 (ask a person)"
+        );
+        assert_eq!(
+            count_name(Stage::Sent, Settlement::Rung(Rung::Rerun)),
+            "label sent/rerun"
+        );
+        for stage in Stage::ALL {
+            for s in Settlement::ALL {
+                assert_eq!(parse_count_name(&count_name(stage, s)), Some((stage, s)));
+            }
+        }
+    }
 }

@@ -43,7 +43,6 @@
 mod design;
 mod durable_loop;
 pub mod faults;
-mod grid;
 mod judge;
 pub mod labels;
 mod modes;

@@ -2,7 +2,10 @@
 //! the world, life, judge and description the sweep asks for.
 
 use durable::testing::{CrashState as DiskState, Fault, PersistenceModel};
-use sweep::{scenario::Boot, Counter, CrashState, Subject, Verdict};
+use sweep::{
+    power::{Boot, CrashState},
+    Counter, Subject, Verdict,
+};
 use tracker::LogLayout;
 
 use crate::design::Design;
@@ -122,13 +125,56 @@ impl Subject for DesignSubject {
 
     /// The row's name; in a power-loss world with the variant's own crash
     /// state (a sweep over other states titles their rows with
-    /// [`Subject::row_title`]).
+    /// [`PowerCuts::row_title`](sweep::power::PowerCuts::row_title)).
     fn name(&self) -> String {
         let own = self.modes.power.map(|p| CrashState::from(p.state));
         self.title_in(own.as_ref())
     }
 
-    fn row_title(&self, state: &CrashState) -> String {
+    fn counters(&self) -> Vec<Counter> {
+        judge::counters(self.design, &self.modes)
+    }
+
+    fn world(&self) -> Result<World, sweep::LifeError> {
+        let keyed = self.design.sends_keys_with(&self.modes);
+        let mut w = World::new(&self.modes, self.storage, keyed);
+        if let Some(faults) = &self.faults {
+            w.arm_faults(faults);
+        }
+        Ok(w)
+    }
+
+    fn life(&self, w: &mut World) -> Result<(), sweep::LifeError> {
+        let result = w.boot().and_then(|_| self.durable_loop().run_life(w));
+        w.shutdown(&result);
+        Ok(result?)
+    }
+
+    fn judge(&self, w: &World) -> Verdict {
+        let v = judge::judge(&self.script, &self.modes, w);
+        match w.sampled_cuts() {
+            0 => v,
+            n => v.note(format!(
+                "{n} power cut(s) chose from a sample of their disks"
+            )),
+        }
+    }
+
+    fn describe(&self, w: &World) -> String {
+        w.describe()
+    }
+
+    fn share(&self) -> Option<&dyn sweep::sharing::Share<Self::World>> {
+        Some(self)
+    }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<World>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<World> for DesignSubject {
+    fn row_title(&self, _subject: &str, state: &CrashState) -> String {
         match self.modes.power {
             Some(_) => self.title_in(Some(state)),
             None => self.title_in(None),
@@ -175,43 +221,6 @@ impl Subject for DesignSubject {
 
     fn shutdown(&self, w: &mut World, _ctx: &Boot) {
         w.power_shutdown();
-    }
-
-    fn counters(&self) -> Vec<Counter> {
-        judge::counters(self.design, &self.modes)
-    }
-
-    fn world(&self) -> Result<World, sweep::LifeError> {
-        let keyed = self.design.sends_keys_with(&self.modes);
-        let mut w = World::new(&self.modes, self.storage, keyed);
-        if let Some(faults) = &self.faults {
-            w.arm_faults(faults);
-        }
-        Ok(w)
-    }
-
-    fn life(&self, w: &mut World) -> Result<(), sweep::LifeError> {
-        let result = w.boot().and_then(|_| self.durable_loop().run_life(w));
-        w.shutdown(&result);
-        Ok(result?)
-    }
-
-    fn judge(&self, w: &World) -> Verdict {
-        let v = judge::judge(&self.script, &self.modes, w);
-        match w.sampled_cuts() {
-            0 => v,
-            n => v.note(format!(
-                "{n} power cut(s) chose from a sample of their disks"
-            )),
-        }
-    }
-
-    fn describe(&self, w: &World) -> String {
-        w.describe()
-    }
-
-    fn share(&self) -> Option<&dyn sweep::sharing::Share<Self::World>> {
-        Some(self)
     }
 }
 

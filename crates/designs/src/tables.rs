@@ -1,15 +1,14 @@
 //! Tables over several sweeps of the variants: the power-loss grid, the
-//! failing sweeps with their first failing scenario, rows summed into one,
-//! and the plain-text [`grid`] they are drawn in.
+//! failing sweeps with their first failing scenario, rows summed into one;
+//! drawn by sweep's one renderer ([`sweep::report::Table`]).
 
 use durable::testing::CrashState;
+use sweep::report::Table;
 use sweep::Report;
 
 use crate::design::Design;
 use crate::modes::{Power, Writer};
 use crate::variants::DesignVariant;
-
-pub use crate::grid::grid;
 
 /// The power-loss grid: one row per design and writer, one column per crash
 /// state, each cell the scenarios that failed (lost or duplicated an effect,
@@ -17,7 +16,7 @@ pub use crate::grid::grid;
 pub fn power_grid(reports: &[(DesignVariant, Report)]) -> String {
     let mut header = vec!["failing scenarios: design | writer".to_owned()];
     header.extend(CrashState::ALL.iter().map(|s| s.slug().to_owned()));
-    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut table = Table::new(header);
     let mut keys: Vec<(Design, Writer)> = Vec::new();
     for (v, _) in reports {
         if let Some(p) = v.modes.power {
@@ -38,9 +37,9 @@ pub fn power_grid(reports: &[(DesignVariant, Report)]) -> String {
                 );
             row.push(cell);
         }
-        rows.push(row);
+        table.row(row);
     }
-    grid(&header, &rows)
+    table.text()
 }
 
 /// One line per failing sweep: how many scenarios failed and the first of

@@ -14,7 +14,7 @@
 //! ```
 
 use durable::testing::CrashState;
-use sweep::runs::DynSubject;
+use sweep::DynSubject;
 
 use crate::design::Design;
 use crate::modes::{ModelBehaviour, Modes, Person, Power, Writer, WRITERS};

@@ -136,7 +136,7 @@ fn a_real_directory_gives_the_same_counts_as_memory() {
 #[test]
 fn the_timeline_of_a_duplicating_scenario() {
     let subject = Design::SaveOncePerTurn.subject(&script(), Storage::Memory);
-    let result = sweep::runs::run_one(&subject, &"tracker accepted#1".parse().unwrap());
+    let result = sweep::rerun(&subject, &sweep::Config::default(), "tracker accepted#1").unwrap();
     assert!(result.failure.is_none());
     assert_eq!(result.verdict.get("dups"), 1);
     insta::assert_snapshot!(result.timeline());
@@ -250,7 +250,8 @@ fn memory_worlds_share_lives_and_disk_or_power_worlds_do_not() {
     };
     for design in Design::ALL {
         let subject = design.subject(&script(), Storage::Memory);
-        let (shared, stats) = sweep::runs::run_counted(&subject, &shallow, &|_| {}).unwrap();
+        let shared = sweep::run(&subject, &shallow).unwrap();
+        let stats = shared.stats;
         assert!(stats.shared, "{design:?}");
         let brute = Config {
             share: false,
@@ -259,31 +260,28 @@ fn memory_worlds_share_lives_and_disk_or_power_worlds_do_not() {
         assert_eq!(shared, sweep::run(&subject, &brute).unwrap(), "{design:?}");
     }
     let disk = Design::KeysMarkers.subject(&script(), Storage::Disk);
-    assert!(
-        !sweep::runs::run_counted(&disk, &shallow, &|_| {})
-            .unwrap()
-            .1
-            .shared
-    );
+    assert!(!sweep::run(&disk, &shallow).unwrap().stats.shared);
     let power = designs::variants::power(
         Design::KeysMarkers,
         designs::Writer::Real,
         durable::testing::CrashState::LoseUnsynced,
     );
-    let (_, stats) =
-        sweep::runs::run_counted(&power.subject(&script()), &shallow, &|_| {}).unwrap();
+    let stats = sweep::run(&power.subject(&script()), &shallow)
+        .unwrap()
+        .stats;
     assert!(!stats.shared);
     // In memory, but behind a fault injector, or with a tracker that
     // crashes from its own files: no copy either.
     let faults = Design::KeysMarkers
         .subject(&script(), Storage::Memory)
         .with_faults(Vec::new());
-    let (_, stats) = sweep::runs::run_counted(&faults, &shallow, &|_| {}).unwrap();
+    let stats = sweep::run(&faults, &shallow).unwrap().stats;
     assert!(!stats.shared, "a world with a fault injector");
     let tracker =
         designs::variants::tracker_crash(Design::KeysMarkers, tracker::LogLayout::KeysInLog);
-    let (_, stats) =
-        sweep::runs::run_counted(&tracker.subject(&script()), &shallow, &|_| {}).unwrap();
+    let stats = sweep::run(&tracker.subject(&script()), &shallow)
+        .unwrap()
+        .stats;
     assert!(!stats.shared, "a world with a crashing tracker");
     // Each world says so itself, by its copy and by its fingerprint.
     assert_eq!(
@@ -414,7 +412,10 @@ fn a_marker_carries_the_key_its_design_sends() {
 #[test]
 fn a_clean_shutdown_is_no_power_cut() {
     use std::sync::Mutex;
-    use sweep::{scenario::Boot, Counter, CrashState, LifeError, Subject, Verdict};
+    use sweep::{
+        power::{Boot, CrashState},
+        Counter, LifeError, Subject, Verdict,
+    };
     struct Restarts {
         inner: designs::DesignSubject,
         cuts: Mutex<Vec<(String, String)>>,
@@ -439,15 +440,25 @@ fn a_clean_shutdown_is_no_power_cut() {
         fn judge(&self, w: &designs::World) -> Verdict {
             self.inner.judge(w)
         }
+
+        fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<designs::World>> {
+            Some(self)
+        }
+    }
+
+    impl sweep::power::PowerCuts<designs::World> for Restarts {
         fn crash_states(&self) -> Vec<CrashState> {
             self.inner.crash_states()
         }
+
         fn default_crash_states(&self) -> Vec<CrashState> {
             self.inner.default_crash_states()
         }
+
         fn boot(&self, w: &mut designs::World, ctx: &Boot) -> Result<(), LifeError> {
             self.inner.boot(w, ctx)
         }
+
         fn shutdown(&self, w: &mut designs::World, ctx: &Boot) {
             self.inner.shutdown(w, ctx);
             let before = cuts(&self.inner.describe(w));

@@ -9,7 +9,7 @@
 
 use designs::{Design, Modes, Power, Script, Storage, Writer, ENUMERATED};
 use durable::testing::CrashState;
-use sweep::{runs::CrashDisks, scenario::Scenario, Config, Report};
+use sweep::{power::CrashDisks, scenario::Scenario, Config, Report};
 
 fn subject(writer: Writer) -> designs::DesignSubject {
     let script = Script::load(designs::default_script_path()).expect("the triage job loads");
@@ -69,7 +69,12 @@ fn each_mutant_is_caught_and_its_first_failure_reruns_by_name() {
         );
         assert!(name.starts_with("enumerated: "), "{name}");
         let again: Scenario = name.parse().expect("the name parses");
-        let rerun = sweep::runs::run_one(&subject(writer), &again);
+        let rerun = sweep::rerun(
+            &subject(writer),
+            &sweep::Config::default(),
+            &again.to_string(),
+        )
+        .unwrap();
         assert!(
             rerun.failed(),
             "{name} reruns and fails:\n{}",
@@ -81,9 +86,9 @@ fn each_mutant_is_caught_and_its_first_failure_reruns_by_name() {
 
 #[test]
 fn remove_first_passes_every_named_state_at_depth_1() {
-    let states: Vec<sweep::CrashState> = CrashState::ALL
+    let states: Vec<sweep::power::CrashState> = CrashState::ALL
         .into_iter()
-        .map(sweep::CrashState::from)
+        .map(sweep::power::CrashState::from)
         .collect();
     let config = Config {
         depth: 1,

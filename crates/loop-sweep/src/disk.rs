@@ -18,14 +18,14 @@
 //!
 //! Every number comes from running the scenarios.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use designs::faults::fault_run;
 use designs::{Design, DesignSubject, Modes, Script, Storage};
 use durable::testing::{CrashState, FaultDir};
 use durable::Dir;
-use sweep::{runs::CrashDisks, Config, Report, Subject};
+use sweep::report::Table;
+use sweep::{power::CrashDisks, Config, Report, Subject};
 
 use crate::power::{Power, Writer};
 use crate::subject::{LoopSubject, ENUMERATED};
@@ -74,7 +74,7 @@ pub fn enumerated<S: Subject>(s: &S, depth: u32) -> Result<Report, DiskError> {
 }
 
 fn enum_row<S: Subject>(
-    out: &mut String,
+    table: &mut Table,
     s: &S,
     writer: &str,
     depth: u32,
@@ -96,20 +96,33 @@ fn enum_row<S: Subject>(
         .failures()
         .next()
         .map_or_else(|| "-".to_owned(), |f| f.scenario.to_string());
-    let _ = writeln!(
-        out,
-        "| {} | {writer} | {depth} | {} | {} | {} | {} | {sampled} | {failing} | {first} |",
-        Subject::name(s).split(" | ").next().unwrap_or_default(),
+    let counts = [
+        depth as usize,
         c.scenarios,
         c.crashes,
         c.max,
         c.median,
+        sampled,
+        failing,
+    ];
+    table.row(
+        [
+            Subject::name(s)
+                .split(" | ")
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+            writer.to_owned(),
+        ]
+        .into_iter()
+        .chain(counts.iter().map(ToString::to_string))
+        .chain([first]),
     );
     Ok(())
 }
 
 fn fault_rows<S: Subject>(
-    out: &mut String,
+    table: &mut Table,
     s: &S,
     faults_of: impl Fn(&S::World) -> Option<FaultDir<Arc<dyn Dir>>> + Copy,
     power_cut: impl Fn(&S::World) + Copy,
@@ -145,13 +158,17 @@ fn fault_rows<S: Subject>(
             // A fault that stopped no life was absorbed (retried or
             // survived by the program).
             let absorbed = sites.len() - stopped;
-            let _ = writeln!(
-                out,
-                "| {name} | {} | {depth} | {} | {stopped} | {twice} | {absorbed} | {broken} | {} |",
-                sites.len(),
-                if cut { "yes" } else { "no" },
+            table.row([
+                name.clone(),
+                sites.len().to_string(),
+                depth.to_string(),
+                if cut { "yes" } else { "no" }.to_owned(),
+                stopped.to_string(),
+                twice.to_string(),
+                absorbed.to_string(),
+                broken.to_string(),
                 first.unwrap_or_else(|| "-".into()),
-            );
+            ]);
         }
     }
     Ok(())
@@ -162,8 +179,19 @@ pub fn render() -> Result<String, DiskError> {
     let script = Script::load(designs::default_script_path()).map_err(|e| e.to_string())?;
     let mut out = String::new();
     out.push_str("Enumerated crash states (state `enumerated`; persistence model: block 512 bytes, 2 torn prefixes per write, at most 64 disks per crash)\n\n");
-    out.push_str("| subject | writer | depth | scenarios | crashes | disks/crash max | median | sampled | failing | first failing scenario |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
+    let mut table = Table::new([
+        "subject",
+        "writer",
+        "depth",
+        "scenarios",
+        "crashes",
+        "disks/crash max",
+        "median",
+        "sampled",
+        "failing",
+        "first failing scenario",
+    ])
+    .left([0, 1, 9]);
     for (w, depth) in [
         (Writer::Real, 2),
         (Writer::NoFileSync, 1),
@@ -171,7 +199,7 @@ pub fn render() -> Result<String, DiskError> {
         (Writer::InPlace, 1),
         (Writer::RemoveFirst, 1),
     ] {
-        enum_row(&mut out, &design(w, &script), w.title(), depth)?;
+        enum_row(&mut table, &design(w, &script), w.title(), depth)?;
     }
     for (w, depth) in [
         (Writer::Real, 2),
@@ -180,25 +208,37 @@ pub fn render() -> Result<String, DiskError> {
         (Writer::InPlace, 1),
         (Writer::RemoveFirst, 1),
     ] {
-        enum_row(&mut out, &looped(w)?, w.title(), depth)?;
+        enum_row(&mut table, &looped(w)?, w.title(), depth)?;
     }
+    out.push_str(&table.markdown());
     out.push_str("\nI/O errors (each call of the clean run through the checkpoint directory fails once; depth 2: the restart's next call of that kind fails too; then healthy; real writer)\n\n");
-    out.push_str("| subject | calls | depth | power cut | a life stopped | two lives stopped | absorbed | broken | first broken |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    let mut table = Table::new([
+        "subject",
+        "calls",
+        "depth",
+        "power cut",
+        "a life stopped",
+        "two lives stopped",
+        "absorbed",
+        "broken",
+        "first broken",
+    ])
+    .left([0, 3, 8]);
     let d = design(Writer::Real, &script).with_faults(Vec::new());
     fault_rows(
-        &mut out,
+        &mut table,
         &d,
         |w: &designs::World| w.faults().cloned(),
         |w: &designs::World| w.power_cut(),
     )?;
     let l = looped(Writer::Real)?.with_faults(Vec::new());
     fault_rows(
-        &mut out,
+        &mut table,
         &l,
         |w: &crate::LoopWorld| w.faults().cloned(),
         |w: &crate::LoopWorld| w.power_cut(),
     )?;
+    out.push_str(&table.markdown());
     Ok(out)
 }
 
@@ -223,16 +263,20 @@ mod tests {
                 ..Modes::default()
             })
             .with_faults(Vec::new());
-        let mut out = String::new();
+        let mut table = Table::new([
+            "subject", "calls", "depth", "cut", "1", "2", "ok", "bad", "first",
+        ]);
         fault_rows(
-            &mut out,
+            &mut table,
             &weak,
             |w: &designs::World| w.faults().cloned(),
             |w: &designs::World| w.power_cut(),
         )
         .unwrap();
+        let out = table.markdown();
         let rows: Vec<Vec<&str>> = out
             .lines()
+            .skip(2) // the header and its rule
             .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
             .collect();
         assert_eq!(rows.len(), 4, "{out}");

@@ -16,7 +16,10 @@ use durable::testing::CrashState as DiskState;
 use durable::testing::{MemDir, PersistenceModel, PowerDir};
 use durable::{Dir, Options};
 use serde_json::Value;
-use sweep::{scenario::Boot, Counter, CrashState, Subject, Verdict};
+use sweep::{
+    power::{Boot, CrashState},
+    Counter, Subject, Verdict,
+};
 use tracker::{Fault, Mode, Tracker};
 use triage_tools::{Backend, CodePatch, IssueComment, IssueFile, Search};
 
@@ -314,58 +317,6 @@ impl Subject for LoopSubject {
         ))
     }
 
-    /// A power-loss variant runs in every named disk state and in
-    /// [`ENUMERATED`]; the others in the process state alone.
-    fn crash_states(&self) -> Vec<CrashState> {
-        match self.variant.power {
-            Some(_) => DiskState::ALL
-                .into_iter()
-                .map(CrashState::from)
-                .chain([ENUMERATED])
-                .collect(),
-            None => vec![CrashState::PROCESS],
-        }
-    }
-
-    fn enumerates(&self, state: &CrashState) -> bool {
-        *state == ENUMERATED && self.variant.power.is_some()
-    }
-
-    fn crash_disks(&self, w: &LoopWorld) -> Option<u32> {
-        w.last_cut()
-    }
-
-    /// The variant's own state.
-    fn default_crash_states(&self) -> Vec<CrashState> {
-        match self.variant.power {
-            Some(p) => vec![p.state.into()],
-            None => vec![CrashState::PROCESS],
-        }
-    }
-
-    /// The variant's title with `state` in place of its own
-    /// (`loop keyed | power: torn | no dir fsync`).
-    fn row_title(&self, state: &CrashState) -> String {
-        let mut v = self.variant;
-        if let (Some(p), Some(s)) = (&mut v.power, DiskState::try_from(state).ok()) {
-            p.state = s;
-        }
-        self.title_of(v)
-    }
-
-    fn boot(&self, w: &mut LoopWorld, ctx: &Boot) -> Result<(), sweep::LifeError> {
-        if self.enumerates(ctx.state()) {
-            w.power_boot_enumerated(PersistenceModel::default(), ctx.disk().unwrap_or(0));
-            return Ok(());
-        }
-        w.power_boot(ctx.state().try_into()?);
-        Ok(())
-    }
-
-    fn shutdown(&self, w: &mut LoopWorld, _ctx: &Boot) {
-        w.power_shutdown();
-    }
-
     fn life(&self, w: &mut LoopWorld) -> Result<(), sweep::LifeError> {
         let result = self
             .agent(w)
@@ -518,6 +469,64 @@ impl Subject for LoopSubject {
             }
         }
         out
+    }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<LoopWorld>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<LoopWorld> for LoopSubject {
+    /// A power-loss variant runs in every named disk state and in
+    /// [`ENUMERATED`]; the others in the process state alone.
+    fn crash_states(&self) -> Vec<CrashState> {
+        match self.variant.power {
+            Some(_) => DiskState::ALL
+                .into_iter()
+                .map(CrashState::from)
+                .chain([ENUMERATED])
+                .collect(),
+            None => vec![CrashState::PROCESS],
+        }
+    }
+
+    fn enumerates(&self, state: &CrashState) -> bool {
+        *state == ENUMERATED && self.variant.power.is_some()
+    }
+
+    fn crash_disks(&self, w: &LoopWorld) -> Option<u32> {
+        w.last_cut()
+    }
+
+    /// The variant's own state.
+    fn default_crash_states(&self) -> Vec<CrashState> {
+        match self.variant.power {
+            Some(p) => vec![p.state.into()],
+            None => vec![CrashState::PROCESS],
+        }
+    }
+
+    /// The variant's title with `state` in place of its own
+    /// (`loop keyed | power: torn | no dir fsync`).
+    fn row_title(&self, _subject: &str, state: &CrashState) -> String {
+        let mut v = self.variant;
+        if let (Some(p), Some(s)) = (&mut v.power, DiskState::try_from(state).ok()) {
+            p.state = s;
+        }
+        self.title_of(v)
+    }
+
+    fn boot(&self, w: &mut LoopWorld, ctx: &Boot) -> Result<(), sweep::LifeError> {
+        if self.enumerates(ctx.state()) {
+            w.power_boot_enumerated(PersistenceModel::default(), ctx.disk().unwrap_or(0));
+            return Ok(());
+        }
+        w.power_boot(ctx.state().try_into()?);
+        Ok(())
+    }
+
+    fn shutdown(&self, w: &mut LoopWorld, _ctx: &Boot) {
+        w.power_shutdown();
     }
 }
 

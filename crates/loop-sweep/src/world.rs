@@ -122,7 +122,7 @@ pub(crate) struct PowerWorld {
 
 impl LoopWorld {
     /// The runner boots the power-loss directories before each life (the
-    /// sweep's `Subject::boot`): if the previous life crashed, the power is
+    /// sweep's `PowerCuts::boot`): if the previous life crashed, the power is
     /// cut now in `state` (both directories), before anything is read.
     pub(crate) fn power_boot(&mut self, state: CrashState) {
         if let Some(p) = &self.power {

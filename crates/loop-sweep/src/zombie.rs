@@ -29,7 +29,6 @@
 //! Every number comes from running the scenarios; the scenarios run one
 //! after another, so the table is the same on every run.
 
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -41,6 +40,7 @@ use crashpoint::Hit;
 use durable::store::{FileStore, RunStore};
 use durable::testing::MemDir;
 use durable::{Options, RunId};
+use sweep::report::Table;
 use tracker::{Mode, Tracker};
 use triage_tools::{IssueComment, IssueFile, Search};
 
@@ -285,15 +285,23 @@ pub fn render() -> Result<String, String> {
         "The zombie: the run's holder paused at each hit of a clean run until its lease \
          expired and another holder finished the run, then let go (file store, in process)\n\n",
     );
-    out.push_str("| tracker | epoch sent | scenarios | dups | missing | a's save fenced | a's call refused as stale | a finished unaware | b blocked by a's step | other | first bad scenario |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let mut table = Table::new([
+        "tracker",
+        "epoch sent",
+        "scenarios",
+        "dups",
+        "missing",
+        "a's save fenced",
+        "a's call refused as stale",
+        "a finished unaware",
+        "b blocked by a's step",
+        "other",
+        "first bad scenario",
+    ])
+    .left([0, 1, 10]);
     for case in CASES {
         let r = sweep_case(case)?;
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            if case.keyed { "keyed" } else { "keyless" },
-            if case.epoch { "yes" } else { "no" },
+        let counts = [
             r.scenarios,
             r.dups,
             r.missing,
@@ -302,8 +310,17 @@ pub fn render() -> Result<String, String> {
             r.finished,
             r.blocked,
             r.other,
-            r.first_bad.as_deref().unwrap_or("-"),
+        ];
+        table.row(
+            [
+                if case.keyed { "keyed" } else { "keyless" }.to_owned(),
+                if case.epoch { "yes" } else { "no" }.to_owned(),
+            ]
+            .into_iter()
+            .chain(counts.iter().map(ToString::to_string))
+            .chain([r.first_bad.unwrap_or_else(|| "-".into())]),
         );
     }
+    out.push_str(&table.markdown());
     Ok(out)
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use durable::testing::CrashState;
 use loop_sweep::{LoopSubject, LoopVariant, Power, Situation, Writer, ENUMERATED};
-use sweep::{runs::CrashDisks, scenario::Scenario, Config, Report};
+use sweep::{power::CrashDisks, scenario::Scenario, Config, Report};
 
 fn subject(writer: Writer) -> LoopSubject {
     let t = Arc::new(loop_sweep::transcript(None).expect("the loop's sweep job loads"));
@@ -75,7 +75,12 @@ fn each_mutant_is_caught_and_its_first_failure_reruns_by_name() {
             r.scenarios.len()
         );
         let again: Scenario = name.parse().expect("the name parses");
-        let rerun = sweep::runs::run_one(&subject(writer), &again);
+        let rerun = sweep::rerun(
+            &subject(writer),
+            &sweep::Config::default(),
+            &again.to_string(),
+        )
+        .unwrap();
         assert!(
             rerun.failed(),
             "{name} reruns and fails:\n{}",

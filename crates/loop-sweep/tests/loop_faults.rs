@@ -14,6 +14,7 @@ use std::sync::Arc;
 use designs::faults::{check_every_site, fault_run, FaultOutcome};
 use durable::testing::{CrashState, Fault};
 use loop_sweep::{LoopSubject, LoopVariant, Power, Situation, Writer};
+use sweep::power::PowerCuts;
 use sweep::Subject;
 
 fn subject(faults: Vec<Fault>) -> LoopSubject {
@@ -135,7 +136,7 @@ fn a_variant_sweeps_its_own_crash_state_by_default() {
     let plain = loop_sweep::subject("loop-keyed", None).expect("the subject builds");
     assert_eq!(
         plain.default_crash_states(),
-        vec![sweep::CrashState::PROCESS]
+        vec![sweep::power::CrashState::PROCESS]
     );
     let powered = loop_sweep::power_subjects(Writer::Real, None).expect("the subjects build");
     assert!(powered.len() > 1);
@@ -217,7 +218,7 @@ fn an_unfinished_run_is_noted() {
 #[test]
 fn a_clean_shutdown_is_no_power_cut() {
     use std::sync::Mutex;
-    use sweep::{scenario::Boot, Counter, LifeError, Verdict};
+    use sweep::{power::Boot, Counter, LifeError, Verdict};
     struct Restarts {
         inner: LoopSubject,
         cuts: Mutex<Vec<(String, String)>>,
@@ -242,16 +243,26 @@ fn a_clean_shutdown_is_no_power_cut() {
         fn judge(&self, w: &Self::World) -> Verdict {
             self.inner.judge(w)
         }
-        fn crash_states(&self) -> Vec<sweep::CrashState> {
+
+        fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<loop_sweep::LoopWorld>> {
+            Some(self)
+        }
+    }
+
+    impl sweep::power::PowerCuts<loop_sweep::LoopWorld> for Restarts {
+        fn crash_states(&self) -> Vec<sweep::power::CrashState> {
             self.inner.crash_states()
         }
-        fn default_crash_states(&self) -> Vec<sweep::CrashState> {
+
+        fn default_crash_states(&self) -> Vec<sweep::power::CrashState> {
             self.inner.default_crash_states()
         }
-        fn boot(&self, w: &mut Self::World, ctx: &Boot) -> Result<(), LifeError> {
+
+        fn boot(&self, w: &mut loop_sweep::LoopWorld, ctx: &Boot) -> Result<(), LifeError> {
             self.inner.boot(w, ctx)
         }
-        fn shutdown(&self, w: &mut Self::World, ctx: &Boot) {
+
+        fn shutdown(&self, w: &mut loop_sweep::LoopWorld, ctx: &Boot) {
             self.inner.shutdown(w, ctx);
             let before = cuts(&self.inner.describe(w));
             assert!(self.inner.boot(w, ctx).is_ok());

@@ -23,10 +23,10 @@ fn cell(row: &Row, title: &str) -> u64 {
 }
 
 /// Every crash state, as the sweep names them.
-fn all_states() -> Vec<sweep::CrashState> {
+fn all_states() -> Vec<sweep::power::CrashState> {
     CrashState::ALL
         .into_iter()
-        .map(sweep::CrashState::from)
+        .map(sweep::power::CrashState::from)
         .collect()
 }
 
@@ -94,7 +94,7 @@ fn mutation_section(writer: Writer, runs: &[(LoopSubject, Report)]) -> String {
     out.push('\n');
     for (s, r) in runs {
         for state in CrashState::ALL {
-            let st = sweep::CrashState::from(state);
+            let st = sweep::power::CrashState::from(state);
             let mut failing = r.in_state(&st).filter(|s| s.failed());
             let Some(first) = failing.next() else {
                 continue;
@@ -176,7 +176,7 @@ fn the_real_writer_comes_through_every_power_cut_and_dropped_fsyncs_are_caught()
         for (s, r) in &runs {
             // A panic keeps the page cache: no sweep of process crashes can
             // see a dropped fsync.
-            let process = r.in_state(&sweep::CrashState::PROCESS);
+            let process = r.in_state(&sweep::power::CrashState::PROCESS);
             assert_eq!(
                 process.filter(|s| s.failed()).count(),
                 0,
@@ -198,9 +198,10 @@ fn the_real_writer_comes_through_every_power_cut_and_dropped_fsyncs_are_caught()
                 let Some(first) = r.in_state(&state).find(|s| s.failed()) else {
                     continue;
                 };
-                let name: Scenario = first.scenario.to_string().parse().expect("a scenario name");
-                assert_eq!(name.state, state);
-                let again = sweep::runs::run_one(s, &name);
+                let name = first.scenario.to_string();
+                let parsed: Scenario = name.parse().expect("a scenario name");
+                assert_eq!(parsed.state, state);
+                let again = sweep::rerun(s, &sweep::Config::default(), &name).unwrap();
                 assert!(
                     again.failed(),
                     "{} / {}: passes when rerun alone",

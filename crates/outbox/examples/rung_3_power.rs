@@ -4,7 +4,8 @@ use crashpoint::point;
 use durable::testing::{CrashState, PowerDir};
 use durable::{Checkpoint, Durable, Options, RunId};
 use serde::{Deserialize, Serialize};
-use sweep::{scenario::Boot, Config, Counter, LifeError, Subject, Verdict};
+use sweep::power::{Boot, PowerCuts};
+use sweep::{Config, Counter, LifeError, Subject, Verdict};
 
 #[derive(Clone, Default, Serialize, Deserialize)]
 struct Progress {
@@ -26,22 +27,6 @@ impl Subject for Payday {
     type World = (PowerDir, Vec<u32>); // the job's disk, the notices sent
     fn name(&self) -> String {
         format!("payday{}", if self.synced { ", synced" } else { "" })
-    }
-    fn crash_states(&self) -> Vec<sweep::CrashState> {
-        CrashState::ALL.map(Into::into).to_vec() // process, lose, entries, …
-    }
-    fn default_crash_states(&self) -> Vec<sweep::CrashState> {
-        self.crash_states() // one table row each
-    }
-    fn row_title(&self, state: &sweep::CrashState) -> String {
-        format!("{} ({state})", self.name())
-    }
-    fn boot(&self, (dir, _): &mut Self::World, ctx: &Boot) -> Result<(), LifeError> {
-        dir.boot_in(ctx.state().try_into()?); // cuts the power if the last life died
-        Ok(())
-    }
-    fn shutdown(&self, (dir, _): &mut Self::World, _: &Boot) {
-        dir.shutdown();
     }
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("told twice").required()]
@@ -68,6 +53,28 @@ impl Subject for Payday {
     fn judge(&self, (_, told): &Self::World) -> Verdict {
         let twice = (1..=3).filter(|n| told.iter().filter(|t| *t == n).count() > 1);
         Verdict::new().count("told twice", twice.count() as u64)
+    }
+    fn power_cuts(&self) -> Option<&dyn PowerCuts<Self::World>> {
+        Some(self) // opts in to the crash states below
+    }
+}
+
+impl PowerCuts<(PowerDir, Vec<u32>)> for Payday {
+    fn crash_states(&self) -> Vec<sweep::power::CrashState> {
+        CrashState::ALL.map(Into::into).to_vec() // process, lose, entries, …
+    }
+    fn default_crash_states(&self) -> Vec<sweep::power::CrashState> {
+        self.crash_states() // one table row each
+    }
+    fn row_title(&self, subject: &str, state: &sweep::power::CrashState) -> String {
+        format!("{subject} ({state})")
+    }
+    fn boot(&self, (dir, _): &mut (PowerDir, Vec<u32>), ctx: &Boot) -> Result<(), LifeError> {
+        dir.boot_in(ctx.state().try_into()?); // cuts the power if the last life died
+        Ok(())
+    }
+    fn shutdown(&self, (dir, _): &mut (PowerDir, Vec<u32>), _: &Boot) {
+        dir.shutdown();
     }
 }
 

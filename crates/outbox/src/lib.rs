@@ -14,7 +14,8 @@ use crashpoint::point;
 use durable::testing::{CrashState, PowerDir};
 use durable::{Checkpoint, Durable, Options, RunId};
 use serde::{Deserialize, Serialize};
-use sweep::{scenario::Boot, Counter, LifeError, Subject, Verdict};
+use sweep::power::{Boot, PowerCuts};
+use sweep::{Counter, LifeError, Subject, Verdict};
 
 /// The events the producer put in the outbox.
 pub const EVENTS: [&str; 3] = ["order-1 paid", "order-2 paid", "order-1 shipped"];
@@ -121,18 +122,6 @@ impl Subject for Relay {
         }
     }
 
-    fn crash_states(&self) -> Vec<sweep::CrashState> {
-        CrashState::ALL.map(Into::into).to_vec()
-    }
-
-    fn default_crash_states(&self) -> Vec<sweep::CrashState> {
-        self.crash_states() // every one, one table row each
-    }
-
-    fn row_title(&self, state: &sweep::CrashState) -> String {
-        format!("{} ({state})", self.name())
-    }
-
     fn counters(&self) -> Vec<Counter> {
         vec![
             Counter::new("lost").with_scenarios("with lost").required(),
@@ -145,15 +134,6 @@ impl Subject for Relay {
             dir: PowerDir::new(CrashState::Process),
             receiver: Receiver::default(),
         })
-    }
-
-    fn boot(&self, w: &mut World, ctx: &Boot) -> Result<(), LifeError> {
-        w.dir.boot_in(ctx.state().try_into()?); // cuts the power first if the last life died
-        Ok(())
-    }
-
-    fn shutdown(&self, w: &mut World, _: &Boot) {
-        w.dir.shutdown();
     }
 
     fn life(&self, w: &mut World) -> Result<(), LifeError> {
@@ -182,6 +162,33 @@ impl Subject for Relay {
         let log = w.receiver.0.lock().unwrap_or_else(|e| e.into_inner());
         let events: Vec<&str> = log.iter().map(|(_, e)| e.as_str()).collect();
         format!("the receiver has: {}", events.join(", "))
+    }
+
+    fn power_cuts(&self) -> Option<&dyn PowerCuts<World>> {
+        Some(self)
+    }
+}
+
+impl PowerCuts<World> for Relay {
+    fn crash_states(&self) -> Vec<sweep::power::CrashState> {
+        CrashState::ALL.map(Into::into).to_vec()
+    }
+
+    fn default_crash_states(&self) -> Vec<sweep::power::CrashState> {
+        self.crash_states() // every one, one table row each
+    }
+
+    fn row_title(&self, subject: &str, state: &sweep::power::CrashState) -> String {
+        format!("{subject} ({state})")
+    }
+
+    fn boot(&self, w: &mut World, ctx: &Boot) -> Result<(), LifeError> {
+        w.dir.boot_in(ctx.state().try_into()?); // cuts the power first if the last life died
+        Ok(())
+    }
+
+    fn shutdown(&self, w: &mut World, _: &Boot) {
+        w.dir.shutdown();
     }
 }
 

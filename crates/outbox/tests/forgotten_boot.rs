@@ -9,7 +9,7 @@ use crashpoint::point;
 use durable::testing::{CrashState, PowerDir};
 use durable::write::{write_atomic, WriteOptions};
 use durable::Dir;
-use sweep::{scenario::Boot, Config, Counter, LifeError, Subject, Verdict};
+use sweep::{power::Boot, Config, Counter, LifeError, Subject, Verdict};
 
 /// Sends three effects, saving how many were sent after each — without an
 /// fsync (the bug a `lose` row must catch).
@@ -27,9 +27,6 @@ impl Subject for NoFsync {
     fn name(&self) -> String {
         format!("no fsync{}", if self.boots { "" } else { ", never booted" })
     }
-    fn crash_states(&self) -> Vec<sweep::CrashState> {
-        vec![sweep::CrashState::PROCESS, sweep::CrashState::named("lose")]
-    }
     fn counters(&self) -> Vec<Counter> {
         vec![Counter::new("dups").required()]
     }
@@ -38,17 +35,6 @@ impl Subject for NoFsync {
             dir: PowerDir::new(CrashState::Process),
             sent: Arc::default(),
         })
-    }
-    fn boot(&self, w: &mut World, ctx: &Boot) -> Result<(), LifeError> {
-        if self.boots {
-            w.dir.boot_in(ctx.state().try_into()?);
-        }
-        Ok(())
-    }
-    fn shutdown(&self, w: &mut World, _: &Boot) {
-        if self.boots {
-            w.dir.shutdown();
-        }
     }
     fn life(&self, w: &mut World) -> Result<(), LifeError> {
         let unsynced = WriteOptions {
@@ -70,11 +56,37 @@ impl Subject for NoFsync {
         let sent = w.sent.lock().unwrap_or_else(|e| e.into_inner());
         Verdict::new().count("dups", sent.len().saturating_sub(3) as u64)
     }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<World>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<World> for NoFsync {
+    fn crash_states(&self) -> Vec<sweep::power::CrashState> {
+        vec![
+            sweep::power::CrashState::PROCESS,
+            sweep::power::CrashState::named("lose"),
+        ]
+    }
+
+    fn boot(&self, w: &mut World, ctx: &Boot) -> Result<(), LifeError> {
+        if self.boots {
+            w.dir.boot_in(ctx.state().try_into()?);
+        }
+        Ok(())
+    }
+
+    fn shutdown(&self, w: &mut World, _: &Boot) {
+        if self.boots {
+            w.dir.shutdown();
+        }
+    }
 }
 
 fn sweep_lose(subject: &NoFsync) -> sweep::Report {
     let config = Config {
-        crash_states: vec![sweep::CrashState::named("lose")],
+        crash_states: vec![sweep::power::CrashState::named("lose")],
         depth: 1,
         ..Config::default()
     };

@@ -43,7 +43,7 @@ fn the_sweep_catches_record_first_under_every_crash_state_and_matches_its_snapsh
 
 #[test]
 fn a_failure_reruns_by_its_name_alone_with_its_timeline() {
-    let lose = sweep::CrashState::named("lose");
+    let lose = sweep::power::CrashState::named("lose");
     let config = sweep::Config {
         crash_states: vec![lose.clone()],
         ..Default::default()

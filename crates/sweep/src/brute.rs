@@ -22,7 +22,7 @@ pub(crate) fn subtree<S: Subject>(
     let mut ran = replayer.replay(&sc, order, Some(run.clean));
     replayer.settle(&sc, &mut ran.result, run.clean, run.config);
     (run.progress)(Progress::Finished { depth: sc.depth() });
-    let enumerates = replayer.subject.enumerates(&sc.state);
+    let enumerates = crate::subject::cuts(replayer.subject).enumerates(&sc.state);
     // Disk 0 of a crash ran first; it tells how many disks the cut could
     // leave, and each other one is a scenario of its own. (Only scenarios
     // of an enumerating state name disks and count cuts.)

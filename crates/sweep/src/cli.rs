@@ -40,15 +40,15 @@
 //! | `--artifacts DIR` | writes a directory per failing scenario: the rerun command (argv and shell line), timeline, verdict with notes, final world |
 //!
 //! Subjects of different world types fit in one list: each is kept as a
-//! [`DynSubject`](crate::DynSubject).
+//! [`DynSubject`], which every [`Subject`](crate::Subject) is.
 //!
 //! # Crash states
 //!
 //! A subject that can run in several crash states (its
-//! [`Subject::crash_states`](crate::Subject::crash_states), e.g. `process`
+//! [`PowerCuts::crash_states`](crate::power::PowerCuts::crash_states), e.g. `process`
 //! and the power cuts of a `durable::testing::PowerDir` it boots in
-//! [`Subject::boot`](crate::Subject::boot)) is swept in its
-//! [default states](crate::Subject::default_crash_states), or in those
+//! [`PowerCuts::boot`](crate::power::PowerCuts::boot)) is swept in its
+//! [default states](crate::power::PowerCuts::default_crash_states), or in those
 //! `--crash-state` names ([`Config::crash_states`](crate::Config::crash_states)): one table row per
 //! state. Its scenarios' names start with their state
 //! (`lose: posting#2 → receiver accepted#1`), and so do the rerun hints, so
@@ -113,6 +113,7 @@ mod output;
 
 use std::io::IsTerminal;
 
+pub use crate::dyn_subject::DynSubject;
 pub use app::{main, slug, App};
 pub use args::{parse_partition, Format, SweepFlags};
 pub use bar::Levels;

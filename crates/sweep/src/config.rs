@@ -1,15 +1,54 @@
-//! How to sweep: the [`Config`] a caller hands the runner, and its
-//! defaults.
+//! How to sweep: the [`Config`] a caller hands the runner, its defaults
+//! and its limits.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::crash_state::CrashState;
+use crate::progress::Progress;
 // For the links of the docs below.
 #[cfg(doc)]
 use crate::{Error, Failure, Report, Subject};
 
+/// A callback told about each scenario as a sweep runs ([`Config::progress`]).
+pub type OnProgress = Arc<dyn Fn(Progress) + Send + Sync>;
+
 /// How to sweep.
-#[derive(Clone, Debug)]
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+/// use sweep::report::Progress;
+///
+/// let finished = Arc::new(AtomicU64::new(0));
+/// let seen = Arc::clone(&finished);
+/// let config = sweep::Config {
+///     depth: 1,
+///     progress: Some(Arc::new(move |p| {
+///         if let Progress::Finished { .. } = p {
+///             seen.fetch_add(1, Ordering::Relaxed);
+///         }
+///     })),
+///     ..sweep::Config::default()
+/// };
+/// # struct One;
+/// # impl sweep::Subject for One {
+/// #     type World = ();
+/// #     fn name(&self) -> String { "one".into() }
+/// #     fn counters(&self) -> Vec<sweep::Counter> { vec![] }
+/// #     fn world(&self) -> Result<(), sweep::LifeError> { Ok(()) }
+/// #     fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+/// #         crashpoint::point!("a");
+/// #         crashpoint::point!("b");
+/// #         Ok(())
+/// #     }
+/// #     fn judge(&self, _: &()) -> sweep::Verdict { sweep::Verdict::new() }
+/// # }
+/// let report = sweep::run(&One, &config).unwrap();
+/// assert_eq!(finished.load(Ordering::Relaxed), report.scenario_count());
+/// ```
+#[derive(Clone)]
 pub struct Config {
     /// How many lives in a row crash: 0 runs the clean run only, 1 adds one
     /// scenario per hit, 2 (the default) also crashes each restart once at
@@ -27,8 +66,9 @@ pub struct Config {
     pub trace: bool,
     /// The crash states to sweep, each a full sweep of its own whose
     /// scenarios' names start with the state; empty: the subject's
-    /// [`default_crash_states`](Subject::default_crash_states). A state the
-    /// subject does not list in [`crash_states`](Subject::crash_states) is
+    /// [`default_crash_states`](crate::power::PowerCuts::default_crash_states)
+    /// (`process` for a subject without [`Subject::power_cuts`]). A state the
+    /// subject does not list in [`crash_states`](crate::power::PowerCuts::crash_states) is
     /// refused ([`Error::UnknownCrashState`]).
     pub crash_states: Vec<CrashState>,
     /// A scenario still running after this long is stopped at its next point
@@ -88,12 +128,72 @@ pub struct Config {
     /// ([`Report::never_passed`] lists them either way): no scenario
     /// crashes at a point the clean run never passes.
     pub strict_points: bool,
+    /// Told about each scenario as it is planned and as it finishes, from
+    /// the sweep's worker threads (a progress bar; see [`Progress`]).
+    /// `None`: nobody is told.
+    pub progress: Option<OnProgress>,
 }
 
-/// [`Config::scenario_timeout`]'s default.
-pub const DEFAULT_SCENARIO_TIMEOUT: Duration = Duration::from_secs(60);
-/// [`Config::max_scenarios`]'s default.
-pub const DEFAULT_MAX_SCENARIOS: u64 = 1_000_000;
+impl Config {
+    /// [`Config::scenario_timeout`]'s default.
+    pub const DEFAULT_SCENARIO_TIMEOUT: Duration = Duration::from_secs(60);
+    /// [`Config::max_scenarios`]'s default.
+    pub const DEFAULT_MAX_SCENARIOS: u64 = 1_000_000;
+    /// The most crashes in a row a sweep runs ([`Config::depth`]) and a
+    /// merged report may claim: [`run`](crate::run) refuses a deeper sweep
+    /// ([`Error::TooDeep`]) and [`Report::merge`] a deeper shard.
+    pub const MAX_DEPTH: u32 = 16;
+
+    /// About how many scenarios this config's sweep runs from a clean run of
+    /// `hits` hits, in `states` crash states (what [`Config::max_scenarios`]
+    /// is held against): at most `hits^k` at depth `k` when no restart
+    /// passes more hits than the clean run (a restart usually passes fewer,
+    /// so this errs on the side of refusing).
+    pub fn estimate_scenarios(&self, hits: usize, states: usize) -> f64 {
+        crate::plan::estimate_scenarios(hits, self.depth, states)
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Every field, spelt out so that a new one is not forgotten
+        // silently (the destructuring fails to compile).
+        let Config {
+            depth,
+            threads,
+            partition,
+            trace,
+            crash_states,
+            scenario_timeout,
+            max_scenarios,
+            rerun_failures,
+            clean_runs,
+            share,
+            tally,
+            required,
+            refuse_unscoped,
+            strict_points,
+            progress,
+        } = self;
+        f.debug_struct("Config")
+            .field("depth", depth)
+            .field("threads", threads)
+            .field("partition", partition)
+            .field("trace", trace)
+            .field("crash_states", crash_states)
+            .field("scenario_timeout", scenario_timeout)
+            .field("max_scenarios", max_scenarios)
+            .field("rerun_failures", rerun_failures)
+            .field("clean_runs", clean_runs)
+            .field("share", share)
+            .field("tally", tally)
+            .field("required", required)
+            .field("refuse_unscoped", refuse_unscoped)
+            .field("strict_points", strict_points)
+            .field("progress", &progress.as_ref().map(|_| "Fn(Progress)"))
+            .finish()
+    }
+}
 
 impl Default for Config {
     fn default() -> Self {
@@ -103,8 +203,8 @@ impl Default for Config {
             partition: None,
             trace: false,
             crash_states: Vec::new(),
-            scenario_timeout: Some(DEFAULT_SCENARIO_TIMEOUT),
-            max_scenarios: DEFAULT_MAX_SCENARIOS,
+            scenario_timeout: Some(Config::DEFAULT_SCENARIO_TIMEOUT),
+            max_scenarios: Config::DEFAULT_MAX_SCENARIOS,
             rerun_failures: true,
             clean_runs: 2,
             share: true,
@@ -112,6 +212,7 @@ impl Default for Config {
             required: Vec::new(),
             refuse_unscoped: true,
             strict_points: false,
+            progress: None,
         }
     }
 }

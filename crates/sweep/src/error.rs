@@ -1,4 +1,9 @@
-//! Why a sweep could not run, or its reports could not be merged.
+//! Why a sweep could not run, or its reports could not be merged; why a
+//! life stopped on its own ([`LifeError`]).
+
+/// Why a life stopped on its own (not by a crash): any error converts into
+/// it with `?`, a `String` or `&str` included.
+pub type LifeError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Why a sweep could not run at all (a failing scenario is not an error: it
 /// is in the [`Report`](crate::Report)).
@@ -12,7 +17,7 @@ pub enum Error {
         /// What went wrong.
         reason: Box<crate::Failure>,
     },
-    /// Deeper than [`MAX_DEPTH`](crate::runs::MAX_DEPTH) crashes in a row: no
+    /// Deeper than [`Config::MAX_DEPTH`](crate::Config::MAX_DEPTH) crashes in a row: no
     /// real program is restarted that often in one scenario, and the same
     /// limit holds for [`Report::merge`](crate::Report::merge).
     #[error(
@@ -132,6 +137,15 @@ pub enum Error {
         estimate: f64,
         /// The limit.
         limit: u64,
+    },
+    /// A scenario name given to [`rerun`](crate::rerun) does not parse.
+    #[error("{name:?} is not a scenario name: {source}")]
+    BadScenario {
+        /// The name given.
+        name: String,
+        /// Why it does not parse.
+        #[source]
+        source: crate::scenario::ParseScenarioError,
     },
     /// A crash state the subject cannot run in.
     #[error("{subject:?} cannot run in crash state {state:?} (it runs in: {})", known.join(", "))]

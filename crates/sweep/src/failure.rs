@@ -133,13 +133,6 @@ pub enum Failure {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         again: Option<Box<Failure>>,
     },
-    /// The scenario's crash state is not one the subject can run in.
-    UnknownState {
-        /// The state asked for.
-        state: String,
-        /// The states the subject can run in.
-        known: Vec<String>,
-    },
 }
 
 impl Failure {
@@ -238,11 +231,6 @@ impl fmt::Display for Failure {
                 Some(a) => write!(f, "flaky: failed with {first}, then with {a} when run again"),
                 None => write!(f, "flaky: failed with {first}, then passed when run again"),
             },
-            Failure::UnknownState { state, known } => write!(
-                f,
-                "the subject cannot run in crash state {state:?} (it runs in: {})",
-                known.join(", ")
-            ),
         }
     }
 }

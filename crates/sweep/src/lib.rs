@@ -25,7 +25,8 @@
 //! Every scenario checks that its crash fired at the hit its name says, and
 //! that its final life finished; a real panic fails the scenario with its
 //! message. A scenario's name (`tracker accepted#2 → mid-save#1`) parses back
-//! into a [`Scenario`], so [`run_one`] reruns it alone with its timeline.
+//! into a [`Scenario`], so [`rerun`] reruns it alone,
+//! by that name, with its timeline.
 //! Partitions ([`Config::partition`]) split a sweep across machines by a
 //! stable hash of scenario names; [`Report::merge`] puts the shards back
 //! together into exactly the unpartitioned report.
@@ -50,7 +51,8 @@
 //! fails ([`Failure::Outlived`]), and a crashed life's threads are gone
 //! before the next life starts.
 //! [`Config::crash_states`] sweeps each crash state a subject lists
-//! ([`Subject::crash_states`]), one table row per state ([`Report::rows`]).
+//! ([`power::PowerCuts::crash_states`], the opt-in of
+//! [`Subject::power_cuts`]), one table row per state ([`Report::rows`]).
 //!
 //! A complete example outside this project's domain is the workspace's
 //! `crates/bank`: a bank-transfer job with idempotency keys, checkpointed with
@@ -100,6 +102,11 @@
 //! let failing: Vec<String> = report.failures().map(|s| s.scenario.to_string()).collect();
 //! assert_eq!(failing[..2], ["debited#1", "credited#1"]);
 //! println!("{}", sweep::table(&[report.row()]));
+//! // Any failing scenario reruns alone by the name the report prints, with
+//! // its timeline (each life's hits and how it ended).
+//! let again = sweep::rerun(&Transfer, &sweep::Config::default(), "debited#1").unwrap();
+//! assert!(again.failed());
+//! print!("{}", again.timeline());
 //! ```
 
 #![deny(missing_docs)]
@@ -121,8 +128,10 @@ mod error;
 mod failure;
 mod fingerprint;
 mod judge;
+mod merge;
 mod nets;
 mod plan;
+pub mod power;
 #[cfg(unix)]
 pub mod process;
 mod progress;
@@ -130,7 +139,6 @@ mod reach;
 mod replay;
 pub mod report;
 mod runner;
-pub mod runs;
 pub mod scenario;
 mod share;
 pub mod sharing;
@@ -140,30 +148,30 @@ mod subject;
 mod table;
 mod watchdog;
 
-// What a first sweep types; the rest is in the modules `report` (what a
-// sweep found, and its tables), `scenario` (one scenario: its crash state,
-// its crashes, the life's boot, a rerun) and `runs` (the other ways to run a
-// sweep, and its limits).
+// What a first sweep types (one way to run a sweep, one to rerun a
+// scenario); the rest is in the modules `report` (what a sweep found, its
+// tables, its progress and stats), `scenario` (one scenario: its crashes, by
+// a name that parses back), `power` (crash states beyond a process crash:
+// power cuts), `sharing` (shared lives), `process` and `snapshot`.
 pub use config::Config;
-pub use crash_state::CrashState;
-pub use error::Error;
+pub use error::{Error, LifeError};
 pub use judge::{Counter, Verdict};
 #[doc(inline)]
 pub use report::Report;
-pub use runner::run;
-pub use subject::{LifeError, Subject};
+pub use runner::{rerun, run};
+pub use subject::Subject;
 pub use table::table;
 
-// Paths the crate's own modules name (`crate::Stats`, …), in code, tests
+/// Plumbing for sibling crates: an object-safe view of any [`Subject`]
+/// (documented as `sweep::cli::DynSubject`, where a command line keeps its
+/// subjects).
+#[doc(hidden)]
+pub use dyn_subject::DynSubject;
+
+// Paths the crate's own modules name (`crate::Failure`, …), in code, tests
 // and doc links.
 #[allow(unused_imports)]
 pub(crate) use crashpoint::Hit;
-#[allow(unused_imports)]
-pub(crate) use dyn_subject::DynSubject;
 pub(crate) use failure::Failure;
-#[allow(unused_imports)]
-pub(crate) use runner::{run_counted, run_one, run_with, Stats};
-#[allow(unused_imports)] // the defaults: named by `cli` only
-pub(crate) use runs::{DEFAULT_MAX_SCENARIOS, DEFAULT_SCENARIO_TIMEOUT, MAX_DEPTH};
 #[allow(unused_imports)]
 pub(crate) use scenario::Scenario;

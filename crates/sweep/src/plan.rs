@@ -10,7 +10,7 @@ use crate::scenario::Scenario;
 /// `hits` hits, in `states` crash states: at most `hits^k` at depth `k` when
 /// no restart passes more hits than the clean run (a restart usually passes
 /// fewer, so this errs on the side of refusing).
-pub fn estimate_scenarios(hits: usize, depth: u32, states: usize) -> f64 {
+pub(crate) fn estimate_scenarios(hits: usize, depth: u32, states: usize) -> f64 {
     let n = hits as f64;
     let mut total = 0.0;
     let mut term = 1.0;

@@ -1,5 +1,6 @@
 //! Progress of a running sweep, as the runner reports it to a progress
-//! bar: scenarios planned and finished, level by level.
+//! bar: scenarios planned and finished, level by level; and, once it is
+//! over, how much work it did.
 
 /// Progress of a running sweep, for a progress bar.
 ///
@@ -21,4 +22,16 @@ pub enum Progress {
         /// The level of the finished scenario.
         depth: usize,
     },
+}
+
+/// How much work a sweep did ([`Report::stats`](crate::Report::stats)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Scenarios run and kept for the report (of its shard), the clean run
+    /// included.
+    pub scenarios: u64,
+    /// Lives actually run (clean runs included).
+    pub lives: u64,
+    /// Whether lives were shared ([`Subject::share`](crate::Subject::share)).
+    pub shared: bool,
 }

@@ -13,9 +13,10 @@ use crashpoint::{Hit, Outcome};
 use crate::config::Config;
 use crate::failure::{Failure, Life};
 use crate::judge::{verdict_failure, Counter, Verdict};
+use crate::power::Boot;
 use crate::report::{LifeTrace, ScenarioResult};
 use crate::scenario::Scenario;
-use crate::subject::{Boot, Subject};
+use crate::subject::{cuts, Subject};
 use crate::watchdog::Watchdog;
 
 pub(crate) struct Ran {
@@ -61,7 +62,7 @@ pub(crate) struct Replayer<'a, S> {
     pub(crate) counters: Vec<Counter>,
     trace: bool,
     watchdog: &'a Watchdog,
-    /// Lives run so far (for [`Stats`](crate::Stats)).
+    /// Lives run so far (for [`Stats`](crate::report::Stats)).
     pub(crate) lives: AtomicU64,
     /// The first error of [`Subject::world`]: the sweep ends with it.
     pub(crate) world_error: Mutex<Option<String>>,
@@ -174,11 +175,11 @@ impl<'a, S: Subject> Replayer<'a, S> {
         scenario: &Scenario,
         cut_disks: &mut Vec<u32>,
     ) -> Result<Lived, String> {
-        self.subject
-            .boot(world, ctx)
+        let cuts = cuts(self.subject);
+        cuts.boot(world, ctx)
             .map_err(|e| format!("the boot failed: {e}"))?;
-        if ctx.after_crash() && self.subject.enumerates(ctx.state()) {
-            if let Some(n) = self.subject.crash_disks(world) {
+        if ctx.after_crash() && cuts.enumerates(ctx.state()) {
+            if let Some(n) = cuts.crash_disks(world) {
                 cut_disks.push(n.max(1));
             }
         }
@@ -204,7 +205,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
             handle.wait_threads(self.limit_end(deadline))
         };
         if matches!(life.outcome, Outcome::Finished(_)) {
-            self.subject.shutdown(world, ctx);
+            cuts.shutdown(world, ctx);
         }
         Ok(Lived { life, outlived })
     }

@@ -1,10 +1,14 @@
 //! The report: every scenario's outcome in the sweep's fixed order, from
-//! which a table's row is computed; reports of shards merge into one.
+//! which a table's row is computed; reports of shards merge into one. Also
+//! what a sweep tells as it runs ([`Progress`]) and how much work it did
+//! ([`Stats`]).
 
+pub use crate::config::OnProgress;
 pub use crate::error::Divergence;
 pub use crate::failure::{Failure, Life};
 pub use crate::judge::Baseline;
-pub use crate::table::{depth_title, markdown, Row};
+pub use crate::progress::{Progress, Stats};
+pub use crate::table::{depth_title, markdown, Row, Table};
 
 use serde::{Deserialize, Serialize};
 
@@ -175,11 +179,17 @@ pub struct Report {
     /// passing ones included: what the rows are computed from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tallies: Vec<Tally>,
+    /// How much work the sweep did (lives run, whether they were shared):
+    /// how it ran, not what it found, so left out of equality and of the
+    /// JSON (all zero in a report read back); a merged report adds up its
+    /// shards'.
+    #[serde(skip)]
+    pub stats: Stats,
 }
 
 impl PartialEq for Report {
     fn eq(&self, other: &Self) -> bool {
-        // Every field but `stray`, spelt out so that a new field is not
+        // Every field but `stray`, `never_passed` and `stats`, spelt out so that a new field is not
         // forgotten silently (the destructuring fails to compile).
         let Report {
             subject,
@@ -193,6 +203,7 @@ impl PartialEq for Report {
             clean,
             scenarios,
             tallies,
+            stats: _,
         } = self;
         *subject == other.subject
             && *counters == other.counters
@@ -268,7 +279,7 @@ impl Tally {
     }
 
     /// Add another tally of the same state and shape.
-    fn absorb(&mut self, other: &Tally) {
+    pub(crate) fn absorb(&mut self, other: &Tally) {
         for (a, b) in self.by_depth.iter_mut().zip(&other.by_depth) {
             *a += b;
         }
@@ -481,110 +492,5 @@ impl Report {
             }
         }
         Ok(())
-    }
-
-    /// Merge the partial reports of one sweep's shards into the report a
-    /// single unpartitioned run gives.
-    pub fn merge(parts: Vec<Report>) -> Result<Report, Error> {
-        let mut parts = parts.into_iter();
-        let Some(mut first) = parts.next() else {
-            return Err(Error::Merge("no reports given".into()));
-        };
-        if first.depth > crate::MAX_DEPTH {
-            return Err(Error::Merge(format!(
-                "{:?} claims depth {}; sweeps deeper than {} crashes in a row are not real",
-                first.subject,
-                first.depth,
-                crate::MAX_DEPTH
-            )));
-        }
-        let mut seen = vec![first.partition];
-        for mut p in parts {
-            if p.subject != first.subject || p.depth != first.depth || p.counters != first.counters
-            {
-                return Err(Error::Merge(format!(
-                    "{:?} (depth {}) and {:?} (depth {}) are different sweeps",
-                    first.subject, first.depth, p.subject, p.depth
-                )));
-            }
-            if p.states != first.states {
-                return Err(Error::Merge(format!(
-                    "the shards of {:?} swept different crash states",
-                    p.subject
-                )));
-            }
-            if p.clean.verdict != first.clean.verdict {
-                return Err(Error::Merge(format!(
-                    "the clean runs of {:?} differ between shards",
-                    p.subject
-                )));
-            }
-            if seen.contains(&p.partition) {
-                let shard = p
-                    .partition
-                    .map_or("all".into(), |(k, n)| format!("{k}/{n}"));
-                return Err(Error::Merge(format!("shard {shard} given twice")));
-            }
-            seen.push(p.partition);
-            if first.tallies.is_empty() != p.tallies.is_empty() {
-                first.tally_up();
-                p.tally_up();
-            }
-            for t in &p.tallies {
-                if let Some(f) = first.tallies.iter_mut().find(|f| f.state == t.state) {
-                    f.absorb(t);
-                }
-            }
-            first.scenarios.extend(p.scenarios);
-            for u in p.unscoped {
-                if !first.unscoped.contains(&u) {
-                    first.unscoped.push(u);
-                }
-            }
-            for u in p.stray {
-                if !first.stray.contains(&u) {
-                    first.stray.push(u);
-                }
-            }
-        }
-        // Shard numbers come from files: without this, `1/2` and `3/2` would
-        // pass the count check below with shard 2's scenarios missing.
-        if let Some(&(k, n)) = seen.iter().flatten().find(|(k, n)| *k == 0 || k > n) {
-            return Err(Error::BadPartition { k, n });
-        }
-        let n = match seen.first().copied().flatten() {
-            Some((_, n)) => n as usize,
-            None => 1,
-        };
-        if seen.len() != n || seen.iter().any(|p| p.map_or(1, |(_, m)| m as usize) != n) {
-            return Err(Error::Merge(format!(
-                "expected all {n} shards of one partitioning, got {}",
-                seen.iter()
-                    .map(|p| p.map_or("all".into(), |(k, n)| format!("{k}/{n}")))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-        let states = first.states.clone();
-        sort_scenarios(&mut first.scenarios, &states);
-        first.partition = None;
-        Ok(first)
-    }
-}
-
-impl Report {
-    /// Keep only the failing and flaky scenarios, tallying the rest (no
-    /// change to a report that is tallied already).
-    pub fn tally_up(&mut self) {
-        if !self.tallies.is_empty() {
-            return;
-        }
-        let states: Vec<CrashState> = if self.states.is_empty() {
-            vec![CrashState::PROCESS]
-        } else {
-            self.states.iter().map(|s| s.state.clone()).collect()
-        };
-        self.tallies = states.iter().map(|s| self.tally(s)).collect();
-        self.scenarios.retain(|s| s.failure.is_some());
     }
 }

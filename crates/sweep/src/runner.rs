@@ -2,7 +2,7 @@
 //! scenario of the sweep in each crash state, replayed from a fresh world on
 //! rayon (or with lives shared between scenarios, see `share.rs`), gathered
 //! into a [`Report`] in a fixed order — or, with [`Config::tally`], into
-//! tallies and the failing scenarios alone.
+//! tallies and the failing scenarios alone; and one scenario rerun by name.
 
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -13,36 +13,44 @@ use crate::brute::subtree;
 use crate::config::Config;
 use crate::crash_state::CrashState;
 use crate::error::Error;
-use crate::failure::Failure;
-use crate::judge::{broken_invariants, Verdict};
+use crate::judge::broken_invariants;
 use crate::nets::checked_clean_run;
-use crate::plan::{estimate_scenarios, expand};
-use crate::progress::Progress;
+use crate::plan::expand;
+use crate::progress::{Progress, Stats};
 use crate::replay::Replayer;
 use crate::report::{sort_scenarios, Report, ScenarioResult, StateRow, Tally};
 use crate::scenario::Scenario;
 use crate::share::Shared;
 use crate::sink::{Gathered, Run, Sink};
-use crate::subject::Subject;
+use crate::subject::{cuts, Subject};
 use crate::watchdog::{StopOnDrop, Watchdog};
 
-/// Sweep `subject` as `config` says.
+/// Sweep `subject` as `config` says: the clean run, then every scenario of
+/// every crash state, gathered into a [`Report`] in a fixed order (how much
+/// work that took is in [`Report::stats`]; a progress callback is
+/// [`Config::progress`]). `Err` when the sweep could not run or refused to
+/// (see [`Error`]); failing scenarios are in the report.
 pub fn run<S: Subject>(subject: &S, config: &Config) -> Result<Report, Error> {
-    run_with(subject, config, &|_| {})
+    let progress: &(dyn Fn(Progress) + Sync) = match &config.progress {
+        Some(p) => p.as_ref(),
+        None => &|_| {},
+    };
+    run_inner(subject, config, progress)
 }
 
 /// Whether this program was built to abort on panic, in which case no
 /// injected crash can be caught. `cfg!(panic)` is the profile's setting, the
 /// same for every crate of one build (Cargo passes `-C panic` to all of them).
-pub fn unwinding_missing() -> bool {
+pub(crate) fn unwinding_missing() -> bool {
     cfg!(panic = "abort")
 }
 
 /// The states `config` sweeps for `subject`, checked against those it lists.
 fn states_of<S: Subject>(subject: &S, config: &Config) -> Result<Vec<CrashState>, Error> {
-    let known = subject.crash_states();
+    let cuts = cuts(subject);
+    let known = cuts.crash_states();
     let asked = if config.crash_states.is_empty() {
-        subject.default_crash_states()
+        cuts.default_crash_states()
     } else {
         config.crash_states.clone()
     };
@@ -66,40 +74,11 @@ fn states_of<S: Subject>(subject: &S, config: &Config) -> Result<Vec<CrashState>
 }
 
 /// [`run`], telling `progress` about each scenario.
-pub fn run_with<S: Subject>(
+fn run_inner<S: Subject>(
     subject: &S,
     config: &Config,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Report, Error> {
-    run_inner(subject, config, progress).map(|(r, _)| r)
-}
-
-/// How much work a sweep did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Scenarios in the report, the clean run included.
-    pub scenarios: u64,
-    /// Lives actually run (clean runs included).
-    pub lives: u64,
-    /// Whether lives were shared.
-    pub shared: bool,
-}
-
-/// [`run_with`](crate::run_with), also saying how many lives it ran.
-pub fn run_counted<S: Subject>(
-    subject: &S,
-    config: &Config,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<(Report, Stats), Error> {
-    run_inner(subject, config, progress)
-}
-
-/// [`run_with`], also saying how much work the sweep did.
-pub(crate) fn run_inner<S: Subject>(
-    subject: &S,
-    config: &Config,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<(Report, Stats), Error> {
     if unwinding_missing() {
         return Err(Error::PanicAbort);
     }
@@ -108,10 +87,10 @@ pub(crate) fn run_inner<S: Subject>(
             return Err(Error::BadPartition { k, n });
         }
     }
-    if config.depth > crate::MAX_DEPTH {
+    if config.depth > Config::MAX_DEPTH {
         return Err(Error::TooDeep {
             depth: config.depth,
-            max: crate::MAX_DEPTH,
+            max: Config::MAX_DEPTH,
         });
     }
     let states = states_of(subject, config)?;
@@ -154,13 +133,13 @@ fn sweep_states<S: Subject>(
     states: &[CrashState],
     watchdog: &Watchdog,
     unscoped: &crashpoint::unscoped::UnscopedWatch,
-) -> Result<(Report, Stats), Error> {
+) -> Result<Report, Error> {
     let replayer = Replayer::new(subject, config.trace, watchdog);
     let mut clean = checked_clean_run(&replayer, config, unscoped)?;
     let clean_verdict = clean.result.verdict.clone();
     let never_passed = crate::reach::never_passed(subject, config, &clean.last_sites)?;
 
-    let estimate = estimate_scenarios(clean.last_hits.len(), config.depth, states.len());
+    let estimate = config.estimate_scenarios(clean.last_hits.len(), states.len());
     if estimate > config.max_scenarios as f64 {
         return Err(Error::TooManyScenarios {
             subject: subject.name(),
@@ -173,7 +152,7 @@ fn sweep_states<S: Subject>(
 
     // Enumerated crash states choose a disk per crash by the scenario's
     // name; their lives are not shared (run brute force).
-    let enumerates = states.iter().any(|s| subject.enumerates(s));
+    let enumerates = states.iter().any(|s| cuts(subject).enumerates(s));
     let shared = if config.share && !config.trace && config.depth > 0 && !enumerates {
         Shared::new(&replayer, &clean)?
     } else {
@@ -207,7 +186,7 @@ fn sweep_states<S: Subject>(
                 &Scenario::in_state(state.clone(), Vec::new()),
                 &[],
                 &clean.last_hits,
-                subject.enumerates(state),
+                cuts(subject).enumerates(state),
             );
             progress(Progress::Planned {
                 depth: 1,
@@ -265,7 +244,7 @@ fn sweep_states<S: Subject>(
             .iter()
             .map(|s| StateRow {
                 state: s.clone(),
-                title: subject.row_title(s),
+                title: cuts(subject).row_title(&subject.name(), s),
             })
             .collect(),
         unscoped: unscoped.hits(),
@@ -274,33 +253,55 @@ fn sweep_states<S: Subject>(
         clean: clean.result,
         scenarios,
         tallies,
+        stats,
     };
-    Ok((report, stats))
+    Ok(report)
 }
 
-/// Run one scenario by itself, with its timeline (each life's hits and how it
-/// ended) and the world's description. The clean run is replayed first, for
-/// counters measured over it. A scenario in a state the subject does not
-/// list fails as [`Failure::UnknownState`].
-pub fn run_one<S: Subject>(subject: &S, scenario: &Scenario) -> ScenarioResult {
-    let watchdog = Watchdog::new(None);
-    let replayer = Replayer::new(subject, true, &watchdog);
-    let known = subject.crash_states();
-    if !known.contains(&scenario.state) {
-        return ScenarioResult {
-            scenario: scenario.clone(),
-            order: Vec::new(),
-            verdict: Verdict::new(),
-            failure: Some(Failure::UnknownState {
-                state: scenario.state.to_string(),
-                known: known.iter().map(ToString::to_string).collect(),
-            }),
-            lives: Vec::new(),
-            world: None,
-        };
+/// Run one scenario again by the name a report prints for it (`told#1`,
+/// `lose: posting#2 → receiver accepted#1`, `all: mid-save#3 (disk 2)`),
+/// with its timeline: each life's hits and how it ended, and the world's
+/// description ([`ScenarioResult::timeline`]). The clean run is replayed
+/// first, for counters measured over it. Of `config`, only
+/// [`Config::scenario_timeout`] applies (a hung life fails the result as
+/// [`Failure::Hung`](crate::report::Failure::Hung)).
+///
+/// `Err` for a name that does not parse ([`Error::BadScenario`]), a crash
+/// state the subject does not list ([`Error::UnknownCrashState`]), a world
+/// that cannot be made ([`Error::World`]) or a build that cannot unwind
+/// ([`Error::PanicAbort`]).
+pub fn rerun<S: Subject>(
+    subject: &S,
+    config: &Config,
+    scenario: &str,
+) -> Result<ScenarioResult, Error> {
+    if unwinding_missing() {
+        return Err(Error::PanicAbort);
     }
-    let clean = replayer.replay(&Scenario::default(), Vec::new(), None);
-    replayer
-        .replay(scenario, Vec::new(), Some(&clean.result.verdict))
-        .result
+    let sc: Scenario = scenario.parse().map_err(|source| Error::BadScenario {
+        name: scenario.to_owned(),
+        source,
+    })?;
+    let known = cuts(subject).crash_states();
+    if !known.contains(&sc.state) {
+        return Err(Error::UnknownCrashState {
+            subject: subject.name(),
+            state: sc.state.to_string(),
+            known: known.iter().map(ToString::to_string).collect(),
+        });
+    }
+    let watchdog = Watchdog::new(config.scenario_timeout);
+    std::thread::scope(|scope| {
+        if config.scenario_timeout.is_some() {
+            scope.spawn(|| watchdog.watch());
+        }
+        let _stop = StopOnDrop(&watchdog);
+        let replayer = Replayer::new(subject, true, &watchdog);
+        let clean = replayer.replay(&Scenario::default(), Vec::new(), None);
+        let again = replayer.replay(&sc, Vec::new(), Some(&clean.result.verdict));
+        match replayer.world_failed() {
+            Some(e) => Err(e),
+            None => Ok(again.result),
+        }
+    })
 }

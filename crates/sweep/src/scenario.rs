@@ -1,7 +1,6 @@
 //! The scenario: the crash state, and which hit each life crashes at, by a
-//! name that parses back; what a life is told when it boots in one
-//! ([`Boot`]). A scenario reruns by its name
-//! with [`run_one`](crate::runs::run_one).
+//! name that parses back. A scenario reruns by its name with
+//! [`rerun`](crate::rerun).
 
 use std::fmt;
 use std::str::FromStr;
@@ -9,10 +8,8 @@ use std::str::FromStr;
 use crashpoint::hit::ParseHitError;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::crash_state::CrashState;
+use crate::crash_state::{BadCrashState, CrashState};
 
-pub use crate::crash_state::BadCrashState;
-pub use crate::subject::Boot;
 pub use crashpoint::Hit;
 
 /// One crash hit per life, then a final life with no crash: `[]` is the
@@ -20,7 +17,7 @@ pub use crashpoint::Hit;
 /// keeps what its [`CrashState`] says.
 ///
 /// In a state that enumerates the disks a power cut may leave
-/// ([`Subject::enumerates`](crate::Subject::enumerates)), each crash also
+/// ([`PowerCuts::enumerates`](crate::power::PowerCuts::enumerates)), each crash also
 /// names the disk its cut keeps, by index among them ([`Scenario::disks`]),
 /// so the name alone determines every disk of the scenario.
 ///

@@ -46,13 +46,14 @@ use crate::error::Error;
 use crate::failure::Failure;
 use crate::judge::Verdict;
 use crate::plan::{expand, in_partition, shard_of};
+use crate::power::Boot;
 use crate::progress::Progress;
 use crate::replay::{Ran, Replayer};
 use crate::report::ScenarioResult;
 use crate::scenario::Scenario;
 use crate::sharing::Share;
 use crate::sink::Run;
-use crate::subject::{Boot, Subject};
+use crate::subject::Subject;
 
 type WorldKey = (u128, u128);
 

@@ -1,7 +1,8 @@
-//! The table: a report's [`Row`], rendered as plain text or Markdown, the
-//! same byte for byte on every terminal.
+//! The table: the one renderer of every table the workspace prints — a
+//! report's [`Row`]s, or any header and rows of cells ([`Table`]) — as
+//! plain text or Markdown, the same byte for byte on every terminal.
 
-use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
+use comfy_table::{presets, CellAlignment, ContentArrangement};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
@@ -82,39 +83,108 @@ impl Serialize for Row {
     }
 }
 
-fn build(rows: &[Row], preset: &str) -> Table {
-    let mut t = Table::new();
-    t.load_preset(preset)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_width(200);
-    let flaky = rows.iter().any(|r| r.flaky > 0);
-    if let Some(first) = rows.first() {
-        t.set_header(first.headers(flaky));
-    }
-    for r in rows {
-        t.add_row(r.values(flaky));
-    }
-    let ncols = rows.first().map_or(0, |r| r.headers(flaky).len());
-    for i in 1..ncols {
-        if let Some(col) = t.column_mut(i) {
-            col.set_cell_alignment(CellAlignment::Right);
+/// A table of any cells, drawn as a sweep's table is: a header, then rows;
+/// names and text left-aligned (the first column, or the columns given to
+/// [`left`](Table::left)), counts right-aligned; as plain text
+/// ([`Table::text`], as [`table`](crate::table) draws a report's rows) or
+/// Markdown ([`Table::markdown`]), the same whatever the terminal's width.
+///
+/// ```
+/// use sweep::report::Table;
+///
+/// let mut t = Table::new(["tracker", "scenarios", "dups"]);
+/// t.row(["keyed", "41", "0"]).row(["keyless", "41", "3"]);
+/// assert_eq!(
+///     t.markdown(),
+///     "| tracker | scenarios | dups |\n\
+///      |---------|-----------|------|\n\
+///      | keyed   |        41 |    0 |\n\
+///      | keyless |        41 |    3 |\n"
+/// );
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+    left: Vec<usize>,
+}
+
+impl Table {
+    /// A table with these column titles and no rows; its first column is
+    /// left-aligned, the others right-aligned.
+    pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
+        Table {
+            header: header.into_iter().map(Into::into).collect(),
+            rows: Vec::new(),
+            left: vec![0],
         }
+    }
+
+    /// Left-align these columns (0-based: names and text), right-align the
+    /// others (counts).
+    pub fn left(mut self, columns: impl IntoIterator<Item = usize>) -> Table {
+        self.left = columns.into_iter().collect();
+        self
+    }
+
+    /// Add a row: a row shorter than the header gets empty cells, one
+    /// longer is cut to the header's width.
+    pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) -> &mut Table {
+        let mut cells: Vec<String> = cells.into_iter().map(Into::into).collect();
+        cells.resize(self.header.len(), String::new());
+        self.rows.push(cells);
+        self
+    }
+
+    /// As plain text, bordered like a sweep's table.
+    pub fn text(&self) -> String {
+        self.render(presets::ASCII_BORDERS_ONLY_CONDENSED)
+    }
+
+    /// As a Markdown table.
+    pub fn markdown(&self) -> String {
+        self.render(presets::ASCII_MARKDOWN)
+    }
+
+    fn render(&self, preset: &str) -> String {
+        let mut t = comfy_table::Table::new();
+        t.load_preset(preset)
+            .set_content_arrangement(ContentArrangement::Disabled)
+            .set_width(200);
+        if !self.header.is_empty() {
+            t.set_header(&self.header);
+        }
+        for r in &self.rows {
+            t.add_row(r);
+        }
+        for i in (0..self.header.len()).filter(|i| !self.left.contains(i)) {
+            if let Some(col) = t.column_mut(i) {
+                col.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+        let mut s = t.to_string();
+        s.push('\n');
+        s
+    }
+}
+
+fn build(rows: &[Row]) -> Table {
+    let flaky = rows.iter().any(|r| r.flaky > 0);
+    let mut t = Table::new(rows.first().map(|r| r.headers(flaky)).unwrap_or_default());
+    for r in rows {
+        t.row(r.values(flaky));
     }
     t
 }
 
 /// Rows as a plain-text table, independent of the terminal's width.
 pub fn table(rows: &[Row]) -> String {
-    let mut s = build(rows, presets::ASCII_BORDERS_ONLY_CONDENSED).to_string();
-    s.push('\n');
-    s
+    build(rows).text()
 }
 
 /// Rows as a Markdown table.
 pub fn markdown(rows: &[Row]) -> String {
-    let mut s = build(rows, presets::ASCII_MARKDOWN).to_string();
-    s.push('\n');
-    s
+    build(rows).markdown()
 }
 
 #[cfg(test)]
@@ -177,6 +247,34 @@ mod tests {
              | keys         3      12           1       2       0 |\n\
              | markers      3      12           1       2       2 |\n\
              +----------------------------------------------------+\n"
+        );
+    }
+
+    /// Column widths come from the widest cell (in characters, not bytes);
+    /// the first column is left-aligned, the rest right-aligned; a short
+    /// row is padded with empty cells and a long one cut to the header.
+    #[test]
+    fn a_table_of_any_cells_aligns_its_columns() {
+        let mut t = Table::new(["design", "n"]);
+        t.row(["keys", "12"]).row(["é", "3", "dropped"]).row(["x"]);
+        let want = "\
++-------------+
+| design    n |
++=============+
+| keys     12 |
+| é         3 |
+| x           |
++-------------+
+";
+        assert_eq!(t.text(), want, "\n{}", t.text());
+        let mut named = Table::new(["who", "n", "what"]).left([0, 2]);
+        named.row(["a", "1", "b"]).row(["cc", "22", "dddd"]);
+        assert_eq!(
+            named.markdown(),
+            "| who |  n | what |\n\
+             |-----|----|------|\n\
+             | a   |  1 | b    |\n\
+             | cc  | 22 | dddd |\n"
         );
     }
 

@@ -89,8 +89,8 @@ fn check_booted(inner: &Inner, name: &str) -> io::Result<()> {
     };
     Err(io::Error::other(format!(
         "power:/{name}: this PowerDir is used in a life of crash state `{wanted}` but was {was}: \
-         call `dir.boot_in(state)` in `Subject::boot` with the `Boot`'s state (and \
-         `dir.shutdown()` in `Subject::shutdown`), or no `{wanted}` scenario cuts the power"
+         call `dir.boot_in(state)` in `PowerCuts::boot` with the `Boot`'s state (and \
+         `dir.shutdown()` in `PowerCuts::shutdown`), or no `{wanted}` scenario cuts the power"
     )))
 }
 
@@ -135,7 +135,7 @@ impl PowerDir {
 
     /// [`PowerDir::boot`], a cut keeping what `state` says, which becomes the
     /// directory's state: the hook a sweep's runner calls before each life
-    /// with the scenario's crash state (`sweep::scenario::Boot`).
+    /// with the scenario's crash state (`sweep::power::Boot`).
     pub fn boot_in(&self, state: CrashState) -> bool {
         let mut inner = self.inner();
         inner.state = Some(state);

@@ -25,7 +25,7 @@ type Describe = dyn Fn(&[u8]) -> Option<String> + Send + Sync;
 /// Put it outermost, over the directory the program writes through (a
 /// [`PowerDir`](super::PowerDir), or a [`MutantDir`](super::MutantDir) over
 /// one), so it sees the writer's calls as the writer makes them; call
-/// [`SaveWatch::boot`] when each life starts (a sweep's `Subject::boot`),
+/// [`SaveWatch::boot`] when each life starts (a sweep's `PowerCuts::boot`),
 /// and count [`SaveWatch::lost`] in the judge. Clones share what they saw,
 /// so the world can keep one and hand the program another.
 ///

@@ -43,11 +43,11 @@ pub struct SweepFlags {
     pub bless: bool,
     /// Stop a scenario still running after this many seconds at its next
     /// crash point and fail it as hung (0: no limit).
-    #[arg(long, value_name = "SECONDS", default_value_t = crate::DEFAULT_SCENARIO_TIMEOUT.as_secs_f64(), value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::Config::DEFAULT_SCENARIO_TIMEOUT.as_secs_f64(), value_parser = parse_seconds)]
     pub scenario_timeout: f64,
     /// Refuse at once a sweep estimated (from its clean run) to run more
     /// scenarios than this.
-    #[arg(long, value_name = "N", default_value_t = crate::DEFAULT_MAX_SCENARIOS)]
+    #[arg(long, value_name = "N", default_value_t = crate::Config::DEFAULT_MAX_SCENARIOS)]
     pub max_scenarios: u64,
     /// Replay every scenario from a fresh world (brute force) instead of
     /// sharing lives between scenarios; the report is the same.

@@ -9,15 +9,16 @@ use serde_json::{json, Value};
 
 use super::output::{pretty, scenario_json};
 use super::slug;
+use crate::config::Config;
 use crate::dyn_subject::DynSubject;
 use crate::report::{Report, ScenarioResult};
 use crate::scenario::Scenario;
 
 /// Write one directory per failing (or flaky) scenario of `reports` under
 /// `dir`, named `NNN-SUBJECT-SCENARIO` (numbered in the order the failures
-/// are printed). Each scenario is run once more, traced, for its timeline
-/// and final world; the verdict is the sweep's own, with the rerun's
-/// beside it. Returns the directories written.
+/// are printed). Each scenario is run once more ([`crate::rerun`] with
+/// `config`), traced, for its timeline and final world; the verdict is the
+/// sweep's own, with the rerun's beside it. Returns the directories written.
 ///
 /// Files: `rerun.json` (`argv`: the command as an array, `null` if the
 /// shell line does not split; `shell`: the line), `rerun.sh`, `timeline.txt`,
@@ -26,6 +27,7 @@ use crate::scenario::Scenario;
 pub(crate) fn write(
     dir: &Path,
     subjects: &[&dyn DynSubject],
+    config: &Config,
     reports: &[Report],
     rerun: &dyn Fn(usize, &Scenario) -> String,
 ) -> std::io::Result<Vec<PathBuf>> {
@@ -46,7 +48,9 @@ pub(crate) fn write(
             );
             let at = dir.join(name);
             std::fs::create_dir_all(&at)?;
-            let again = subject.scenario(&f.scenario);
+            let again = subject
+                .rerun(config, &f.scenario.to_string())
+                .map_err(std::io::Error::other)?;
             write_one(&at, &report.subject, f, &again, &rerun(i, &f.scenario))?;
             written.push(at);
         }

@@ -5,6 +5,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::args::{Format, SweepFlags};
 use super::output::{self, failure_lines, failures_json, render, scenario_json};
@@ -68,7 +69,7 @@ fn try_execute(
         let sc: Scenario = name
             .parse()
             .map_err(|e| usage(format!("--scenario {name:?}: {e}")))?;
-        return rerun(plan, &sc, flags.format, out);
+        return rerun(plan, &sweep_config(plan, flags), &sc, flags.format, out);
     }
     if flags.bless {
         if plan.snapshot.is_none() {
@@ -85,8 +86,14 @@ fn try_execute(
             )));
         }
     }
-    let config = sweep_config(plan, flags);
-    let bar = bar::Bar::new(env.progress);
+    let bar = Arc::new(bar::Bar::new(env.progress));
+    let config = Config {
+        progress: Some({
+            let bar = Arc::clone(&bar);
+            Arc::new(move |p| bar.note(p))
+        }),
+        ..sweep_config(plan, flags)
+    };
     let mut reports = Vec::new();
     for s in &plan.subjects {
         let has = s.crash_states();
@@ -105,7 +112,7 @@ fn try_execute(
             config.crash_states.len()
         };
         bar.start(&s.name(), config.depth, states);
-        let result = s.sweep(&config, &|p| bar.note(p));
+        let result = s.run(&config);
         let mut report = match result {
             Ok(r) => r,
             Err(e) => {
@@ -160,13 +167,13 @@ fn try_execute(
         let _ = writeln!(err, "{l}");
     }
     if let Some(dir) = &flags.artifacts {
-        let written =
-            super::artifacts::write(dir, &plan.subjects, &reports, plan.rerun).map_err(|e| {
-                usage(format!(
-                    "cannot write the artifacts in {}: {e}",
-                    dir.display()
-                ))
-            })?;
+        let written = super::artifacts::write(dir, &plan.subjects, &config, &reports, plan.rerun)
+            .map_err(|e| {
+            usage(format!(
+                "cannot write the artifacts in {}: {e}",
+                dir.display()
+            ))
+        })?;
         if !written.is_empty() {
             let _ = writeln!(
                 err,
@@ -185,6 +192,7 @@ fn try_execute(
 /// Rerun `sc` on each subject that has its crash state.
 fn rerun(
     plan: &Plan<'_>,
+    config: &Config,
     sc: &Scenario,
     format: Format,
     out: &mut dyn Write,
@@ -209,7 +217,9 @@ fn rerun(
     let mut failed = false;
     let mut docs = Vec::new();
     for s in subjects {
-        let r = s.scenario(sc);
+        let r = s
+            .rerun(config, &sc.to_string())
+            .map_err(|e| (EXIT_USAGE, e.to_string()))?;
         failed |= r.failure.is_some();
         if format == Format::Json {
             docs.push(scenario_json(&s.name(), &r));
@@ -320,8 +330,11 @@ mod tests {
         assert_eq!(c.depth, 3);
         assert_eq!(c.threads, None);
         assert_eq!(c.partition, None);
-        assert_eq!(c.scenario_timeout, Some(crate::DEFAULT_SCENARIO_TIMEOUT));
-        assert_eq!(c.max_scenarios, crate::DEFAULT_MAX_SCENARIOS);
+        assert_eq!(
+            c.scenario_timeout,
+            Some(crate::Config::DEFAULT_SCENARIO_TIMEOUT)
+        );
+        assert_eq!(c.max_scenarios, crate::Config::DEFAULT_MAX_SCENARIOS);
         assert!(c.share);
         assert!(c.refuse_unscoped);
         assert!(c.tally);

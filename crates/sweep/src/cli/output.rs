@@ -77,7 +77,7 @@ pub fn failure_lines(
     };
     for (i, r) in reports.iter().enumerate() {
         // A report of several crash states shows up to SHOWN of each state.
-        let groups: Vec<(String, Option<&crate::CrashState>)> = if r.states.len() > 1 {
+        let groups: Vec<(String, Option<&crate::power::CrashState>)> = if r.states.len() > 1 {
             r.states
                 .iter()
                 .map(|st| (st.title.clone(), Some(&st.state)))
@@ -87,7 +87,7 @@ pub fn failure_lines(
         };
         // The clean run (no crash) goes with the first state only: its
         // scenario is in the process state, which may come later.
-        let of = |s: &ScenarioResult, state: Option<&crate::CrashState>, first: bool| {
+        let of = |s: &ScenarioResult, state: Option<&crate::power::CrashState>, first: bool| {
             state.map_or(true, |st| {
                 if s.scenario.hits.is_empty() {
                     first
@@ -317,8 +317,9 @@ fn read_shard(f: &Path) -> Result<Vec<Report>, MergeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::power::CrashState;
     use crate::report::StateRow;
-    use crate::{CrashState, Failure, Hit, Verdict};
+    use crate::{Failure, Hit, Verdict};
 
     const LOSE: CrashState = CrashState::named("lose");
 
@@ -396,6 +397,7 @@ mod tests {
             unscoped: Vec::new(),
             stray: Vec::new(),
             never_passed: Vec::new(),
+            stats: Default::default(),
             clean: result(
                 &CrashState::PROCESS,
                 0,

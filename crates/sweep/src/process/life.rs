@@ -15,7 +15,7 @@ use super::builder::Process;
 use super::child::{describe_status, pass_fd, show_argv, tail, Running, POLL};
 use super::world::ProcessWorld;
 use super::{DIE_AT_VAR, FD_VAR, SERVICE_VAR, VERSION, VERSION_VAR};
-use crate::subject::LifeError;
+use crate::error::LifeError;
 
 impl Process {
     /// One life: run the program (or the restart) to its end, relaying its

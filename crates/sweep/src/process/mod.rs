@@ -46,8 +46,9 @@ pub use builder::{ram_disk, DescribeFn, JudgeFn, Process};
 pub use error::ProcessError;
 pub use world::ProcessWorld;
 
+use crate::error::LifeError;
 use crate::judge::{Counter, Verdict};
-use crate::subject::{LifeError, Subject};
+use crate::subject::Subject;
 use world::list_tree;
 
 pub use crashpoint::protocol::{DIE_AT_VAR, FD_VAR, VERSION, VERSION_VAR};

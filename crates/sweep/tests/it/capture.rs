@@ -124,9 +124,10 @@ fn captured_restarts_give_the_brute_force_report_with_about_one_life_per_scenari
         wrong: Wrong::Nothing,
     };
     for depth in [1, 2, 3] {
-        let (shared, stats) = sweep::runs::run_counted(&s, &config(depth, true), &|_| {}).unwrap();
-        let (brute, brute_stats) =
-            sweep::runs::run_counted(&s, &config(depth, false), &|_| {}).unwrap();
+        let shared = sweep::run(&s, &config(depth, true)).unwrap();
+        let stats = shared.stats;
+        let brute = sweep::run(&s, &config(depth, false)).unwrap();
+        let brute_stats = brute.stats;
         assert!(stats.shared && !brute_stats.shared);
         assert_eq!(json(&shared), json(&brute), "depth {depth}");
         assert_eq!(stats.scenarios, brute_stats.scenarios);

@@ -2,9 +2,10 @@
 //! --bless under CI, the JSON documents, shards and merge.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use sweep::cli::{App, Env, Levels, EXIT_FAILED, EXIT_PASSED, EXIT_USAGE};
-use sweep::{runs::Progress, Counter, LifeError, Subject, Verdict};
+use sweep::{report::Progress, Counter, LifeError, Subject, Verdict};
 
 /// Moves 10 coins from `a` to `b`; `careful` saves its progress with the
 /// debit, the hasty one after it.
@@ -333,13 +334,13 @@ fn the_progress_bar_counts_one_level_whose_total_is_final() {
     assert_eq!(levels.current(), None);
 
     // The runner's events add up to its scenarios, level by level.
-    let events = std::sync::Mutex::new(Levels::default());
-    let report = sweep::runs::run_with(
-        &Transfer { careful: false },
-        &sweep::Config::default(),
-        &|p| events.lock().unwrap().note(p),
-    )
-    .unwrap();
+    let events = Arc::new(Mutex::new(Levels::default()));
+    let seen = Arc::clone(&events);
+    let config = sweep::Config {
+        progress: Some(Arc::new(move |p| seen.lock().unwrap().note(p))),
+        ..sweep::Config::default()
+    };
+    let report = sweep::run(&Transfer { careful: false }, &config).unwrap();
     assert_eq!(events.lock().unwrap().current(), None);
     assert_eq!(
         report.scenarios.len(),
@@ -362,7 +363,7 @@ struct Mailbox {
     running: bool,
 }
 
-const FORGET: sweep::CrashState = sweep::CrashState::named("forget");
+const FORGET: sweep::power::CrashState = sweep::power::CrashState::named("forget");
 
 impl Subject for Marker {
     type World = Mailbox;
@@ -375,19 +376,6 @@ impl Subject for Marker {
     fn world(&self) -> Result<Mailbox, sweep::LifeError> {
         Ok(Mailbox::default())
     }
-    fn crash_states(&self) -> Vec<sweep::CrashState> {
-        vec![sweep::CrashState::PROCESS, FORGET]
-    }
-    fn boot(&self, w: &mut Mailbox, ctx: &sweep::scenario::Boot) -> Result<(), LifeError> {
-        if w.running && *ctx.state() == FORGET {
-            w.marked = w.synced;
-        }
-        w.running = true;
-        Ok(())
-    }
-    fn shutdown(&self, w: &mut Mailbox, _: &sweep::scenario::Boot) {
-        w.running = false;
-    }
     fn life(&self, w: &mut Mailbox) -> Result<(), LifeError> {
         if !w.marked {
             crashpoint::point!("sending");
@@ -399,6 +387,28 @@ impl Subject for Marker {
     }
     fn judge(&self, w: &Mailbox) -> Verdict {
         Verdict::new().count("dups", w.sent.saturating_sub(1))
+    }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<Mailbox>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<Mailbox> for Marker {
+    fn crash_states(&self) -> Vec<sweep::power::CrashState> {
+        vec![sweep::power::CrashState::PROCESS, FORGET]
+    }
+
+    fn boot(&self, w: &mut Mailbox, ctx: &sweep::power::Boot) -> Result<(), LifeError> {
+        if w.running && *ctx.state() == FORGET {
+            w.marked = w.synced;
+        }
+        w.running = true;
+        Ok(())
+    }
+
+    fn shutdown(&self, w: &mut Mailbox, _: &sweep::power::Boot) {
+        w.running = false;
     }
 }
 
@@ -485,22 +495,23 @@ fn a_scenario_name_with_its_state_reruns_from_the_name_alone() {
 
 #[test]
 fn the_progress_bar_starts_afresh_for_each_crash_state() {
-    let events = std::sync::Mutex::new(Levels::default());
-    let max_total = std::sync::Mutex::new(0);
+    let events = Arc::new(Mutex::new(Levels::default()));
+    let max_total = Arc::new(Mutex::new(0));
+    let (seen, max) = (Arc::clone(&events), Arc::clone(&max_total));
     let config = sweep::Config {
-        crash_states: vec![sweep::CrashState::PROCESS, FORGET],
+        crash_states: vec![sweep::power::CrashState::PROCESS, FORGET],
         depth: 1,
+        progress: Some(Arc::new(move |p| {
+            let mut l = seen.lock().unwrap();
+            l.note(p);
+            if let Some((_, _, total)) = l.current() {
+                let mut m = max.lock().unwrap();
+                *m = (*m).max(total);
+            }
+        })),
         ..sweep::Config::default()
     };
-    sweep::runs::run_with(&Marker, &config, &|p| {
-        let mut l = events.lock().unwrap();
-        l.note(p);
-        if let Some((_, _, total)) = l.current() {
-            let mut m = max_total.lock().unwrap();
-            *m = (*m).max(total);
-        }
-    })
-    .unwrap();
+    sweep::run(&Marker, &config).unwrap();
     let l = events.lock().unwrap();
     assert_eq!(l.state(), 2, "the second state started afresh");
     // Each state's level 1 is the clean run's 2 hits, never 4.

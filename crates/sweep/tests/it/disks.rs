@@ -2,8 +2,9 @@
 //! disks, every one a scenario named by its disk, rerun by name alone.
 
 use sweep::{
-    scenario::{Boot, Scenario},
-    Config, Counter, CrashState, Subject, Verdict,
+    power::{Boot, CrashState},
+    scenario::Scenario,
+    Config, Counter, Subject, Verdict,
 };
 
 const ALL: CrashState = CrashState::named("all");
@@ -39,12 +40,21 @@ impl Subject for Disks {
     fn judge(&self, w: &World) -> Verdict {
         Verdict::new().count("bad", u64::from(w.chosen.first() == Some(&2)))
     }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<World>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<World> for Disks {
     fn crash_states(&self) -> Vec<CrashState> {
         vec![CrashState::PROCESS, ALL]
     }
+
     fn enumerates(&self, state: &CrashState) -> bool {
         *state == ALL
     }
+
     fn boot(&self, w: &mut World, ctx: &Boot) -> Result<(), sweep::LifeError> {
         w.last = None;
         if std::mem::replace(&mut w.running, true) {
@@ -54,9 +64,11 @@ impl Subject for Disks {
         }
         Ok(())
     }
+
     fn shutdown(&self, w: &mut World, _: &Boot) {
         w.running = false;
     }
+
     fn crash_disks(&self, w: &World) -> Option<u32> {
         w.last
     }
@@ -93,7 +105,7 @@ fn every_disk_of_every_crash_is_a_scenario_named_by_its_disk() {
         "{failing:#?}"
     );
     // 2 first crashes of 3 disks, 6 × 2 second crashes of 2.
-    let c = sweep::runs::CrashDisks::of(&r, &ALL);
+    let c = sweep::power::CrashDisks::of(&r, &ALL);
     assert_eq!((c.scenarios, c.crashes, c.max, c.median), (30, 14, 3, 2));
 }
 
@@ -102,12 +114,16 @@ fn a_scenario_reruns_from_its_name_with_the_same_disks() {
     for name in ["all: a#1 (disk 2)", "all: b#1 (disk 2) → a#1 (disk 1)"] {
         let sc: Scenario = name.parse().unwrap();
         assert_eq!(sc.to_string(), name);
-        let r = sweep::runs::run_one(&Disks, &sc);
+        let r = sweep::rerun(&Disks, &sweep::Config::default(), name).unwrap();
         assert!(r.failed(), "{name}: {}", r.timeline());
     }
     let sc: Scenario = "all: a#1 (disk 1) → b#1 (disk 1)".parse().unwrap();
     assert_eq!(sc.disks, [1, 1]);
-    assert!(!sweep::runs::run_one(&Disks, &sc).failed());
+    assert!(
+        !sweep::rerun(&Disks, &sweep::Config::default(), &sc.to_string())
+            .unwrap()
+            .failed()
+    );
 }
 
 #[test]
@@ -156,19 +172,30 @@ impl Subject for Graded {
     fn judge(&self, _: &Steps) -> Verdict {
         Verdict::new().count("bad", 0)
     }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<Steps>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<Steps> for Graded {
     fn crash_states(&self) -> Vec<CrashState> {
         vec![ALL]
     }
+
     fn enumerates(&self, state: &CrashState) -> bool {
         *state == ALL
     }
+
     fn boot(&self, w: &mut Steps, _: &Boot) -> Result<(), sweep::LifeError> {
         w.last = std::mem::replace(&mut w.running, true).then_some(w.at);
         Ok(())
     }
+
     fn shutdown(&self, w: &mut Steps, _: &Boot) {
         w.running = false;
     }
+
     fn crash_disks(&self, w: &Steps) -> Option<u32> {
         w.last
     }
@@ -177,11 +204,11 @@ impl Subject for Graded {
 #[test]
 fn crash_disks_counts_the_median_and_the_most_disks_per_crash() {
     let r = sweep::run(&Graded, &cfg(1, vec![ALL])).unwrap();
-    let c = sweep::runs::CrashDisks::of(&r, &ALL);
+    let c = sweep::power::CrashDisks::of(&r, &ALL);
     assert_eq!((c.scenarios, c.crashes, c.max, c.median), (15, 5, 5, 3));
     assert_eq!(
-        sweep::runs::CrashDisks::of(&r, &CrashState::PROCESS),
-        sweep::runs::CrashDisks::default()
+        sweep::power::CrashDisks::of(&r, &CrashState::PROCESS),
+        sweep::power::CrashDisks::default()
     );
 }
 
@@ -190,20 +217,22 @@ fn crash_disks_counts_the_median_and_the_most_disks_per_crash() {
 /// finished == the report's count.
 #[test]
 fn progress_plans_each_disk_scenario_it_runs() {
-    let events = std::sync::Mutex::new(Vec::new());
-    let r = sweep::runs::run_with(&Disks, &cfg(2, vec![ALL]), &|p| {
-        events.lock().unwrap().push(p);
-    })
-    .unwrap();
-    let events = events.into_inner().unwrap();
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&events);
+    let config = Config {
+        progress: Some(std::sync::Arc::new(move |p| seen.lock().unwrap().push(p))),
+        ..cfg(2, vec![ALL])
+    };
+    let r = sweep::run(&Disks, &config).unwrap();
+    let events = events.lock().unwrap().clone();
     let (mut planned, mut finished) = ([0u64; 3], [0u64; 3]);
     for e in &events {
         match *e {
-            sweep::runs::Progress::Planned { depth, count } => {
+            sweep::report::Progress::Planned { depth, count } => {
                 assert!(count > 0, "an empty batch planned at depth {depth}");
                 planned[depth] += count;
             }
-            sweep::runs::Progress::Finished { depth } => finished[depth] += 1,
+            sweep::report::Progress::Finished { depth } => finished[depth] += 1,
         }
     }
     assert_eq!(planned, [0, 6, 24]);
@@ -234,16 +263,26 @@ impl Subject for Eager {
     fn judge(&self, _: &u32) -> Verdict {
         Verdict::new()
     }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<u32>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<u32> for Eager {
     fn crash_states(&self) -> Vec<CrashState> {
         vec![ALL]
     }
+
     fn enumerates(&self, _: &CrashState) -> bool {
         true
     }
+
     fn boot(&self, boots: &mut u32, _: &Boot) -> Result<(), sweep::LifeError> {
         *boots += 1;
         Ok(())
     }
+
     fn crash_disks(&self, boots: &u32) -> Option<u32> {
         Some(*boots + 1)
     }

@@ -3,10 +3,9 @@
 //! state" by default. Also `CrashState::name`.
 
 use sweep::{
+    power::{CrashState, PowerCuts},
     report::ScenarioResult,
-    runs::{DynSubject, Progress, Stats},
-    scenario::Scenario,
-    Config, Counter, CrashState, Error, LifeError, Report, Subject, Verdict,
+    Config, Counter, DynSubject, Error, LifeError, Report, Subject, Verdict,
 };
 
 const LOSE: CrashState = CrashState::named("lose");
@@ -33,6 +32,13 @@ impl Subject for LoseFirst {
     fn judge(&self, _: &()) -> Verdict {
         Verdict::new().count("n", 0)
     }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<()>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<()> for LoseFirst {
     fn crash_states(&self) -> Vec<CrashState> {
         vec![LOSE, CrashState::PROCESS]
     }
@@ -51,22 +57,11 @@ macro_rules! required_by_hand {
         fn name(&self) -> String {
             $name.into()
         }
-        fn sweep(
-            &self,
-            config: &Config,
-            progress: &(dyn Fn(Progress) + Sync),
-        ) -> Result<Report, Error> {
-            sweep::runs::run_with(&LoseFirst, config, progress)
+        fn run(&self, config: &Config) -> Result<Report, Error> {
+            sweep::run(&LoseFirst, config)
         }
-        fn scenario(&self, scenario: &Scenario) -> ScenarioResult {
-            sweep::runs::run_one(&LoseFirst, scenario)
-        }
-        fn sweep_counted(
-            &self,
-            config: &Config,
-            progress: &(dyn Fn(Progress) + Sync),
-        ) -> Result<(Report, Stats), Error> {
-            sweep::runs::run_counted(&LoseFirst, config, progress)
+        fn rerun(&self, config: &Config, scenario: &str) -> Result<ScenarioResult, Error> {
+            sweep::rerun(&LoseFirst, config, scenario)
         }
     };
 }
@@ -106,7 +101,7 @@ fn a_state_is_its_name() {
 
 #[test]
 fn a_subjects_default_state_is_its_first() {
-    assert_eq!(Subject::default_crash_states(&LoseFirst), vec![LOSE]);
+    assert_eq!(PowerCuts::default_crash_states(&LoseFirst), vec![LOSE]);
     let r = sweep::run(&LoseFirst, &Config::default()).unwrap();
     assert!(r.scenarios.iter().all(|s| s.scenario.state == LOSE));
 }

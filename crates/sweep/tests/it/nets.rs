@@ -4,7 +4,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use sweep::{
-    report::Failure, scenario::Boot, Config, Counter, CrashState, Error, Subject, Verdict,
+    power::{Boot, CrashState},
+    report::Failure,
+    Config, Counter, Error, Subject, Verdict,
 };
 
 /// Two points per life; the judge counts what `judge` says.
@@ -544,9 +546,13 @@ fn a_hung_scenario_rerun_is_hung_not_flaky() {
 #[test]
 fn a_sweep_too_big_is_refused_at_once_with_its_estimate() {
     // hits + hits² + … + hits^depth, for each crash state.
-    assert_eq!(sweep::runs::estimate_scenarios(2, 12, 1), 8190.0);
-    assert_eq!(sweep::runs::estimate_scenarios(3, 2, 2), 24.0);
-    assert_eq!(sweep::runs::estimate_scenarios(5, 0, 1), 0.0);
+    let at = |depth| Config {
+        depth,
+        ..Config::default()
+    };
+    assert_eq!(at(12).estimate_scenarios(2, 1), 8190.0);
+    assert_eq!(at(2).estimate_scenarios(3, 2), 24.0);
+    assert_eq!(at(0).estimate_scenarios(5, 1), 0.0);
     let s = Job {
         judge: |_| Verdict::new(),
         counters: vec![],
@@ -591,17 +597,6 @@ impl Subject for Stateful {
     fn world(&self) -> Result<Self::World, sweep::LifeError> {
         Ok((Vec::new(), false))
     }
-    fn crash_states(&self) -> Vec<CrashState> {
-        vec![CrashState::PROCESS, CrashState::named("lose")]
-    }
-    fn boot(&self, w: &mut Self::World, ctx: &Boot) -> Result<(), sweep::LifeError> {
-        // A power cut in `lose` loses an unsynced `done`.
-        if ctx.after_crash() && ctx.state().name() == "lose" {
-            w.1 = false;
-        }
-        w.0.push(format!("boot {} in {}", ctx.life(), ctx.state()));
-        Ok(())
-    }
     fn life(&self, w: &mut Self::World) -> Result<(), sweep::LifeError> {
         crashpoint::point!("start");
         w.1 = true;
@@ -610,6 +605,25 @@ impl Subject for Stateful {
     }
     fn judge(&self, w: &Self::World) -> Verdict {
         Verdict::new().count("lost", u64::from(!w.1))
+    }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<(Vec<String>, bool)>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<(Vec<String>, bool)> for Stateful {
+    fn crash_states(&self) -> Vec<CrashState> {
+        vec![CrashState::PROCESS, CrashState::named("lose")]
+    }
+
+    fn boot(&self, w: &mut (Vec<String>, bool), ctx: &Boot) -> Result<(), sweep::LifeError> {
+        // A power cut in `lose` loses an unsynced `done`.
+        if ctx.after_crash() && ctx.state().name() == "lose" {
+            w.1 = false;
+        }
+        w.0.push(format!("boot {} in {}", ctx.life(), ctx.state()));
+        Ok(())
     }
 }
 
@@ -634,8 +648,7 @@ fn crash_states_are_a_dimension_named_in_each_scenario() {
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[1].variant, "stateful | lose");
     // Rerun by name alone: the state comes from the name.
-    let sc = "lose: done, unsynced#1".parse().unwrap();
-    let again = sweep::runs::run_one(&Stateful, &sc);
+    let again = sweep::rerun(&Stateful, &cfg(1), "lose: done, unsynced#1").unwrap();
     assert!(again.world.is_some() || again.failure.is_some());
     let bad = Config {
         crash_states: vec![CrashState::named("torn")],
@@ -645,13 +658,6 @@ fn crash_states_are_a_dimension_named_in_each_scenario() {
         sweep::run(&Stateful, &bad),
         Err(Error::UnknownCrashState { .. })
     ));
-}
-
-#[test]
-fn a_build_with_unwinding_is_not_refused() {
-    // The test profile always unwinds; `panic = "abort"` builds get
-    // Error::PanicAbort from the same check.
-    assert!(!sweep::runs::unwinding_missing());
 }
 
 /// A panic outside any scenario (here the progress callback's) comes out of
@@ -665,7 +671,11 @@ fn a_panicking_progress_callback_ends_the_sweep_with_its_panic() {
             counters: vec![Counter::new("n")],
         };
         std::panic::catch_unwind(|| {
-            sweep::runs::run_with(&job, &cfg(1), &|_| panic!("progress callback broke"))
+            let config = Config {
+                progress: Some(std::sync::Arc::new(|_| panic!("progress callback broke"))),
+                ..cfg(1)
+            };
+            sweep::run(&job, &config)
         })
         .is_err()
     });
@@ -712,24 +722,24 @@ impl Subject for OnePoint {
 #[test]
 fn run_and_merge_share_one_depth_limit() {
     let deepest = sweep::Config {
-        depth: sweep::runs::MAX_DEPTH,
+        depth: Config::MAX_DEPTH,
         partition: Some((1, 1)),
         ..cfg(1)
     };
     let r = sweep::run(&OnePoint, &deepest).unwrap();
-    assert_eq!(r.scenarios.len() as u32, sweep::runs::MAX_DEPTH);
+    assert_eq!(r.scenarios.len() as u32, Config::MAX_DEPTH);
     let merged = sweep::Report::merge(vec![r]).unwrap();
-    assert_eq!(merged.depth, sweep::runs::MAX_DEPTH);
+    assert_eq!(merged.depth, Config::MAX_DEPTH);
     let e = sweep::run(
         &OnePoint,
         &sweep::Config {
-            depth: sweep::runs::MAX_DEPTH + 1,
+            depth: Config::MAX_DEPTH + 1,
             ..cfg(1)
         },
     )
     .unwrap_err();
     assert!(
-        matches!(e, Error::TooDeep { depth, max } if depth == sweep::runs::MAX_DEPTH + 1 && max == sweep::runs::MAX_DEPTH),
+        matches!(e, Error::TooDeep { depth, max } if depth == Config::MAX_DEPTH + 1 && max == Config::MAX_DEPTH),
         "{e}"
     );
     assert!(e.to_string().contains("refused"), "{e}");
@@ -910,12 +920,11 @@ fn a_world_that_cannot_be_made_is_an_error_naming_the_subject() {
             "{e}"
         );
     }
-    // Alone, the scenario fails as stopped before its first life.
-    let one = sweep::runs::run_one(&NoWorld { panics: false }, &"p#1".parse().unwrap());
+    // Rerun alone, it is the same error.
+    let one = sweep::rerun(&NoWorld { panics: false }, &cfg(1), "p#1").unwrap_err();
     assert!(
-        matches!(&one.failure, Some(Failure::Stopped { error, .. }) if error.contains("the disk is full")),
-        "{:?}",
-        one.failure
+        matches!(&one, Error::World { error, .. } if error.contains("the disk is full")),
+        "{one}"
     );
 }
 

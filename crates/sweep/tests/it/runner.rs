@@ -428,11 +428,45 @@ fn a_traced_scenario_shows_each_life() {
         n: 1,
         save_first: false,
     };
-    let r = sweep::runs::run_one(&s, &"acted#1".parse().unwrap());
+    let r = sweep::rerun(&s, &sweep::Config::default(), "acted#1").unwrap();
     let t = r.timeline();
     assert!(t.contains("life 1: crashed at acted#1"), "{t}");
     assert!(t.contains("life 2: finished"), "{t}");
     assert!(t.contains("FAILED: extra = 1"), "{t}");
+}
+
+/// Every scenario of a report reruns by the name the report prints, to the
+/// same verdict; a name that does not parse, and a crash state the subject
+/// does not run in, are typed errors.
+#[test]
+fn a_rerun_takes_the_name_a_report_prints_and_refuses_bad_ones() {
+    let s = Counting {
+        n: 2,
+        save_first: false,
+    };
+    let config = Config::default();
+    let report = sweep::run(&s, &config).unwrap();
+    assert!(report.failures().count() > 0);
+    for sc in &report.scenarios {
+        let again = sweep::rerun(&s, &config, &sc.scenario.to_string()).unwrap();
+        assert_eq!(again.scenario, sc.scenario);
+        assert_eq!(again.verdict, sc.verdict, "{}", sc.scenario);
+        assert_eq!(again.failed(), sc.failed(), "{}", sc.scenario);
+        assert!(!again.lives.is_empty(), "a rerun is traced");
+    }
+    match sweep::rerun(&s, &config, "acted#one") {
+        Err(sweep::Error::BadScenario { name, .. }) => assert_eq!(name, "acted#one"),
+        other => panic!("not refused as a bad name: {other:?}"),
+    }
+    match sweep::rerun(&s, &config, "lose: acted#1") {
+        Err(sweep::Error::UnknownCrashState { state, known, .. }) => {
+            assert_eq!(
+                (state.as_str(), known),
+                ("lose", vec!["process".to_owned()])
+            )
+        }
+        other => panic!("not refused as an unknown state: {other:?}"),
+    }
 }
 
 #[test]
@@ -588,14 +622,6 @@ impl Subject for Booted {
     fn world(&self) -> Result<Vec<(usize, bool)>, sweep::LifeError> {
         Ok(Vec::new())
     }
-    fn boot(
-        &self,
-        w: &mut Vec<(usize, bool)>,
-        ctx: &sweep::scenario::Boot,
-    ) -> Result<(), sweep::LifeError> {
-        w.push((ctx.life(), ctx.after_crash()));
-        Ok(())
-    }
     fn life(&self, _: &mut Vec<(usize, bool)>) -> Result<(), sweep::LifeError> {
         crashpoint::point!("p");
         Ok(())
@@ -606,16 +632,33 @@ impl Subject for Booted {
             .count("boots", w.len() as u64)
             .count("wrong", u64::from(*w != want))
     }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<Vec<(usize, bool)>>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<Vec<(usize, bool)>> for Booted {
+    fn boot(
+        &self,
+        w: &mut Vec<(usize, bool)>,
+        ctx: &sweep::power::Boot,
+    ) -> Result<(), sweep::LifeError> {
+        w.push((ctx.life(), ctx.after_crash()));
+        Ok(())
+    }
 }
 
 /// Each life is told its number and whether the one before it crashed.
 #[test]
 fn each_life_knows_its_number_and_whether_a_crash_came_before() {
-    let r = sweep::runs::run_one(&Booted, &"p#1 → p#1".parse().unwrap());
+    let r = sweep::rerun(&Booted, &sweep::Config::default(), "p#1 → p#1").unwrap();
     assert!(!r.failed(), "{}", r.timeline());
     assert_eq!(r.verdict.counts[0], ("boots".to_owned(), 3));
     // Without a `describe`, the world says nothing.
-    let t = sweep::runs::run_one(&Booted, &"p#1".parse().unwrap()).timeline();
+    let t = sweep::rerun(&Booted, &sweep::Config::default(), "p#1")
+        .unwrap()
+        .timeline();
     assert_eq!(
         t,
         "scenario: p#1\nlife 1: crashed at p#1\n    p#1  ← crash\nlife 2: finished\n    p#1\n\
@@ -684,7 +727,8 @@ fn a_required_counter_at_zero_keeps_a_scenarios_own_failure() {
             required: vec!["lost".into()],
             ..Config::default()
         };
-        let (r, stats) = sweep::runs::run_counted(&Stumbles, &config, &|_| {}).unwrap();
+        let r = sweep::run(&Stumbles, &config).unwrap();
+        let stats = r.stats;
         assert!(!r.clean.failed());
         let failed: Vec<String> = r.failures().map(|s| s.scenario.to_string()).collect();
         assert_eq!(failed, ["a#1", "b#1"], "tally {tally}");
@@ -784,7 +828,7 @@ impl Subject for QuickRecovery {
 /// A traced final life that passes no point is still in the timeline.
 #[test]
 fn a_final_life_without_hits_is_traced() {
-    let r = sweep::runs::run_one(&QuickRecovery, &"p#1".parse().unwrap());
+    let r = sweep::rerun(&QuickRecovery, &sweep::Config::default(), "p#1").unwrap();
     assert!(!r.failed(), "{}", r.timeline());
     assert_eq!(r.lives.len(), 2, "{}", r.timeline());
     assert!(r.lives[1].hits.is_empty());

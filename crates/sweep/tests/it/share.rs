@@ -121,16 +121,17 @@ fn json(r: &Report) -> String {
 fn shared_lives_give_the_brute_force_report_with_fewer_lives() {
     let s = Steps::new(4);
     for depth in [1, 2, 3] {
-        let (shared, stats) = sweep::runs::run_counted(&s, &config(depth), &|_| {}).unwrap();
-        let (brute, brute_stats) = sweep::runs::run_counted(
+        let shared = sweep::run(&s, &config(depth)).unwrap();
+        let stats = shared.stats;
+        let brute = sweep::run(
             &s,
             &Config {
                 share: false,
                 ..config(depth)
             },
-            &|_| {},
         )
         .unwrap();
+        let brute_stats = brute.stats;
         assert!(stats.shared && !brute_stats.shared);
         assert_eq!(json(&shared), json(&brute), "depth {depth}");
         assert_eq!(stats.scenarios, brute_stats.scenarios);
@@ -190,17 +191,17 @@ fn a_subject_without_a_snapshot_is_never_shared() {
         snapshot: false,
         ..Steps::new(3)
     };
-    let (_, brute) = sweep::runs::run_counted(
+    let brute = sweep::run(
         &Steps::new(3),
         &Config {
             share: false,
             ..config(2)
         },
-        &|_| {},
     )
-    .unwrap();
+    .unwrap()
+    .stats;
     for s in [&opted_out, &no_copy] {
-        let (_, stats) = sweep::runs::run_counted(s, &config(2), &|_| {}).unwrap();
+        let stats = sweep::run(s, &config(2)).unwrap().stats;
         assert!(!stats.shared);
         assert_eq!(stats.lives, brute.lives, "every life replayed");
     }
@@ -376,7 +377,8 @@ impl sweep::sharing::Share<World> for NoFingerprint {
 #[test]
 fn a_subject_without_a_fingerprint_is_never_shared() {
     let s = NoFingerprint(Steps::new(3));
-    let (report, stats) = sweep::runs::run_counted(&s, &config(2), &|_| {}).unwrap();
+    let report = sweep::run(&s, &config(2)).unwrap();
+    let stats = report.stats;
     let brute = sweep::run(
         &Steps::new(3),
         &Config {
@@ -394,7 +396,8 @@ fn a_subject_without_a_fingerprint_is_never_shared() {
 #[test]
 fn depth_zero_shares_nothing_and_counts_the_clean_run() {
     let s = Steps::new(3);
-    let (report, stats) = sweep::runs::run_counted(&s, &config(0), &|_| {}).unwrap();
+    let report = sweep::run(&s, &config(0)).unwrap();
+    let stats = report.stats;
     assert!(report.scenarios.is_empty());
     assert!(!stats.shared);
     assert_eq!(stats.scenarios, 1);
@@ -452,7 +455,8 @@ fn a_distant_time_limit_stops_no_life() {
             share,
             ..config(1)
         };
-        let (r, stats) = sweep::runs::run_counted(&Slow, &limited, &|_| {}).unwrap();
+        let r = sweep::run(&Slow, &limited).unwrap();
+        let stats = r.stats;
         assert_eq!(stats.shared, share);
         assert_eq!(r.scenarios.len(), 3);
         assert_eq!(
@@ -516,12 +520,14 @@ fn a_final_life_from_a_world_seen_before_runs_once() {
             threads: Some(threads),
             ..config(1)
         };
-        let (report, stats) = sweep::runs::run_counted(&Late, &shared, &|_| {}).unwrap();
+        let report = sweep::run(&Late, &shared).unwrap();
+        let stats = report.stats;
         let brute = Config {
             share: false,
             ..shared.clone()
         };
-        let (replayed, brute_stats) = sweep::runs::run_counted(&Late, &brute, &|_| {}).unwrap();
+        let replayed = sweep::run(&Late, &brute).unwrap();
+        let brute_stats = replayed.stats;
         assert_eq!(json(&report), json(&replayed));
         assert_eq!(brute_stats.lives, 2 + 3 * 2);
         if threads == 1 {
@@ -531,15 +537,15 @@ fn a_final_life_from_a_world_seen_before_runs_once() {
             // Depth 2: the three parents' final life runs once too, then
             // nine crashed lives from the world they share and one final
             // life after them all.
-            let (_, deeper) = sweep::runs::run_counted(
+            let deeper = sweep::run(
                 &Late,
                 &Config {
                     depth: 2,
                     ..shared.clone()
                 },
-                &|_| {},
             )
-            .unwrap();
+            .unwrap()
+            .stats;
             // And the first scenario at each depth replayed: 2 + 3 lives.
             assert_eq!(deeper.lives, 2 + 2 + 3 + 1 + 9 + 1 + 2 + 3);
         }
@@ -558,7 +564,8 @@ fn a_world_without_a_fingerprint_is_replayed_with_its_children() {
             blind_at: Some(2),
             ..Steps::new(3)
         };
-        let (shared, stats) = sweep::runs::run_counted(&patchy, &config(depth), &|_| {}).unwrap();
+        let shared = sweep::run(&patchy, &config(depth)).unwrap();
+        let stats = shared.stats;
         let brute = Config {
             share: false,
             ..config(depth)
@@ -587,14 +594,6 @@ impl Subject for Lives {
     fn world(&self) -> Result<Self::World, sweep::LifeError> {
         Ok(Vec::new())
     }
-    fn boot(
-        &self,
-        w: &mut Self::World,
-        ctx: &sweep::scenario::Boot,
-    ) -> Result<(), sweep::LifeError> {
-        w.push((ctx.life(), ctx.after_crash()));
-        Ok(())
-    }
     fn life(&self, w: &mut Self::World) -> Result<(), sweep::LifeError> {
         if self.slow_second && w.len() == 2 {
             crashpoint::point!("recovering");
@@ -617,6 +616,21 @@ impl Subject for Lives {
     fn share(&self) -> Option<&dyn sweep::sharing::Share<Self::World>> {
         Some(self)
     }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<Vec<(usize, bool)>>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<Vec<(usize, bool)>> for Lives {
+    fn boot(
+        &self,
+        w: &mut Vec<(usize, bool)>,
+        ctx: &sweep::power::Boot,
+    ) -> Result<(), sweep::LifeError> {
+        w.push((ctx.life(), ctx.after_crash()));
+        Ok(())
+    }
 }
 
 impl sweep::sharing::Share<Vec<(usize, bool)>> for Lives {
@@ -632,8 +646,8 @@ impl sweep::sharing::Share<Vec<(usize, bool)>> for Lives {
 /// as replayed ones are.
 #[test]
 fn a_shared_life_knows_its_number_and_whether_a_crash_came_before() {
-    let (r, stats) =
-        sweep::runs::run_counted(&Lives { slow_second: false }, &config(3), &|_| {}).unwrap();
+    let r = sweep::run(&Lives { slow_second: false }, &config(3)).unwrap();
+    let stats = r.stats;
     assert!(stats.shared);
     assert_eq!(r.row().depth_counts, [2, 4, 8]);
     let row = r.row();
@@ -649,7 +663,8 @@ fn a_shared_life_stopped_by_the_time_limit_fails_as_hung() {
         ..config(2)
     };
     let s = Lives { slow_second: true };
-    let (shared, stats) = sweep::runs::run_counted(&s, &limited, &|_| {}).unwrap();
+    let shared = sweep::run(&s, &limited).unwrap();
+    let stats = shared.stats;
     let brute = sweep::run(
         &s,
         &Config {
@@ -681,15 +696,6 @@ impl Subject for Parity {
     fn world(&self) -> Result<(bool, u64), sweep::LifeError> {
         Ok((false, 0))
     }
-    fn boot(
-        &self,
-        w: &mut (bool, u64),
-        ctx: &sweep::scenario::Boot,
-    ) -> Result<(), sweep::LifeError> {
-        let n = ctx.life() as u64;
-        w.1 = if n % 2 == 0 { n } else { 0 };
-        Ok(())
-    }
     fn life(&self, w: &mut (bool, u64)) -> Result<(), sweep::LifeError> {
         Late.life(&mut w.0)
     }
@@ -699,6 +705,18 @@ impl Subject for Parity {
 
     fn share(&self) -> Option<&dyn sweep::sharing::Share<Self::World>> {
         Some(self)
+    }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<(bool, u64)>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<(bool, u64)> for Parity {
+    fn boot(&self, w: &mut (bool, u64), ctx: &sweep::power::Boot) -> Result<(), sweep::LifeError> {
+        let n = ctx.life() as u64;
+        w.1 = if n % 2 == 0 { n } else { 0 };
+        Ok(())
     }
 }
 
@@ -715,11 +733,14 @@ impl sweep::sharing::Share<(bool, u64)> for Parity {
 /// progress plans, depth by depth, what shared lives finish.
 #[test]
 fn remembered_final_lives_are_told_apart_by_their_life_number() {
-    let events = std::sync::Mutex::new(Vec::new());
-    let (shared, stats) = sweep::runs::run_counted(&Parity, &config(3), &|p| {
-        events.lock().unwrap().push(p);
-    })
-    .unwrap();
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&events);
+    let told = Config {
+        progress: Some(std::sync::Arc::new(move |p| seen.lock().unwrap().push(p))),
+        ..config(3)
+    };
+    let shared = sweep::run(&Parity, &told).unwrap();
+    let stats = shared.stats;
     let brute = sweep::run(
         &Parity,
         &Config {
@@ -731,10 +752,10 @@ fn remembered_final_lives_are_told_apart_by_their_life_number() {
     assert!(stats.shared);
     assert_eq!(json(&shared), json(&brute));
     let (mut planned, mut finished) = ([0u64; 4], [0u64; 4]);
-    for e in events.into_inner().unwrap() {
-        match e {
-            sweep::runs::Progress::Planned { depth, count } => planned[depth] += count,
-            sweep::runs::Progress::Finished { depth } => finished[depth] += 1,
+    for e in events.lock().unwrap().iter() {
+        match *e {
+            sweep::report::Progress::Planned { depth, count } => planned[depth] += count,
+            sweep::report::Progress::Finished { depth } => finished[depth] += 1,
         }
     }
     assert_eq!(planned, [0, 3, 9, 27]);

@@ -3,7 +3,10 @@
 //! the one-row view adding the states' tallies up, the same whether the
 //! report keeps every scenario or tallies them.
 
-use sweep::{scenario::Boot, Config, Counter, CrashState, Report, Subject, Verdict};
+use sweep::{
+    power::{Boot, CrashState},
+    Config, Counter, Report, Subject, Verdict,
+};
 
 const LOSE: CrashState = CrashState::named("lose");
 
@@ -43,22 +46,6 @@ impl Subject for Relay {
     fn world(&self) -> Result<Mailbox, sweep::LifeError> {
         Ok(Mailbox::default())
     }
-    fn crash_states(&self) -> Vec<CrashState> {
-        vec![CrashState::PROCESS, LOSE]
-    }
-    fn boot(&self, w: &mut Mailbox, ctx: &Boot) -> Result<(), sweep::LifeError> {
-        if w.running && w.first_crash.is_none() {
-            w.first_crash = Some(w.stage);
-        }
-        if w.running && *ctx.state() == LOSE {
-            w.marked = false;
-        }
-        w.running = true;
-        Ok(())
-    }
-    fn shutdown(&self, w: &mut Mailbox, _: &Boot) {
-        w.running = false;
-    }
     fn life(&self, w: &mut Mailbox) -> Result<(), sweep::LifeError> {
         w.starts += 1;
         if !w.marked {
@@ -80,6 +67,31 @@ impl Subject for Relay {
             .count("lives", w.starts)
             .count("again", w.sent.saturating_sub(1))
             .count("late", u64::from(w.first_crash == Some(3)))
+    }
+
+    fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<Mailbox>> {
+        Some(self)
+    }
+}
+
+impl sweep::power::PowerCuts<Mailbox> for Relay {
+    fn crash_states(&self) -> Vec<CrashState> {
+        vec![CrashState::PROCESS, LOSE]
+    }
+
+    fn boot(&self, w: &mut Mailbox, ctx: &Boot) -> Result<(), sweep::LifeError> {
+        if w.running && w.first_crash.is_none() {
+            w.first_crash = Some(w.stage);
+        }
+        if w.running && *ctx.state() == LOSE {
+            w.marked = false;
+        }
+        w.running = true;
+        Ok(())
+    }
+
+    fn shutdown(&self, w: &mut Mailbox, _: &Boot) {
+        w.running = false;
     }
 }
 
