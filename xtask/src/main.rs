@@ -352,7 +352,7 @@ fn disk_cmd(bless: bool) -> Result<ExitCode, String> {
     print!("{table}");
     let path = root().join("snapshots/disk.txt");
     if bless {
-        if sweep::snapshot::under_ci(std::env::var("CI").ok().as_deref()) {
+        if sweep::report::snapshot::under_ci(std::env::var("CI").ok().as_deref()) {
             return Err("--bless is refused under CI".into());
         }
         std::fs::write(&path, &table).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -360,7 +360,7 @@ fn disk_cmd(bless: bool) -> Result<ExitCode, String> {
     }
     let accept = "If the new table is right, accept it with `cargo xtask sweep --disk --bless` \
                   and say in review why the numbers moved.";
-    match sweep::snapshot::compare(&path, &table, accept) {
+    match sweep::report::snapshot::compare(&path, &table, accept) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
             eprintln!("{e}");

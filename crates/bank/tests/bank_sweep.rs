@@ -58,7 +58,7 @@ fn correct_variant_has_no_failure_and_matches_the_snapshot() {
         ]
     );
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../snapshots/bank.txt");
-    if let Err(diff) = sweep::snapshot::check(&path, &table) {
+    if let Err(diff) = sweep::report::snapshot::check(&path, &table) {
         panic!("{diff}");
     }
 }

@@ -28,7 +28,7 @@ fn has(program: &str) -> bool {
 
 /// Whether `CI` is set to a true value, as the snapshot checks read it.
 fn under_ci() -> bool {
-    sweep::snapshot::under_ci(std::env::var("CI").ok().as_deref())
+    sweep::report::snapshot::under_ci(std::env::var("CI").ok().as_deref())
 }
 
 /// Whether `program` is there; under CI its absence fails the test.

@@ -216,7 +216,7 @@ fn snapshot_text() -> String {
 fn beyond_matches_the_reviewed_snapshot() {
     let text = snapshot_text();
     print!("{text}");
-    if let Err(diff) = sweep::snapshot::check(&snapshot(), &text) {
+    if let Err(diff) = sweep::report::snapshot::check(&snapshot(), &text) {
         panic!("{diff}");
     }
 }

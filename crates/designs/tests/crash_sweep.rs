@@ -55,7 +55,7 @@ fn five_designs_match_the_reviewed_table_and_the_book_chapter() {
         ];
         assert_eq!((row.variant.as_str(), got), (name, want));
     }
-    if let Err(diff) = sweep::snapshot::check(&snapshot(), &table) {
+    if let Err(diff) = sweep::report::snapshot::check(&snapshot(), &table) {
         panic!("{diff}");
     }
 }

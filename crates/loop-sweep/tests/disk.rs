@@ -32,5 +32,5 @@ fn the_disk_table_matches_its_reviewed_snapshot() {
         }
     }
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../snapshots/disk.txt");
-    sweep::snapshot::check(&path, &table).unwrap_or_else(|e| panic!("{e}"));
+    sweep::report::snapshot::check(&path, &table).unwrap_or_else(|e| panic!("{e}"));
 }

@@ -247,7 +247,7 @@ fn the_real_writer_comes_through_every_power_cut_and_dropped_fsyncs_are_caught()
     out.push_str(&sweep::table(&lose));
     let out = out.trim_end().to_owned() + "\n";
     print!("{out}");
-    if let Err(diff) = sweep::snapshot::check(&snapshot(), &out) {
+    if let Err(diff) = sweep::report::snapshot::check(&snapshot(), &out) {
         panic!("{diff}");
     }
 }

@@ -75,7 +75,7 @@ fn every_variant_keeps_its_shape_and_matches_the_reviewed_table() {
         assert_eq!(cell(&row, "with dups"), 0);
     }
 
-    if let Err(diff) = sweep::snapshot::check(&snapshot(), &table) {
+    if let Err(diff) = sweep::report::snapshot::check(&snapshot(), &table) {
         panic!("{diff}");
     }
 }

@@ -45,7 +45,7 @@ fn the_epoch_stops_the_keyless_zombie_and_nothing_else_duplicates() {
 fn the_zombie_table_matches_its_reviewed_snapshot() {
     let table = loop_sweep::zombie::render().expect("the zombie table runs");
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../snapshots/zombie.txt");
-    sweep::snapshot::check(&path, &table).unwrap_or_else(|e| panic!("{e}"));
+    sweep::report::snapshot::check(&path, &table).unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]

@@ -65,10 +65,10 @@
 //! the snapshot file, and a difference is printed as a line diff (exit 1).
 //! `--bless` rewrites the file instead, unless the `CI` variable is set to a
 //! true value (`CI=false`, `CI=0` and an empty `CI` are not CI; see
-//! [`crate::snapshot::under_ci`]).
+//! [`crate::report::snapshot::under_ci`]).
 //! The flag is the only way: `CRASHSWEEP_BLESS`, which tests read
-//! ([`crate::snapshot::check`]), does not bless a command line's run
-//! ([`crate::snapshot::compare`]).
+//! ([`crate::report::snapshot::check`]), does not bless a command line's run
+//! ([`crate::report::snapshot::compare`]).
 //!
 //! A progress bar is drawn on standard error when it is a terminal. It shows
 //! one level of the sweep at a time (`level 2 of 2`), whose total is final

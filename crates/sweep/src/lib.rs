@@ -143,16 +143,15 @@ pub mod scenario;
 mod share;
 pub mod sharing;
 mod sink;
-pub mod snapshot;
 mod subject;
 mod table;
 mod watchdog;
 
 // What a first sweep types (one way to run a sweep, one to rerun a
 // scenario); the rest is in the modules `report` (what a sweep found, its
-// tables, its progress and stats), `scenario` (one scenario: its crashes, by
+// tables, its reviewed snapshots, its progress and stats), `scenario` (one scenario: its crashes, by
 // a name that parses back), `power` (crash states beyond a process crash:
-// power cuts), `sharing` (shared lives), `process` and `snapshot`.
+// power cuts), `sharing` (shared lives) and `process`.
 pub use config::Config;
 pub use error::{Error, LifeError};
 pub use judge::{Counter, Verdict};

@@ -1,7 +1,10 @@
 //! The report: every scenario's outcome in the sweep's fixed order, from
 //! which a table's row is computed; reports of shards merge into one. Also
 //! what a sweep tells as it runs ([`Progress`]) and how much work it did
-//! ([`Stats`]).
+//! ([`Stats`]), and the reviewed snapshots a table is checked against
+//! ([`snapshot`]).
+
+pub mod snapshot;
 
 pub use crate::config::OnProgress;
 pub use crate::error::Divergence;

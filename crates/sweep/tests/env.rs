@@ -1,5 +1,5 @@
 //! What is read from the process's environment: `CI`
-//! (`sweep::cli::Env::from_process`, `sweep::snapshot::blessing`),
+//! (`sweep::cli::Env::from_process`, `sweep::report::snapshot::blessing`),
 //! `CRASHSWEEP_BLESS`, and the arguments (`sweep::cli::main`). In a test
 //! binary of its own: it sets variables no other test may see.
 
@@ -35,10 +35,10 @@ fn ci_and_crashsweep_bless_are_read_from_the_environment() {
     std::env::set_var("CI", "from-the-process");
     assert_eq!(Env::from_process().ci.as_deref(), Some("from-the-process"));
     std::env::set_var("CRASHSWEEP_BLESS", "1");
-    assert!(!sweep::snapshot::blessing(), "never under CI");
+    assert!(!sweep::report::snapshot::blessing(), "never under CI");
     std::env::remove_var("CI");
     assert_eq!(Env::from_process().ci, None);
-    assert!(sweep::snapshot::blessing());
+    assert!(sweep::report::snapshot::blessing());
     // The command line blesses on its --bless flag only: the variable
     // does not rewrite (here: create) its reviewed table behind its back.
     let dir = tempfile::tempdir().unwrap();
@@ -52,7 +52,7 @@ fn ci_and_crashsweep_bless_are_read_from_the_environment() {
     assert!(err.contains("rerunning this command with --bless"), "{err}");
     assert!(!snap.exists(), "written without --bless");
     std::env::remove_var("CRASHSWEEP_BLESS");
-    assert!(!sweep::snapshot::blessing());
+    assert!(!sweep::report::snapshot::blessing());
 }
 
 /// `sweep::cli::main` runs the command line on the process's own

@@ -79,7 +79,7 @@ fn try_execute(
                     .into(),
             ));
         }
-        if crate::snapshot::under_ci(env.ci.as_deref()) {
+        if crate::report::snapshot::under_ci(env.ci.as_deref()) {
             return Err(usage(format!(
                 "--bless is refused under CI (CI={}): snapshots are reviewed, not rewritten",
                 env.ci.as_deref().unwrap_or_default()
@@ -152,7 +152,7 @@ fn try_execute(
             std::fs::write(snap, &table)
                 .map_err(|e| usage(format!("cannot write {}: {e}", snap.display())))?;
             let _ = writeln!(err, "wrote {}", snap.display());
-        } else if let Err(diff) = crate::snapshot::compare(
+        } else if let Err(diff) = crate::report::snapshot::compare(
             snap,
             &table,
             "If the new output is right, accept it by rerunning this command with --bless, \

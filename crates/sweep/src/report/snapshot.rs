@@ -54,11 +54,11 @@ pub fn check(path: &Path, actual: &str) -> Result<(), String> {
 /// ```
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("table.txt");
-/// let e = sweep::snapshot::compare(&path, "a\n", "rerun with --bless").unwrap_err();
+/// let e = sweep::report::snapshot::compare(&path, "a\n", "rerun with --bless").unwrap_err();
 /// assert!(e.contains("does not exist") && e.ends_with("rerun with --bless"));
 /// assert!(!path.exists());
 /// std::fs::write(&path, "a\n").unwrap();
-/// assert!(sweep::snapshot::compare(&path, "a\n", "").is_ok());
+/// assert!(sweep::report::snapshot::compare(&path, "a\n", "").is_ok());
 /// ```
 pub fn compare(path: &Path, actual: &str, accept: &str) -> Result<(), String> {
     match mismatch(path, actual)? {
