@@ -227,4 +227,19 @@ impl sweep::sharing::Share<World> for DesignSubject {
     fn capture(&self, w: &World) -> Option<sweep::sharing::Capture<World>> {
         w.capture()
     }
+
+    fn probe(&self, w: &World) -> Option<sweep::sharing::Probe> {
+        let scripted =
+            self.modes.model.unwrap_or_default() == crate::modes::ModelBehaviour::Scripted;
+        w.probe(scripted, self.modes.person == Person::Right)
+    }
+
+    fn graft(
+        &self,
+        at: &sweep::sharing::Tally,
+        from: &sweep::sharing::Tally,
+        end: &World,
+    ) -> Option<World> {
+        end.graft(at, from)
+    }
 }

@@ -68,6 +68,10 @@ pub(crate) struct Notes {
     saved: Option<State>,
     /// The state being saved, until its save returns.
     saving: Option<State>,
+    /// The fingerprints of `saved` and `saving` (`None`: not taken since
+    /// they last changed; see [`Notes::state_keys`]).
+    saved_key: Option<u128>,
+    saving_key: Option<u128>,
     /// Lives that resumed from something other than the last save that
     /// returned or the one under way: a save the loop relied on was lost.
     pub(crate) lost_saves: u64,
@@ -80,6 +84,41 @@ pub(crate) struct Notes {
     pub(crate) ids: BTreeMap<String, String>,
     /// Where the call in flight stood at each crash, and how it was settled.
     pub(crate) labels: Labels,
+}
+
+impl Notes {
+    /// The fingerprints of the state whose save returned and of the one
+    /// under way, taken once after each change (a state's text is long,
+    /// and a sweep asks at every hit).
+    fn state_keys(&mut self) -> (Option<u128>, Option<u128>) {
+        let key = |st: &Option<State>| {
+            st.as_ref().map(|st| {
+                sweep::sharing::Fingerprint::new()
+                    .observe_debug(st)
+                    .observed()
+            })
+        };
+        if self.saved_key.is_none() {
+            self.saved_key = key(&self.saved);
+        }
+        if self.saving_key.is_none() {
+            self.saving_key = key(&self.saving);
+        }
+        (self.saved_key, self.saving_key)
+    }
+}
+
+/// The tallies of a world's notes at one hit (see [`World::probe`]).
+struct Tallies {
+    model_calls: u64,
+    lost_saves: u64,
+    wrong_answers: u64,
+    /// Questions to the person, when the person answers every one right
+    /// (the count decides nothing then).
+    asks: Option<u64>,
+    /// How often each turn was asked, when only the judge reads it.
+    asked: Option<BTreeMap<usize, u32>>,
+    labels: Labels,
 }
 
 /// A state as the loop's progress, without the restart count that
@@ -110,10 +149,15 @@ impl World {
 
     /// Save through `cp`, remembering what is under way and what returned.
     pub(crate) fn save(&mut self, cp: &mut Checkpoint, st: &State) -> Result<(), String> {
-        self.notes().saving = Some(progress(st));
+        {
+            let mut notes = self.notes();
+            notes.saving = Some(progress(st));
+            notes.saving_key = None;
+        }
         cp.save(st).map_err(|e| e.to_string())?;
         let mut notes = self.notes();
         notes.saved = notes.saving.take();
+        notes.saved_key = notes.saving_key.take();
         Ok(())
     }
 
@@ -130,6 +174,8 @@ impl World {
         }
         notes.saved = Some(now);
         notes.saving = None;
+        notes.saved_key = None;
+        notes.saving_key = None;
         notes.labels.opened(st);
     }
 
@@ -324,7 +370,7 @@ impl World {
         let mut fp = sweep::sharing::Fingerprint::new();
         mem.hash_contents(fp.observer());
         self.tracker.hash_contents(fp.observer());
-        let notes = self.notes();
+        let mut notes = self.notes();
         Some(
             fp.observe(&notes.alive)
                 .observe(&notes.asks)
@@ -334,10 +380,92 @@ impl World {
                 .judge(&notes.stopped)
                 .judge(&notes.lost_saves)
                 .judge(&notes.wrong_answers)
-                .judge_debug(&notes.saved)
-                .judge_debug(&notes.saving)
+                .judge(&notes.state_keys())
                 .judge_debug(&notes.labels),
         )
+    }
+
+    /// Reads, at each hit of a life on this world, the fingerprint of its
+    /// behaviour state and its tallies, for shared tails; only a world in
+    /// plain memory has one. The behaviour state is what the loop reads
+    /// back (the files, the tracker, whether a life is running, the
+    /// questions asked of a person who may answer wrong, and — from a model that answers a repeated
+    /// question differently — how often each turn was asked and the IDs it
+    /// gave) and what decides a later count (the save returned and the one
+    /// under way, the call in flight, the crashes not settled yet). The
+    /// tallies only add up: model calls, lost saves, wrong answers, the
+    /// settled crashes (and the questions asked of a person who answers
+    /// right, and, from the scripted model, how often each turn was
+    /// asked). Why the last life stopped is neither: the life a tail
+    /// ends sets it.
+    pub(crate) fn probe(&self, scripted: bool, right: bool) -> Option<sweep::sharing::Probe> {
+        let mem = self.plain_memory()?.clone();
+        let tracker = self.tracker.clone();
+        let notes = Arc::clone(&self.notes);
+        Some(sweep::sharing::Probe::new(move || {
+            let mut fp = sweep::sharing::Fingerprint::new();
+            // Temp files' numbers aside: a restart removes leftover temps
+            // and the loop keeps no temp name across a point.
+            mem.hash_files(fp.observer());
+            tracker.hash_contents(fp.observer());
+            let mut n = notes.lock().ok()?;
+            n.labels.hash_behaviour(fp.observer());
+            let keys = n.state_keys();
+            let mut fp = fp
+                .observe(&n.alive)
+                .observe(&n.last_cut)
+                .observe(&n.sampled_cuts)
+                .observe(&keys);
+            if !scripted {
+                fp = fp.observe(&n.asked).observe(&n.ids);
+            }
+            if !right {
+                fp = fp.observe(&n.asks);
+            }
+            let tally = Tallies {
+                model_calls: n.model_calls,
+                lost_saves: n.lost_saves,
+                wrong_answers: n.wrong_answers,
+                asks: right.then_some(n.asks),
+                asked: scripted.then(|| n.asked.clone()),
+                labels: n.labels.clone(),
+            };
+            Some((fp, sweep::sharing::Tally::new(tally)))
+        }))
+    }
+
+    /// The world a life leaves that stood at a hit with tallies `at`, where
+    /// an earlier life stood with tallies `from` (and the same behaviour
+    /// state, see [`World::probe`]) and left this world: this world, its
+    /// tallies `at` plus what the earlier life added after the hit.
+    pub(crate) fn graft(
+        &self,
+        at: &sweep::sharing::Tally,
+        from: &sweep::sharing::Tally,
+    ) -> Option<World> {
+        let (at, from) = (at.get::<Tallies>()?, from.get::<Tallies>()?);
+        let w = self.snapshot()?;
+        {
+            let mut n = w.notes();
+            let add = |end: u64, from: u64, at: u64| end.checked_sub(from)?.checked_add(at);
+            n.model_calls = add(n.model_calls, from.model_calls, at.model_calls)?;
+            n.lost_saves = add(n.lost_saves, from.lost_saves, at.lost_saves)?;
+            n.wrong_answers = add(n.wrong_answers, from.wrong_answers, at.wrong_answers)?;
+            if let (Some(a), Some(f)) = (at.asks, from.asks) {
+                n.asks = add(n.asks, f, a)?;
+            }
+            if let (Some(a), Some(f)) = (&at.asked, &from.asked) {
+                let mut asked = a.clone();
+                for (turn, &end) in &n.asked {
+                    let before = f.get(turn).copied().unwrap_or(0);
+                    let now = asked.entry(*turn).or_insert(0);
+                    *now = now.checked_add(end.checked_sub(before)?)?;
+                }
+                n.asked = asked;
+            }
+            n.labels = n.labels.grafted(&at.labels)?;
+        }
+        Some(w)
     }
 
     /// The world in words: the tracker's records, the tallies, the power
