@@ -258,10 +258,11 @@ impl Labels {
 
     /// These labels (the end of a life that stood where another stands
     /// now with the same labels by [`Labels::hash_behaviour`]) with the
-    /// crashes `now` had settled by then put back; `None` if the two do not
-    /// have the same crashes.
+    /// crashes `now` had settled by then put back (crashes labelled since,
+    /// at the boot of the life, are these labels' own); `None` if `now` has
+    /// more crashes.
     pub(crate) fn grafted(&self, now: &Labels) -> Option<Labels> {
-        if self.crashes.len() != now.crashes.len() {
+        if self.crashes.len() < now.crashes.len() {
             return None;
         }
         let mut out = self.clone();

@@ -242,4 +242,13 @@ impl sweep::sharing::Share<World> for DesignSubject {
     ) -> Option<World> {
         end.graft(at, from)
     }
+
+    fn shift(
+        &self,
+        at: &sweep::sharing::Tally,
+        from: &sweep::sharing::Tally,
+        to: &sweep::sharing::Tally,
+    ) -> Option<sweep::sharing::Tally> {
+        World::shift(at, from, to)
+    }
 }

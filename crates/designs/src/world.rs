@@ -72,6 +72,12 @@ pub(crate) struct Notes {
     /// they last changed; see [`Notes::state_keys`]).
     saved_key: Option<u128>,
     saving_key: Option<u128>,
+    /// Bumped before and after each request the loop applies to the
+    /// tracker (the only way a plain-memory world's tracker changes; its
+    /// one point is after the change), and the tracker's fingerprint at a
+    /// generation (see [`Notes::tracker_key`]).
+    tracker_gen: u64,
+    tracker_key: Option<(u64, u128)>,
     /// Lives that resumed from something other than the last save that
     /// returned or the one under way: a save the loop relied on was lost.
     pub(crate) lost_saves: u64,
@@ -87,6 +93,22 @@ pub(crate) struct Notes {
 }
 
 impl Notes {
+    /// The fingerprint of `tracker` (this world's), taken once per
+    /// generation: the tracker hashes its records and keys as text, the
+    /// longest part of a sweep's fingerprints.
+    fn tracker_key(&mut self, tracker: &Tracker) -> u128 {
+        match self.tracker_key {
+            Some((g, k)) if g == self.tracker_gen => k,
+            _ => {
+                let mut fp = sweep::sharing::Fingerprint::new();
+                tracker.hash_contents(fp.observer());
+                let k = fp.observed();
+                self.tracker_key = Some((self.tracker_gen, k));
+                k
+            }
+        }
+    }
+
     /// The fingerprints of the state whose save returned and of the one
     /// under way, taken once after each change (a state's text is long,
     /// and a sweep asks at every hit).
@@ -116,8 +138,6 @@ struct Tallies {
     /// Questions to the person, when the person answers every one right
     /// (the count decides nothing then).
     asks: Option<u64>,
-    /// How often each turn was asked, when only the judge reads it.
-    asked: Option<BTreeMap<usize, u32>>,
     labels: Labels,
 }
 
@@ -143,6 +163,7 @@ impl World {
             let mode = self.tracker.mode();
             self.tracker = Tracker::open_log_with(Arc::new(files.clone()), mode, *layout)
                 .map_err(|e| format!("the tracker cannot restart: {e}"))?;
+            self.tracker_changing();
         }
         Ok(crashed)
     }
@@ -159,6 +180,12 @@ impl World {
         notes.saved = notes.saving.take();
         notes.saved_key = notes.saving_key.take();
         Ok(())
+    }
+
+    /// The loop is about to apply a request to the tracker, or has: the
+    /// tracker's fingerprint is taken again at the next hit.
+    pub(crate) fn tracker_changing(&self) {
+        self.notes().tracker_gen += 1;
     }
 
     /// The checkpoint a life opened must hold the last save that returned,
@@ -353,7 +380,14 @@ impl World {
         let tracker = self.tracker.clone();
         let notes = Arc::clone(&self.notes);
         Some(sweep::sharing::Capture::new(move || {
-            let copy = notes.lock().ok()?.clone();
+            let copy = {
+                let mut n = notes.lock().ok()?;
+                // Taken here once per change, the copies start with them
+                // (a sweep fingerprints each copy).
+                n.tracker_key(&tracker);
+                n.state_keys();
+                n.clone()
+            };
             Some(World::copied(
                 mem.copy_as_crashed(),
                 tracker.deep_clone()?,
@@ -369,10 +403,11 @@ impl World {
         let mem = self.plain_memory()?;
         let mut fp = sweep::sharing::Fingerprint::new();
         mem.hash_contents(fp.observer());
-        self.tracker.hash_contents(fp.observer());
         let mut notes = self.notes();
+        let tracker = notes.tracker_key(&self.tracker);
         Some(
-            fp.observe(&notes.alive)
+            fp.observe(&tracker)
+                .observe(&notes.alive)
                 .observe(&notes.asks)
                 .observe(&notes.asked)
                 .observe(&notes.ids)
@@ -395,9 +430,10 @@ impl World {
     /// under way, the call in flight, the crashes not settled yet). The
     /// tallies only add up: model calls, lost saves, wrong answers, the
     /// settled crashes (and the questions asked of a person who answers
-    /// right, and, from the scripted model, how often each turn was
-    /// asked). Why the last life stopped is neither: the life a tail
-    /// ends sets it.
+    /// right). Neither: why the last life stopped (the life a tail ends
+    /// sets it) and, from the scripted model, how often each turn was
+    /// asked and the IDs it gave (the scripted model and the judge never
+    /// read them): a grafted world has the earlier end's.
     pub(crate) fn probe(&self, scripted: bool, right: bool) -> Option<sweep::sharing::Probe> {
         let mem = self.plain_memory()?.clone();
         let tracker = self.tracker.clone();
@@ -407,11 +443,12 @@ impl World {
             // Temp files' numbers aside: a restart removes leftover temps
             // and the loop keeps no temp name across a point.
             mem.hash_files(fp.observer());
-            tracker.hash_contents(fp.observer());
             let mut n = notes.lock().ok()?;
+            let tracker = n.tracker_key(&tracker);
             n.labels.hash_behaviour(fp.observer());
             let keys = n.state_keys();
             let mut fp = fp
+                .observe(&tracker)
                 .observe(&n.alive)
                 .observe(&n.last_cut)
                 .observe(&n.sampled_cuts)
@@ -427,7 +464,6 @@ impl World {
                 lost_saves: n.lost_saves,
                 wrong_answers: n.wrong_answers,
                 asks: right.then_some(n.asks),
-                asked: scripted.then(|| n.asked.clone()),
                 labels: n.labels.clone(),
             };
             Some((fp, sweep::sharing::Tally::new(tally)))
@@ -454,18 +490,36 @@ impl World {
             if let (Some(a), Some(f)) = (at.asks, from.asks) {
                 n.asks = add(n.asks, f, a)?;
             }
-            if let (Some(a), Some(f)) = (&at.asked, &from.asked) {
-                let mut asked = a.clone();
-                for (turn, &end) in &n.asked {
-                    let before = f.get(turn).copied().unwrap_or(0);
-                    let now = asked.entry(*turn).or_insert(0);
-                    *now = now.checked_add(end.checked_sub(before)?)?;
-                }
-                n.asked = asked;
-            }
             n.labels = n.labels.grafted(&at.labels)?;
         }
         Some(w)
+    }
+
+    /// The tallies `at` plus what a life added between tallies `from` and
+    /// `to` (see [`World::graft`]).
+    pub(crate) fn shift(
+        at: &sweep::sharing::Tally,
+        from: &sweep::sharing::Tally,
+        to: &sweep::sharing::Tally,
+    ) -> Option<sweep::sharing::Tally> {
+        let (at, from, to) = (
+            at.get::<Tallies>()?,
+            from.get::<Tallies>()?,
+            to.get::<Tallies>()?,
+        );
+        let add = |to: u64, from: u64, at: u64| to.checked_sub(from)?.checked_add(at);
+        let asks = match (at.asks, from.asks, to.asks) {
+            (Some(a), Some(f), Some(t)) => Some(add(t, f, a)?),
+            (None, None, None) => None,
+            _ => return None,
+        };
+        Some(sweep::sharing::Tally::new(Tallies {
+            model_calls: add(to.model_calls, from.model_calls, at.model_calls)?,
+            lost_saves: add(to.lost_saves, from.lost_saves, at.lost_saves)?,
+            wrong_answers: add(to.wrong_answers, from.wrong_answers, at.wrong_answers)?,
+            asks,
+            labels: to.labels.grafted(&at.labels)?,
+        }))
     }
 
     /// The world in words: the tracker's records, the tallies, the power

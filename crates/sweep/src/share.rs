@@ -84,8 +84,13 @@ struct Memos<W> {
 
 /// One in how many scenarios (by a hash of its name) a shared sweep also
 /// replays from a fresh world, to check the subject's declarations (the
-/// first scenario at each depth is always checked too).
+/// first scenario at each depth is always checked too), for a clean run of
+/// up to [`RECHECK_HITS`] hits; above, one in `RECHECK_ONE_IN × hits /
+/// RECHECK_HITS`, so that the replays (each as long as the clean run)
+/// grow with the hits as the scenarios do, not faster.
 const RECHECK_ONE_IN: u32 = 32;
+/// See [`RECHECK_ONE_IN`].
+const RECHECK_HITS: usize = 64;
 
 /// At most how many hits of the clean life have their capture compared with
 /// the world a crash there leaves, before a sweep with captures.
@@ -106,6 +111,13 @@ enum Start<'p, W> {
 /// The worlds a final life's capture copied, by hit.
 type Captures<W> = HashMap<Hit, W>;
 
+/// One in how many scenarios a sweep whose clean run passed `hits` hits
+/// replays from a fresh world.
+fn recheck_one_in(hits: usize) -> u32 {
+    let scale = (hits / RECHECK_HITS).max(1);
+    u32::try_from(scale).map_or(u32::MAX, |s| s.saturating_mul(RECHECK_ONE_IN))
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -117,6 +129,11 @@ pub(crate) struct Shared<'r, 'a, S: Subject> {
     share: &'a dyn Share<S::World>,
     /// Whether the subject copies its world while a life runs.
     captures: bool,
+    /// Whether the subject shares tails ([`Share::probe`]).
+    tails: bool,
+    /// One in how many scenarios is replayed from a fresh world (see
+    /// [`RECHECK_ONE_IN`]).
+    recheck_one_in: u32,
     /// The first scenario (in the sweep's order) that showed a wrong
     /// declaration, and how.
     wrong: Mutex<Option<(Vec<u32>, String)>>,
@@ -183,6 +200,8 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             replayer,
             share,
             captures: share.capture(&fresh).is_some(),
+            tails: share.probe(&fresh).is_some(),
+            recheck_one_in: recheck_one_in(clean.last_hits.len()),
             wrong: Mutex::new(None),
         }))
     }
@@ -309,13 +328,18 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         let Some(world) = world else {
             return self.brute(sc, order, run);
         };
-        let Some(after) = self.share.fingerprint(&world).map(|f| f.key()) else {
-            return self.brute(sc, order, run);
+        // A leaf whose subject shares tails looks its whole life up by its
+        // behaviour state (the life's start is a tail's position), not by
+        // the whole world.
+        let after = match (leaf && self.tails, self.share.fingerprint(&world)) {
+            (true, _) => None,
+            (false, Some(f)) => Some(f.key()),
+            (false, None) => return self.brute(sc, order, run),
         };
         // A leaf's world is not needed after its final life; a parent's is
         // kept for the children whose hit has no capture.
         let (fin, mut captures, world) = if leaf {
-            match memos.leaves.get(&(after, k + 1)) {
+            match after.and_then(|a| memos.leaves.get(&(a, k + 1))) {
                 Some(f) => (f, HashMap::new(), None),
                 None => {
                     let Some(mut fin) = self.leaf_life(world, &sc, &memos.tails) else {
@@ -324,7 +348,9 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
                     // A leaf has no children: its hits are not kept.
                     fin.hits = None;
                     let fin = Arc::new(fin);
-                    memos.leaves.insert((after, k + 1), Arc::clone(&fin));
+                    if let Some(a) = after {
+                        memos.leaves.insert((a, k + 1), Arc::clone(&fin));
+                    }
                     (fin, HashMap::new(), None)
                 }
             }
@@ -338,6 +364,10 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             };
             (Arc::new(fin), captures, Some(world))
         } else {
+            // Not a leaf: `after` was taken.
+            let Some(after) = after else {
+                return self.brute(sc, order, run);
+            };
             match memos.finals.get(&(after, k + 1)) {
                 Some(f) => (f, HashMap::new(), Some(world)),
                 None => {
@@ -459,7 +489,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             lives: Vec::new(),
             world: None,
         };
-        if Self::sampled(&result.scenario, &result.order) {
+        if self.sampled(&result.scenario, &result.order) {
             self.recheck(&result, run);
         }
         self.replayer

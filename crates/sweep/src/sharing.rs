@@ -115,6 +115,16 @@ pub trait Share<W>: Sync {
     fn graft(&self, _at: &Tally, _from: &Tally, _end: &W) -> Option<W> {
         None
     }
+
+    /// The tallies a life that stood at a hit with tallies `at` has at a
+    /// later hit, given that an earlier life stood at the first hit with
+    /// the same behaviour state and tallies `from`, and at the later one
+    /// with `to`: `at` plus `to` minus `from`, as [`Share::graft`] adds
+    /// them. It lets a life that ended on a tail pass that tail on from
+    /// its start. `None` (the default): such a life's start leaves no tail.
+    fn shift(&self, _at: &Tally, _from: &Tally, _to: &Tally) -> Option<Tally> {
+        None
+    }
 }
 
 /// Reads, at each hit of a life, the fingerprint of the world's behaviour

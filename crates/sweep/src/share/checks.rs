@@ -11,7 +11,7 @@ use crate::scenario::Scenario;
 use crate::sink::Run;
 use crate::subject::Subject;
 
-use super::{Captures, Shared, CAPTURE_CHECKS, RECHECK_ONE_IN};
+use super::{Captures, Shared, CAPTURE_CHECKS};
 
 impl<S: Subject> Shared<'_, '_, S> {
     /// The clean life in the state of `first` (a scenario of one crash),
@@ -58,8 +58,8 @@ impl<S: Subject> Shared<'_, '_, S> {
     }
 
     /// Whether the scenario is one of the sample replayed from a fresh world.
-    pub(super) fn sampled(sc: &Scenario, order: &[u32]) -> bool {
-        order.iter().all(|&i| i == 0) || shard_of(sc, RECHECK_ONE_IN) == 1
+    pub(super) fn sampled(&self, sc: &Scenario, order: &[u32]) -> bool {
+        order.iter().all(|&i| i == 0) || shard_of(sc, self.recheck_one_in) == 1
     }
 
     /// Replay a shared scenario from a fresh world: a different result

@@ -40,11 +40,39 @@ struct End<W> {
 }
 
 /// The rest of a life from one position and behaviour state: the tallies
-/// there, and how the life ended.
+/// there, and how the life ended — or, for a life that itself ended on a
+/// tail, its tallies where it did and that tail.
 struct Tail<W> {
     from: Tally,
-    end: Arc<End<W>>,
+    then: Then<W>,
 }
+
+/// Where a tail goes from its position.
+enum Then<W> {
+    /// To the end of the life.
+    End(Arc<End<W>>),
+    /// To another tail's position, reached with tallies `to`.
+    Via { to: Arc<Tally>, next: Arc<Tail<W>> },
+}
+
+/// How many tails a chain of [`Then::Via`] may pass before its end.
+const MAX_VIA: usize = 8;
+
+impl<W> Tail<W> {
+    /// How many tails this one passes before its end.
+    fn vias(&self) -> usize {
+        let mut n = 0;
+        let mut t = self;
+        while let Then::Via { next, .. } = &t.then {
+            n += 1;
+            t = next.as_ref();
+        }
+        n
+    }
+}
+
+/// The name of a life's start as a position (occurrence 0: no hit has it).
+const START: &str = "life start";
 
 /// How many positions a sweep remembers tails for.
 const TAIL_CAP: usize = 1 << 18;
@@ -88,8 +116,18 @@ impl<S: Subject> Shared<'_, '_, S> {
             return self.final_life(world, sc, true, false).map(|(f, _)| f);
         };
         let life = sc.depth() + 1;
+        // The life's start is a position too (before the boot, with nothing
+        // in the program's memory): a whole life shared.
+        let mut passed = Vec::new();
+        if let Ok(Some((fp, at))) = panic::catch_unwind(AssertUnwindSafe(|| probe.take())) {
+            let key = (life, Hit::new(START, 0), fp.key());
+            match tails.memo.get(&key) {
+                Some(tail) => return self.grafted(&at, &tail),
+                None => passed.push((key, at)),
+            }
+        }
         let seen = Arc::new(Mutex::new(Seen {
-            passed: Vec::new(),
+            passed,
             ended_on: None,
         }));
         // The watch stops the life through its own handle: set once the
@@ -151,19 +189,20 @@ impl<S: Subject> Shared<'_, '_, S> {
             if !ours {
                 return None;
             }
-            let grafted = {
-                let end = lock(&tail.end.world);
-                panic::catch_unwind(AssertUnwindSafe(|| self.share.graft(&at, &tail.from, &end)))
-                    .ok()
-                    .flatten()
-            }?;
-            let mut failure = tail.end.failure.clone();
-            let verdict = self.replayer.judge_only(&grafted, &mut failure);
-            return Some(Final {
-                failure,
-                hits: None,
-                verdict,
-            });
+            // This life's start leads to that tail: a later life from the
+            // same start (and behaviour state) goes there too.
+            let start = seen.passed.into_iter().find(|(k, _)| k.1.occurrence == 0);
+            let result = self.grafted(&at, &tail);
+            if let (Some((key, from)), Some(_)) = (start, &result) {
+                if tail.vias() < MAX_VIA {
+                    let then = Then::Via {
+                        to: Arc::new(at),
+                        next: tail,
+                    };
+                    tails.memo.insert(key, Arc::new(Tail { from, then }));
+                }
+            }
+            return result;
         }
         // Like a time limit, threads that outlive their life are a matter
         // of timing, not of the world: replayed, not remembered.
@@ -185,11 +224,47 @@ impl<S: Subject> Shared<'_, '_, S> {
             for (key, from) in seen.passed {
                 let tail = Tail {
                     from,
-                    end: Arc::clone(&end),
+                    then: Then::End(Arc::clone(&end)),
                 };
                 tails.memo.insert(key, Arc::new(tail));
             }
         }
+        Some(Final {
+            failure,
+            hits: None,
+            verdict,
+        })
+    }
+
+    /// The result of a life that stood with tallies `at` where `tail`
+    /// begins: the tail's end with `at` grafted on, judged; `None` if the
+    /// graft failed.
+    fn grafted(&self, at: &Tally, tail: &Tail<S::World>) -> Option<Final> {
+        let guard =
+            |f: &dyn Fn() -> Option<Tally>| panic::catch_unwind(AssertUnwindSafe(f)).ok().flatten();
+        // Along the chain: the tallies this life would have at each tail's
+        // position, then its end.
+        let mut shifted: Option<Tally> = None;
+        let mut t = tail;
+        let end = loop {
+            match &t.then {
+                Then::End(end) => break end,
+                Then::Via { to, next } => {
+                    let now = shifted.as_ref().unwrap_or(at);
+                    shifted = Some(guard(&|| self.share.shift(now, &t.from, to))?);
+                    t = next.as_ref();
+                }
+            }
+        };
+        let now = shifted.as_ref().unwrap_or(at);
+        let grafted = {
+            let w = lock(&end.world);
+            panic::catch_unwind(AssertUnwindSafe(|| self.share.graft(now, &t.from, &w)))
+                .ok()
+                .flatten()
+        }?;
+        let mut failure = end.failure.clone();
+        let verdict = self.replayer.judge_only(&grafted, &mut failure);
         Some(Final {
             failure,
             hits: None,

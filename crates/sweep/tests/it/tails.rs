@@ -155,6 +155,17 @@ impl Share<World> for Budget {
             Some((fp, Tally::new((counts, i.calls))))
         }))
     }
+    fn shift(&self, at: &Tally, from: &Tally, to: &Tally) -> Option<Tally> {
+        let (at, at_calls) = *at.get::<(Counts, u32)>()?;
+        let (from, from_calls) = *from.get::<(Counts, u32)>()?;
+        let (to, to_calls) = *to.get::<(Counts, u32)>()?;
+        let counts = Counts {
+            effects: to.effects - from.effects + at.effects,
+            starts: to.starts - from.starts + at.starts,
+            looks: to.looks - from.looks + at.looks,
+        };
+        Some(Tally::new((counts, to_calls - from_calls + at_calls)))
+    }
     fn graft(&self, at: &Tally, from: &Tally, end: &World) -> Option<World> {
         let (at, at_calls) = *at.get::<(Counts, u32)>()?;
         let (from, from_calls) = *from.get::<(Counts, u32)>()?;
