@@ -2,6 +2,8 @@
 //! each scripted effect found once, twice or never, by exact text or (for a
 //! model that rewords) by intent — with a label for every crash.
 
+use std::collections::HashMap;
+
 use sweep::{Counter, Verdict};
 
 use crate::design::Design;
@@ -88,32 +90,46 @@ pub(crate) fn judge(script: &Script, modes: &Modes, w: &World) -> Verdict {
                     .is_some_and(|rest| rest.starts_with(" (take ")))
     };
     let comments = || issues.iter().flat_map(|i| &i.comments);
-    // The issues that stand for the issue filed by the scripted call `id`
-    // (more than one if it was filed twice).
-    let filed_by = |id: &str| {
-        let scripted = match script.call(id).map(|c| &c.op) {
-            Some(Op::FileIssue { title, body }) => Some((title, body)),
-            _ => None,
-        };
-        issues.iter().filter(move |i| {
-            scripted.is_some_and(|(title, body)| same(&i.title, title) && same(&i.body, body))
-        })
+    // Judging by exact text, the issues by their title and body, found in
+    // one pass (a sweep judges many worlds of a long job).
+    let mut by_text: HashMap<(&str, &str), Vec<&tracker::Issue>> = HashMap::new();
+    if !by_intent {
+        for i in &issues {
+            by_text
+                .entry((i.title.as_str(), i.body.as_str()))
+                .or_default()
+                .push(i);
+        }
+    }
+    // The issues that stand for `title` and `body` (more than one if filed
+    // twice), in the tracker's order.
+    let standing_for = |title: &str, body: &str| -> Vec<&tracker::Issue> {
+        if by_intent {
+            issues
+                .iter()
+                .filter(|i| same(&i.title, title) && same(&i.body, body))
+                .collect()
+        } else {
+            by_text.get(&(title, body)).cloned().unwrap_or_default()
+        }
+    };
+    // The issues that stand for the issue filed by the scripted call `id`.
+    let filed_by = |id: &str| match script.call(id).map(|c| &c.op) {
+        Some(Op::FileIssue { title, body }) => standing_for(title, body),
+        _ => Vec::new(),
     };
     // An effect is keyed by what it is: an issue by its title and body, a
     // comment by the issue it is on and its body — two comments with one
     // body on two issues are two effects, not a duplicate.
     for call in script.effects() {
         let (what, n) = match &call.op {
-            Op::FileIssue { title, body } => (
-                format!("issue {title:?}"),
-                issues
-                    .iter()
-                    .filter(|i| same(&i.title, title) && same(&i.body, body))
-                    .count(),
-            ),
+            Op::FileIssue { title, body } => {
+                (format!("issue {title:?}"), standing_for(title, body).len())
+            }
             Op::Comment { issue_call, body } => (
                 format!("comment {body:?}"),
                 filed_by(issue_call)
+                    .into_iter()
                     .flat_map(|i| &i.comments)
                     .filter(|c| same(&c.body, body))
                     .count(),

@@ -65,9 +65,9 @@ pub(crate) struct Notes {
     /// Why the last life stopped with an error of the loop's own.
     pub(crate) stopped: Option<String>,
     /// The last state whose save returned (restart count left out).
-    saved: Option<State>,
+    saved: Option<Arc<State>>,
     /// The state being saved, until its save returns.
-    saving: Option<State>,
+    saving: Option<Arc<State>>,
     /// The fingerprints of `saved` and `saving` (`None`: not taken since
     /// they last changed; see [`Notes::state_keys`]).
     saved_key: Option<u128>,
@@ -113,7 +113,7 @@ impl Notes {
     /// under way, taken once after each change (a state's text is long,
     /// and a sweep asks at every hit).
     fn state_keys(&mut self) -> (Option<u128>, Option<u128>) {
-        let key = |st: &Option<State>| {
+        let key = |st: &Option<Arc<State>>| {
             st.as_ref().map(|st| {
                 sweep::sharing::Fingerprint::new()
                     .observe_debug(st)
@@ -172,7 +172,7 @@ impl World {
     pub(crate) fn save(&mut self, cp: &mut Checkpoint, st: &State) -> Result<(), String> {
         {
             let mut notes = self.notes();
-            notes.saving = Some(progress(st));
+            notes.saving = Some(Arc::new(progress(st)));
             notes.saving_key = None;
         }
         cp.save(st).map_err(|e| e.to_string())?;
@@ -195,11 +195,11 @@ impl World {
         let now = progress(st);
         let mut notes = self.notes();
         if let Some(saved) = &notes.saved {
-            if *saved != now && notes.saving.as_ref() != Some(&now) {
+            if **saved != now && notes.saving.as_deref() != Some(&now) {
                 notes.lost_saves += 1;
             }
         }
-        notes.saved = Some(now);
+        notes.saved = Some(Arc::new(now));
         notes.saving = None;
         notes.saved_key = None;
         notes.saving_key = None;
@@ -480,7 +480,19 @@ impl World {
         from: &sweep::sharing::Tally,
     ) -> Option<World> {
         let (at, from) = (at.get::<Tallies>()?, from.get::<Tallies>()?);
-        let w = self.snapshot()?;
+        // Only judged: it shares this world's files and tracker, which
+        // nothing changes once a life has ended here.
+        let mem = self.plain_memory()?.clone();
+        let w = World {
+            dir: Arc::new(mem.clone()),
+            _tmp: None,
+            tracker: self.tracker.clone(),
+            power: None,
+            faults: None,
+            tracker_files: None,
+            mem: Some(mem),
+            notes: Arc::new(Mutex::new(self.notes().clone())),
+        };
         {
             let mut n = w.notes();
             let add = |end: u64, from: u64, at: u64| end.checked_sub(from)?.checked_add(at);

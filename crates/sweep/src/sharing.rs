@@ -111,7 +111,10 @@ pub trait Share<W>: Sync {
     /// scenario, same hit name) with the same behaviour state and tallies
     /// `from`, and left `end`: `end`'s behaviour state, with the tallies
     /// `at` plus what the earlier life added after the hit (`end`'s minus
-    /// `from`'s). `None` runs the life to its end instead.
+    /// `from`'s). `None` runs the life to its end instead. The runner only
+    /// judges the world this returns (no life runs on it), so it may share
+    /// with `end` what nothing changes any more (`end` is never changed
+    /// either).
     fn graft(&self, _at: &Tally, _from: &Tally, _end: &W) -> Option<W> {
         None
     }
