@@ -22,6 +22,7 @@ impl Design {
             modes: Modes::default(),
             model: PersistenceModel::default(),
             faults: None,
+            records: std::sync::Arc::default(),
         }
     }
 }
@@ -35,6 +36,9 @@ pub struct DesignSubject {
     modes: Modes,
     model: PersistenceModel,
     faults: Option<Vec<Fault>>,
+    /// The judge's count of records by tracker (the script never changes;
+    /// the key says whether judged by intent).
+    records: std::sync::Arc<judge::RecordsMemo>,
 }
 
 impl DesignSubject {
@@ -197,7 +201,7 @@ impl Subject for DesignSubject {
     }
 
     fn judge(&self, w: &World) -> Verdict {
-        let v = judge::judge(&self.script, &self.modes, w);
+        let v = judge::judge(&self.script, &self.modes, w, &self.records);
         match w.sampled_cuts() {
             0 => v,
             n => v.note(format!(

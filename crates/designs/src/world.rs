@@ -93,6 +93,14 @@ pub(crate) struct Notes {
 }
 
 impl Notes {
+    /// The tracker's fingerprint if taken at the current generation.
+    pub(crate) fn fresh_tracker_key(&self) -> Option<u128> {
+        match self.tracker_key {
+            Some((g, k)) if g == self.tracker_gen => Some(k),
+            _ => None,
+        }
+    }
+
     /// The fingerprint of `tracker` (this world's), taken once per
     /// generation: the tracker hashes its records and keys as text, the
     /// longest part of a sweep's fingerprints.
