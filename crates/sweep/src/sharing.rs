@@ -25,14 +25,20 @@
 //! each such rest once. It gives a [`Probe`] ([`Share::probe`]), which the
 //! runner calls at each hit of a leaf's final life (the last life of a
 //! scenario with no children) to read the behaviour state's fingerprint and
-//! the tallies, and [`Share::graft`], which builds the world a life leaves
-//! from an earlier life's end and the two lives' tallies at the hit.
+//! the tallies, [`Share::graft`], which builds the world a life leaves
+//! from an earlier life's end and the two lives' tallies at the hit (the
+//! runner only judges it), and [`Share::shift`], the same sum on tallies
+//! alone.
 //!
 //! When a life stands at a hit (same life of its scenario, same hit name —
 //! which counts the passes over each point) where an earlier life that ran
 //! to its end stood with the same behaviour fingerprint, the runner stops
 //! it there and judges the grafted world instead of running the rest:
-//! each distinct (position, behaviour state) runs once. The program's own
+//! each distinct (position, behaviour state) runs once. A life's start
+//! (before its boot) is a position too, so a life whose start was seen
+//! before runs not at all; a life that ended on a tail leaves its start
+//! as a step to that tail, with [`Share::shift`] carrying the tallies
+//! along (the chains are kept short). The program's own
 //! memory is not in the world: a subject declares, by sharing tails, that
 //! at a hit its world decides what the program holds in memory too (what
 //! a life reads back and has not yet written again must leave a mark in
@@ -57,11 +63,14 @@
 //! A subject that declares wrongly (a fingerprint that misses something a
 //! life reads, a capture that misses a field) would give wrong tables. The
 //! runner refuses such a subject with
-//! [`Error::NotShareable`](crate::Error::NotShareable): before the sweep,
-//! the captures of the clean life are compared with the worlds brute-force
-//! crashes leave at the same hits; during it, a fixed sample of shared
-//! scenarios (chosen by a hash of their names, so the same in every run) is
-//! replayed from a fresh world and must give the same result — shared
+//! [`Error::WronglyShared`](crate::Error::WronglyShared) (and one whose two
+//! clean runs differ with [`Error::NotShareable`](crate::Error::NotShareable)):
+//! before the sweep, the captures of the clean life are compared with the
+//! worlds brute-force crashes leave at the same hits; during it, a fixed
+//! sample of shared scenarios (the first at each depth, and one in 32
+//! chosen by a hash of their names — above 64 hits in the clean run, one in
+//! 32 × hits / 64, so the replays grow as the scenarios do — the same in
+//! every run) is replayed from a fresh world and must give the same result — shared
 //! tails included: a sampled scenario whose life ended on a tail is judged
 //! on its grafted world, and a probe that leaves out a part of the world
 //! the rest of the life reads, or a graft that adds wrongly, shows there as
