@@ -134,10 +134,10 @@ impl Loop<'_> {
             }
             (_, Some(req)) => {
                 w.notes().labels.reach(Stage::Sent);
-                let resp = w
-                    .tracker
-                    .apply(&req, self.key(call).as_deref())
-                    .map_err(|e| format!("call {}: {e}", call.id))?;
+                w.tracker_changing();
+                let applied = w.tracker.apply(&req, self.key(call).as_deref());
+                w.tracker_changing();
+                let resp = applied.map_err(|e| format!("call {}: {e}", call.id))?;
                 w.notes().labels.reach(Stage::Acknowledged);
                 response_output(&resp)
             }

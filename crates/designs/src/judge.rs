@@ -2,6 +2,9 @@
 //! each scripted effect found once, twice or never, by exact text or (for a
 //! model that rewords) by intent — with a label for every crash.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use sweep::{Counter, Verdict};
 
 use crate::design::Design;
@@ -71,15 +74,97 @@ fn columns(design: Design, modes: &Modes) -> Vec<Counter> {
 /// Count what went wrong in the world `w` a scenario of `script`, run with
 /// `modes`, left behind: duplicated and missing effects, questions, model
 /// calls, and what the modes add; every crash's label; notes in words.
-pub(crate) fn judge(script: &Script, modes: &Modes, w: &World) -> Verdict {
-    let issues = w.tracker.issues();
+pub(crate) fn judge(script: &Script, modes: &Modes, w: &World, memo: &RecordsMemo) -> Verdict {
+    let by_intent = modes.model.is_some();
+    // The tracker's fingerprint, if the world holds it already (a shared
+    // sweep's worlds do): the records' count is remembered by it.
+    let key = w.notes().fresh_tracker_key().map(|k| (k, by_intent));
+    let remembered = key.and_then(|k| lock(memo).get(&k).cloned());
+    let recs = match remembered {
+        Some(r) => r,
+        None => {
+            let r = Arc::new(records(script, by_intent, &w.tracker.issues()));
+            if let Some(k) = key {
+                let mut m = lock(memo);
+                if m.len() < RECORDS_MEMO_CAP {
+                    m.insert(k, Arc::clone(&r));
+                }
+            }
+            r
+        }
+    };
     let notes = w.notes();
+    let mut v = Verdict::new();
+    for n in &recs.notes {
+        v = v.note(n.clone());
+    }
+    let (dups, missing, reworded) = (recs.dups, recs.missing, recs.reworded);
+    if let Some(e) = &notes.stopped {
+        v = v.note(format!("the run stopped: {e}"));
+    }
+    if notes.lost_saves > 0 {
+        v = v.note(format!(
+            "{} restart(s) resumed from an older checkpoint than the last save that returned",
+            notes.lost_saves
+        ));
+    }
+    v = v
+        .count("dups", dups)
+        .count("missing", missing)
+        .count("asks", notes.asks)
+        .count("model calls", notes.model_calls);
+    if *modes != Modes::default() {
+        v = v
+            .count("lost saves", notes.lost_saves)
+            .count("stopped", u64::from(notes.stopped.is_some()))
+            .count("wrong answers", notes.wrong_answers);
+    }
+    if let Some(n) = reworded {
+        v = v.count("reworded", n);
+    }
+    for (i, (stage, rung, call)) in notes.labels.crashes().enumerate() {
+        let name = labels::count_name(stage, rung);
+        let n = v.get(&name);
+        v = v.count(&name, n + 1).note(format!(
+            "crash {}: {}{} -> {}",
+            i + 1,
+            call.map(|c| format!("{c} ")).unwrap_or_default(),
+            stage.title(),
+            rung.title()
+        ));
+    }
+    v
+}
+
+/// What the tracker's records say of a script's effects: duplicated and
+/// missing ones, records worded as a model asked again worded them (judging
+/// by intent), and notes in words.
+#[derive(Debug)]
+pub(crate) struct Records {
+    dups: u64,
+    missing: u64,
+    reworded: Option<u64>,
+    notes: Vec<String>,
+}
+
+/// Records counted, by the tracker's fingerprint and whether judged by
+/// intent (a subject's worlds of one script).
+pub(crate) type RecordsMemo = Mutex<HashMap<(u128, bool), Arc<Records>>>;
+
+/// How many trackers' records a subject remembers.
+const RECORDS_MEMO_CAP: usize = 1 << 14;
+
+fn lock(m: &RecordsMemo) -> std::sync::MutexGuard<'_, HashMap<(u128, bool), Arc<Records>>> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Count the records `issues` hold of `script`'s effects.
+fn records(script: &Script, by_intent: bool, issues: &[tracker::Issue]) -> Records {
     let (mut dups, mut missing) = (0u64, 0u64);
     let mut v = Verdict::new();
     // A record stands for a scripted effect when its text is the
     // script's, or (judging by intent) the script's reworded by a model
     // that was asked again.
-    let by_intent = modes.model.is_some();
     let same = |text: &str, scripted: &str| {
         text == scripted
             || (by_intent
@@ -88,32 +173,46 @@ pub(crate) fn judge(script: &Script, modes: &Modes, w: &World) -> Verdict {
                     .is_some_and(|rest| rest.starts_with(" (take ")))
     };
     let comments = || issues.iter().flat_map(|i| &i.comments);
-    // The issues that stand for the issue filed by the scripted call `id`
-    // (more than one if it was filed twice).
-    let filed_by = |id: &str| {
-        let scripted = match script.call(id).map(|c| &c.op) {
-            Some(Op::FileIssue { title, body }) => Some((title, body)),
-            _ => None,
-        };
-        issues.iter().filter(move |i| {
-            scripted.is_some_and(|(title, body)| same(&i.title, title) && same(&i.body, body))
-        })
+    // Judging by exact text, the issues by their title and body, found in
+    // one pass (a sweep judges many worlds of a long job).
+    let mut by_text: HashMap<(&str, &str), Vec<&tracker::Issue>> = HashMap::new();
+    if !by_intent {
+        for i in issues {
+            by_text
+                .entry((i.title.as_str(), i.body.as_str()))
+                .or_default()
+                .push(i);
+        }
+    }
+    // The issues that stand for `title` and `body` (more than one if filed
+    // twice), in the tracker's order.
+    let standing_for = |title: &str, body: &str| -> Vec<&tracker::Issue> {
+        if by_intent {
+            issues
+                .iter()
+                .filter(|i| same(&i.title, title) && same(&i.body, body))
+                .collect()
+        } else {
+            by_text.get(&(title, body)).cloned().unwrap_or_default()
+        }
+    };
+    // The issues that stand for the issue filed by the scripted call `id`.
+    let filed_by = |id: &str| match script.call(id).map(|c| &c.op) {
+        Some(Op::FileIssue { title, body }) => standing_for(title, body),
+        _ => Vec::new(),
     };
     // An effect is keyed by what it is: an issue by its title and body, a
     // comment by the issue it is on and its body — two comments with one
     // body on two issues are two effects, not a duplicate.
     for call in script.effects() {
         let (what, n) = match &call.op {
-            Op::FileIssue { title, body } => (
-                format!("issue {title:?}"),
-                issues
-                    .iter()
-                    .filter(|i| same(&i.title, title) && same(&i.body, body))
-                    .count(),
-            ),
+            Op::FileIssue { title, body } => {
+                (format!("issue {title:?}"), standing_for(title, body).len())
+            }
             Op::Comment { issue_call, body } => (
                 format!("comment {body:?}"),
                 filed_by(issue_call)
+                    .into_iter()
                     .flat_map(|i| &i.comments)
                     .filter(|c| same(&c.body, body))
                     .count(),
@@ -157,39 +256,10 @@ pub(crate) fn judge(script: &Script, modes: &Modes, w: &World) -> Verdict {
         }
         reworded = Some(n as u64);
     }
-    if let Some(e) = &notes.stopped {
-        v = v.note(format!("the run stopped: {e}"));
+    Records {
+        dups,
+        missing,
+        reworded,
+        notes: v.notes,
     }
-    if notes.lost_saves > 0 {
-        v = v.note(format!(
-            "{} restart(s) resumed from an older checkpoint than the last save that returned",
-            notes.lost_saves
-        ));
-    }
-    v = v
-        .count("dups", dups)
-        .count("missing", missing)
-        .count("asks", notes.asks)
-        .count("model calls", notes.model_calls);
-    if *modes != Modes::default() {
-        v = v
-            .count("lost saves", notes.lost_saves)
-            .count("stopped", u64::from(notes.stopped.is_some()))
-            .count("wrong answers", notes.wrong_answers);
-    }
-    if let Some(n) = reworded {
-        v = v.count("reworded", n);
-    }
-    for (i, (stage, rung, call)) in notes.labels.crashes().enumerate() {
-        let name = labels::count_name(stage, rung);
-        let n = v.get(&name);
-        v = v.count(&name, n + 1).note(format!(
-            "crash {}: {}{} -> {}",
-            i + 1,
-            call.map(|c| format!("{c} ")).unwrap_or_default(),
-            stage.title(),
-            rung.title()
-        ));
-    }
-    v
 }

@@ -238,6 +238,40 @@ impl Labels {
         }
     }
 
+    /// Feed what decides how the rest of a life changes these labels to
+    /// `h`: the call in flight, and each crash not settled yet (a settled
+    /// crash only by its place: a tally the rest of the life never reads).
+    pub(crate) fn hash_behaviour(&self, mut h: &mut dyn std::hash::Hasher) {
+        use std::hash::Hash;
+        let flight = self.flight.as_ref().map(|f| (&f.call, f.turn, f.stage));
+        flight.hash(&mut h);
+        h.write_usize(self.crashes.len());
+        for c in &self.crashes {
+            match c.rung {
+                Some(_) => h.write_u8(0),
+                None => (1u8, &c.call, c.turn, c.stage).hash(&mut h),
+            }
+        }
+    }
+
+    /// These labels (the end of a life that stood where another stands
+    /// now with the same labels by [`Labels::hash_behaviour`]) with the
+    /// crashes `now` had settled by then put back (crashes labelled since,
+    /// at the boot of the life, are these labels' own); `None` if `now` has
+    /// more crashes.
+    pub(crate) fn grafted(&self, now: &Labels) -> Option<Labels> {
+        if self.crashes.len() < now.crashes.len() {
+            return None;
+        }
+        let mut out = self.clone();
+        for (c, n) in out.crashes.iter_mut().zip(&now.crashes) {
+            if n.rung.is_some() {
+                *c = n.clone();
+            }
+        }
+        Some(out)
+    }
+
     /// Every crash as (stage, rung, call), unsettled ones as such.
     pub(crate) fn crashes(&self) -> impl Iterator<Item = (Stage, Settlement, Option<&str>)> {
         self.crashes.iter().map(|c| {

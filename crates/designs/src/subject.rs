@@ -25,6 +25,7 @@ impl Design {
             modes: Modes::default(),
             model: PersistenceModel::default(),
             faults: None,
+            records: std::sync::Arc::default(),
         }
     }
 }
@@ -38,6 +39,9 @@ pub struct DesignSubject {
     modes: Modes,
     model: PersistenceModel,
     faults: Option<Vec<Fault>>,
+    /// The judge's count of records by tracker (the script never changes;
+    /// the key says whether judged by intent).
+    records: std::sync::Arc<judge::RecordsMemo>,
 }
 
 impl DesignSubject {
@@ -151,7 +155,7 @@ impl Subject for DesignSubject {
     }
 
     fn judge(&self, w: &World) -> Verdict {
-        let v = judge::judge(&self.script, &self.modes, w);
+        let v = judge::judge(&self.script, &self.modes, w, &self.records);
         match w.sampled_cuts() {
             0 => v,
             n => v.note(format!(
@@ -235,5 +239,29 @@ impl sweep::sharing::Share<World> for DesignSubject {
 
     fn capture(&self, w: &World) -> Option<sweep::sharing::Capture<World>> {
         w.capture()
+    }
+
+    fn probe(&self, w: &World) -> Option<sweep::sharing::Probe> {
+        let scripted =
+            self.modes.model.unwrap_or_default() == crate::modes::ModelBehaviour::Scripted;
+        w.probe(scripted, self.modes.person == Person::Right)
+    }
+
+    fn graft(
+        &self,
+        at: &sweep::sharing::Tally,
+        from: &sweep::sharing::Tally,
+        end: &World,
+    ) -> Option<World> {
+        end.graft(at, from)
+    }
+
+    fn shift(
+        &self,
+        at: &sweep::sharing::Tally,
+        from: &sweep::sharing::Tally,
+        to: &sweep::sharing::Tally,
+    ) -> Option<sweep::sharing::Tally> {
+        World::shift(at, from, to)
     }
 }

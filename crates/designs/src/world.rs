@@ -65,9 +65,19 @@ pub(crate) struct Notes {
     /// Why the last life stopped with an error of the loop's own.
     pub(crate) stopped: Option<String>,
     /// The last state whose save returned (restart count left out).
-    saved: Option<State>,
+    saved: Option<Arc<State>>,
     /// The state being saved, until its save returns.
-    saving: Option<State>,
+    saving: Option<Arc<State>>,
+    /// The fingerprints of `saved` and `saving` (`None`: not taken since
+    /// they last changed; see [`Notes::state_keys`]).
+    saved_key: Option<u128>,
+    saving_key: Option<u128>,
+    /// Bumped before and after each request the loop applies to the
+    /// tracker (the only way a plain-memory world's tracker changes; its
+    /// one point is after the change), and the tracker's fingerprint at a
+    /// generation (see [`Notes::tracker_key`]).
+    tracker_gen: u64,
+    tracker_key: Option<(u64, u128)>,
     /// Lives that resumed from something other than the last save that
     /// returned or the one under way: a save the loop relied on was lost.
     pub(crate) lost_saves: u64,
@@ -80,6 +90,63 @@ pub(crate) struct Notes {
     pub(crate) ids: BTreeMap<String, String>,
     /// Where the call in flight stood at each crash, and how it was settled.
     pub(crate) labels: Labels,
+}
+
+impl Notes {
+    /// The tracker's fingerprint if taken at the current generation.
+    pub(crate) fn fresh_tracker_key(&self) -> Option<u128> {
+        match self.tracker_key {
+            Some((g, k)) if g == self.tracker_gen => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The fingerprint of `tracker` (this world's), taken once per
+    /// generation: the tracker hashes its records and keys as text, the
+    /// longest part of a sweep's fingerprints.
+    fn tracker_key(&mut self, tracker: &Tracker) -> u128 {
+        match self.tracker_key {
+            Some((g, k)) if g == self.tracker_gen => k,
+            _ => {
+                let mut fp = sweep::sharing::Fingerprint::new();
+                tracker.hash_contents(fp.observer());
+                let k = fp.observed();
+                self.tracker_key = Some((self.tracker_gen, k));
+                k
+            }
+        }
+    }
+
+    /// The fingerprints of the state whose save returned and of the one
+    /// under way, taken once after each change (a state's text is long,
+    /// and a sweep asks at every hit).
+    fn state_keys(&mut self) -> (Option<u128>, Option<u128>) {
+        let key = |st: &Option<Arc<State>>| {
+            st.as_ref().map(|st| {
+                sweep::sharing::Fingerprint::new()
+                    .observe_debug(st)
+                    .observed()
+            })
+        };
+        if self.saved_key.is_none() {
+            self.saved_key = key(&self.saved);
+        }
+        if self.saving_key.is_none() {
+            self.saving_key = key(&self.saving);
+        }
+        (self.saved_key, self.saving_key)
+    }
+}
+
+/// The tallies of a world's notes at one hit (see [`World::probe`]).
+struct Tallies {
+    model_calls: u64,
+    lost_saves: u64,
+    wrong_answers: u64,
+    /// Questions to the person, when the person answers every one right
+    /// (the count decides nothing then).
+    asks: Option<u64>,
+    labels: Labels,
 }
 
 /// A state as the loop's progress, without the restart count that
@@ -104,17 +171,29 @@ impl World {
             let mode = self.tracker.mode();
             self.tracker = Tracker::open_log_with(Arc::new(files.clone()), mode, *layout)
                 .map_err(|e| format!("the tracker cannot restart: {e}"))?;
+            self.tracker_changing();
         }
         Ok(crashed)
     }
 
     /// Save through `cp`, remembering what is under way and what returned.
     pub(crate) fn save(&mut self, cp: &mut Checkpoint, st: &State) -> Result<(), String> {
-        self.notes().saving = Some(progress(st));
+        {
+            let mut notes = self.notes();
+            notes.saving = Some(Arc::new(progress(st)));
+            notes.saving_key = None;
+        }
         cp.save(st).map_err(|e| e.to_string())?;
         let mut notes = self.notes();
         notes.saved = notes.saving.take();
+        notes.saved_key = notes.saving_key.take();
         Ok(())
+    }
+
+    /// The loop is about to apply a request to the tracker, or has: the
+    /// tracker's fingerprint is taken again at the next hit.
+    pub(crate) fn tracker_changing(&self) {
+        self.notes().tracker_gen += 1;
     }
 
     /// The checkpoint a life opened must hold the last save that returned,
@@ -124,12 +203,14 @@ impl World {
         let now = progress(st);
         let mut notes = self.notes();
         if let Some(saved) = &notes.saved {
-            if *saved != now && notes.saving.as_ref() != Some(&now) {
+            if **saved != now && notes.saving.as_deref() != Some(&now) {
                 notes.lost_saves += 1;
             }
         }
-        notes.saved = Some(now);
+        notes.saved = Some(Arc::new(now));
         notes.saving = None;
+        notes.saved_key = None;
+        notes.saving_key = None;
         notes.labels.opened(st);
     }
 
@@ -307,7 +388,14 @@ impl World {
         let tracker = self.tracker.clone();
         let notes = Arc::clone(&self.notes);
         Some(sweep::sharing::Capture::new(move || {
-            let copy = notes.lock().ok()?.clone();
+            let copy = {
+                let mut n = notes.lock().ok()?;
+                // Taken here once per change, the copies start with them
+                // (a sweep fingerprints each copy).
+                n.tracker_key(&tracker);
+                n.state_keys();
+                n.clone()
+            };
             Some(World::copied(
                 mem.copy_as_crashed(),
                 tracker.deep_clone()?,
@@ -323,10 +411,11 @@ impl World {
         let mem = self.plain_memory()?;
         let mut fp = sweep::sharing::Fingerprint::new();
         mem.hash_contents(fp.observer());
-        self.tracker.hash_contents(fp.observer());
-        let notes = self.notes();
+        let mut notes = self.notes();
+        let tracker = notes.tracker_key(&self.tracker);
         Some(
-            fp.observe(&notes.alive)
+            fp.observe(&tracker)
+                .observe(&notes.alive)
                 .observe(&notes.asks)
                 .observe(&notes.asked)
                 .observe(&notes.ids)
@@ -334,10 +423,123 @@ impl World {
                 .judge(&notes.stopped)
                 .judge(&notes.lost_saves)
                 .judge(&notes.wrong_answers)
-                .judge_debug(&notes.saved)
-                .judge_debug(&notes.saving)
+                .judge(&notes.state_keys())
                 .judge_debug(&notes.labels),
         )
+    }
+
+    /// Reads, at each hit of a life on this world, the fingerprint of its
+    /// behaviour state and its tallies, for shared tails; only a world in
+    /// plain memory has one. The behaviour state is what the loop reads
+    /// back (the files, the tracker, whether a life is running, the
+    /// questions asked of a person who may answer wrong, and — from a model that answers a repeated
+    /// question differently — how often each turn was asked and the IDs it
+    /// gave) and what decides a later count (the save returned and the one
+    /// under way, the call in flight, the crashes not settled yet). The
+    /// tallies only add up: model calls, lost saves, wrong answers, the
+    /// settled crashes (and the questions asked of a person who answers
+    /// right). Neither: why the last life stopped (the life a tail ends
+    /// sets it) and, from the scripted model, how often each turn was
+    /// asked and the IDs it gave (the scripted model and the judge never
+    /// read them): a grafted world has the earlier end's.
+    pub(crate) fn probe(&self, scripted: bool, right: bool) -> Option<sweep::sharing::Probe> {
+        let mem = self.plain_memory()?.clone();
+        let tracker = self.tracker.clone();
+        let notes = Arc::clone(&self.notes);
+        Some(sweep::sharing::Probe::new(move || {
+            let mut fp = sweep::sharing::Fingerprint::new();
+            // Temp files' numbers aside: a restart removes leftover temps
+            // and the loop keeps no temp name across a point.
+            mem.hash_files(fp.observer());
+            let mut n = notes.lock().ok()?;
+            let tracker = n.tracker_key(&tracker);
+            n.labels.hash_behaviour(fp.observer());
+            let keys = n.state_keys();
+            let mut fp = fp
+                .observe(&tracker)
+                .observe(&n.alive)
+                .observe(&n.last_cut)
+                .observe(&n.sampled_cuts)
+                .observe(&keys);
+            if !scripted {
+                fp = fp.observe(&n.asked).observe(&n.ids);
+            }
+            if !right {
+                fp = fp.observe(&n.asks);
+            }
+            let tally = Tallies {
+                model_calls: n.model_calls,
+                lost_saves: n.lost_saves,
+                wrong_answers: n.wrong_answers,
+                asks: right.then_some(n.asks),
+                labels: n.labels.clone(),
+            };
+            Some((fp, sweep::sharing::Tally::new(tally)))
+        }))
+    }
+
+    /// The world a life leaves that stood at a hit with tallies `at`, where
+    /// an earlier life stood with tallies `from` (and the same behaviour
+    /// state, see [`World::probe`]) and left this world: this world, its
+    /// tallies `at` plus what the earlier life added after the hit.
+    pub(crate) fn graft(
+        &self,
+        at: &sweep::sharing::Tally,
+        from: &sweep::sharing::Tally,
+    ) -> Option<World> {
+        let (at, from) = (at.get::<Tallies>()?, from.get::<Tallies>()?);
+        // Only judged: it shares this world's files and tracker, which
+        // nothing changes once a life has ended here.
+        let mem = self.plain_memory()?.clone();
+        let w = World {
+            dir: Arc::new(mem.clone()),
+            _tmp: None,
+            tracker: self.tracker.clone(),
+            power: None,
+            faults: None,
+            tracker_files: None,
+            mem: Some(mem),
+            notes: Arc::new(Mutex::new(self.notes().clone())),
+        };
+        {
+            let mut n = w.notes();
+            let add = |end: u64, from: u64, at: u64| end.checked_sub(from)?.checked_add(at);
+            n.model_calls = add(n.model_calls, from.model_calls, at.model_calls)?;
+            n.lost_saves = add(n.lost_saves, from.lost_saves, at.lost_saves)?;
+            n.wrong_answers = add(n.wrong_answers, from.wrong_answers, at.wrong_answers)?;
+            if let (Some(a), Some(f)) = (at.asks, from.asks) {
+                n.asks = add(n.asks, f, a)?;
+            }
+            n.labels = n.labels.grafted(&at.labels)?;
+        }
+        Some(w)
+    }
+
+    /// The tallies `at` plus what a life added between tallies `from` and
+    /// `to` (see [`World::graft`]).
+    pub(crate) fn shift(
+        at: &sweep::sharing::Tally,
+        from: &sweep::sharing::Tally,
+        to: &sweep::sharing::Tally,
+    ) -> Option<sweep::sharing::Tally> {
+        let (at, from, to) = (
+            at.get::<Tallies>()?,
+            from.get::<Tallies>()?,
+            to.get::<Tallies>()?,
+        );
+        let add = |to: u64, from: u64, at: u64| to.checked_sub(from)?.checked_add(at);
+        let asks = match (at.asks, from.asks, to.asks) {
+            (Some(a), Some(f), Some(t)) => Some(add(t, f, a)?),
+            (None, None, None) => None,
+            _ => return None,
+        };
+        Some(sweep::sharing::Tally::new(Tallies {
+            model_calls: add(to.model_calls, from.model_calls, at.model_calls)?,
+            lost_saves: add(to.lost_saves, from.lost_saves, at.lost_saves)?,
+            wrong_answers: add(to.wrong_answers, from.wrong_answers, at.wrong_answers)?,
+            asks,
+            labels: to.labels.grafted(&at.labels)?,
+        }))
     }
 
     /// The world in words: the tracker's records, the tallies, the power

@@ -1,7 +1,10 @@
 //! Shared lives for the loop's subjects: a world is copied whole (the
 //! checkpoint directory and the workspace — in memory or power-loss
 //! directories with their watch on the saves —, the tracker, the tallies)
-//! and hashed whole. A world whose tracker is served over HTTP, whose
+//! and hashed whole; a world in memory is also captured while a life runs
+//! (each restart starts from the copy taken at its crash hit). A
+//! power-loss world is not captured: a copy needs its directories with no
+//! lock held, so each of its scenarios runs its crashed life again. A world whose tracker is served over HTTP, whose
 //! checkpoint directory has a fault injector, or whose model the caller
 //! supplied is not shared (a copy could not carry the socket, the armed
 //! faults or the model's own state): those sweep brute force.
@@ -9,8 +12,7 @@
 use std::sync::Arc;
 
 use durable::Dir;
-use sweep::sharing::Fingerprint;
-use sweep::sharing::Share;
+use sweep::sharing::{Capture, Fingerprint, Share};
 
 use crate::world::{LoopWorld, PowerWorld};
 use crate::LoopSubject;
@@ -68,6 +70,40 @@ impl Share<LoopWorld> for LoopSubject {
             faults: None,
             mem,
         })
+    }
+
+    /// Only a world in memory (no power cuts): its directories are copied
+    /// as a crash leaves them (locks released), the tracker and the tallies
+    /// deep, and why the last life stopped as it was when the life began (a
+    /// life sets it only as it returns).
+    fn capture(&self, w: &LoopWorld) -> Option<Capture<LoopWorld>> {
+        if self.http || self.faults.is_some() || self.model.is_some() {
+            return None;
+        }
+        if w.http.is_some() || w.faults.is_some() || w.power.is_some() {
+            return None;
+        }
+        let (cp, ws) = w.mem.clone()?;
+        let tracker = w.tracker.clone();
+        let tally = Arc::clone(&w.tally);
+        let stopped = w.stopped.clone();
+        Some(Capture::new(move || {
+            let (cp, ws) = (cp.copy_as_crashed(), ws.copy_as_crashed());
+            let mem = Some((cp.clone(), ws.clone()));
+            let cp = Arc::new(cp);
+            Some(LoopWorld {
+                checkpoints: cp.clone(),
+                files: cp,
+                workspace: Arc::new(ws),
+                tracker: tracker.deep_clone()?,
+                tally: Arc::new(tally.deep_copy()),
+                stopped: stopped.clone(),
+                power: None,
+                http: None,
+                faults: None,
+                mem,
+            })
+        }))
     }
 
     fn fingerprint(&self, w: &LoopWorld) -> Option<Fingerprint> {

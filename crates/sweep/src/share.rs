@@ -30,11 +30,8 @@
 //! life has the whole time limit to itself (a brute-force scenario has it
 //! for all its lives together).
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crashpoint::scope::Handle;
@@ -45,7 +42,7 @@ use crate::brute::subtree;
 use crate::error::Error;
 use crate::failure::Failure;
 use crate::judge::Verdict;
-use crate::plan::{expand, in_partition, shard_of};
+use crate::plan::{expand, in_partition};
 use crate::power::Boot;
 use crate::progress::Progress;
 use crate::replay::{Ran, Replayer};
@@ -55,60 +52,18 @@ use crate::sharing::Share;
 use crate::sink::Run;
 use crate::subject::Subject;
 
+mod checks;
+mod memo;
+mod tails;
+
+use memo::{Memo, LEAF_MEMO_CAP, PARENT_MEMO_CAP};
+use tails::Tails;
+
 type WorldKey = (u128, u128);
 
 /// A world before a life: its fingerprint, and which life of the scenario
 /// runs on it (the runner's boot sees the life number).
 type LifeKey = (WorldKey, usize);
-
-/// A hash map split into shards, so parallel scenarios rarely wait on each
-/// other's lookups, that stops remembering at `cap` entries (a memo only
-/// saves work: a miss runs the life).
-struct Memo<K, V> {
-    shards: Vec<Mutex<HashMap<K, V>>>,
-    cap: usize,
-    len: AtomicUsize,
-}
-
-/// How many leaves' final lives a sweep remembers (each a verdict, about a
-/// kilobyte in the designs).
-const LEAF_MEMO_CAP: usize = 1 << 16;
-/// How many final lives of scenarios with children a sweep remembers (each
-/// with its hits).
-const PARENT_MEMO_CAP: usize = 1 << 12;
-
-impl<K: Hash + Eq, V: Clone> Memo<K, V> {
-    fn new(cap: usize) -> Self {
-        Memo {
-            shards: (0..64).map(|_| Mutex::new(HashMap::new())).collect(),
-            cap,
-            len: AtomicUsize::new(0),
-        }
-    }
-
-    fn shard(&self, k: &K) -> &Mutex<HashMap<K, V>> {
-        let mut h = DefaultHasher::new();
-        k.hash(&mut h);
-        let i = (h.finish() % self.shards.len() as u64) as usize;
-        // `i` is below the shard count.
-        &self.shards[i]
-    }
-
-    fn get(&self, k: &K) -> Option<V> {
-        let m = self.shard(k).lock().unwrap_or_else(|e| e.into_inner());
-        m.get(k).cloned()
-    }
-
-    fn insert(&self, k: K, v: V) {
-        if self.len.load(Ordering::Relaxed) >= self.cap {
-            return;
-        }
-        let mut m = self.shard(&k).lock().unwrap_or_else(|e| e.into_inner());
-        if m.insert(k, v).is_none() {
-            self.len.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
 
 /// The final life from one world, and the judge's verdict after it.
 struct Final {
@@ -120,16 +75,23 @@ struct Final {
 }
 
 /// The memos of one crash state's sweep: world before the final life →
-/// its outcome, for scenarios with children and for leaves.
-struct Memos {
+/// its outcome, for scenarios with children and for leaves; and the tails
+/// of leaves' final lives.
+struct Memos<W> {
     finals: Memo<LifeKey, Arc<Final>>,
     leaves: Memo<LifeKey, Arc<Final>>,
+    tails: Arc<Tails<W>>,
 }
 
 /// One in how many scenarios (by a hash of its name) a shared sweep also
 /// replays from a fresh world, to check the subject's declarations (the
-/// first scenario at each depth is always checked too).
+/// first scenario at each depth is always checked too), for a clean run of
+/// up to [`RECHECK_HITS`] hits; above, one in `RECHECK_ONE_IN × hits /
+/// RECHECK_HITS`, so that the replays (each as long as the clean run)
+/// grow with the hits as the scenarios do, not faster.
 const RECHECK_ONE_IN: u32 = 32;
+/// See [`RECHECK_ONE_IN`].
+const RECHECK_HITS: usize = 64;
 
 /// At most how many hits of the clean life have their capture compared with
 /// the world a crash there leaves, before a sweep with captures.
@@ -150,6 +112,13 @@ enum Start<'p, W> {
 /// The worlds a final life's capture copied, by hit.
 type Captures<W> = HashMap<Hit, W>;
 
+/// One in how many scenarios a sweep whose clean run passed `hits` hits
+/// replays from a fresh world.
+fn recheck_one_in(hits: usize) -> u32 {
+    let scale = (hits / RECHECK_HITS).max(1);
+    u32::try_from(scale).map_or(u32::MAX, |s| s.saturating_mul(RECHECK_ONE_IN))
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -161,6 +130,11 @@ pub(crate) struct Shared<'r, 'a, S: Subject> {
     share: &'a dyn Share<S::World>,
     /// Whether the subject copies its world while a life runs.
     captures: bool,
+    /// Whether the subject shares tails ([`Share::probe`]).
+    tails: bool,
+    /// One in how many scenarios is replayed from a fresh world (see
+    /// [`RECHECK_ONE_IN`]).
+    recheck_one_in: u32,
     /// The first scenario (in the sweep's order) that showed a wrong
     /// declaration, and how.
     wrong: Mutex<Option<(Vec<u32>, String)>>,
@@ -227,6 +201,8 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             replayer,
             share,
             captures: share.capture(&fresh).is_some(),
+            tails: share.probe(&fresh).is_some(),
+            recheck_one_in: recheck_one_in(clean.last_hits.len()),
             wrong: Mutex::new(None),
         }))
     }
@@ -272,6 +248,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         let memos = Memos {
             finals: Memo::new(PARENT_MEMO_CAP),
             leaves: Memo::new(LEAF_MEMO_CAP),
+            tails: Arc::new(Tails::new()),
         };
         let mut captured = match top.first() {
             Some((sc, _)) if self.captures => self.clean_captures(sc),
@@ -290,49 +267,6 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             .collect();
         jobs.into_par_iter()
             .for_each(|(sc, order, start)| self.node(sc, order, start, run, &memos));
-    }
-
-    /// The clean life in the state of `first` (a scenario of one crash),
-    /// capturing its world at each hit; a sample of those captures is
-    /// compared with the world a crash at the same hit leaves, from a fresh
-    /// world.
-    fn clean_captures(&self, first: &Scenario) -> Captures<S::World> {
-        let clean = Scenario::in_state(first.state.clone(), Vec::new());
-        let Ok(world) = self.replayer.world() else {
-            return HashMap::new();
-        };
-        let Some((fin, captures)) = self.final_life(world, &clean, false, true) else {
-            return HashMap::new();
-        };
-        let hits = fin.hits.unwrap_or_default();
-        let stride = (hits.len() / CAPTURE_CHECKS).max(1);
-        for (i, hit) in hits.iter().enumerate() {
-            if i % stride != 0 && i + 1 != hits.len() {
-                continue;
-            }
-            let Some(copy) = captures.get(hit) else {
-                continue;
-            };
-            let captured = self.share.fingerprint(copy).map(|f| f.key());
-            let sc = Scenario::in_state(first.state.clone(), vec![hit.clone()]);
-            let crashed = self.replayer.world().ok().and_then(|mut w| {
-                self.crash(&mut w, &sc, hit)
-                    .then(|| self.share.fingerprint(&w).map(|f| f.key()))
-            });
-            if let Some(left) = crashed {
-                if left != captured {
-                    self.refuse(
-                        &[],
-                        format!(
-                            "the world its capture copied at hit {} of the clean run ({hit}) \
-                             differs from the world a crash there leaves",
-                            i + 1
-                        ),
-                    );
-                }
-            }
-        }
-        captures
     }
 
     /// `sc` and its children as without sharing.
@@ -368,7 +302,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         order: Vec<u32>,
         start: Start<'_, S::World>,
         run: &Run<'_>,
-        memos: &Memos,
+        memos: &Memos<S::World>,
     ) {
         let Some(target) = sc.hits.last().cloned() else {
             return;
@@ -395,22 +329,29 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         let Some(world) = world else {
             return self.brute(sc, order, run);
         };
-        let Some(after) = self.share.fingerprint(&world).map(|f| f.key()) else {
-            return self.brute(sc, order, run);
+        // A leaf whose subject shares tails looks its whole life up by its
+        // behaviour state (the life's start is a tail's position), not by
+        // the whole world.
+        let after = match (leaf && self.tails, self.share.fingerprint(&world)) {
+            (true, _) => None,
+            (false, Some(f)) => Some(f.key()),
+            (false, None) => return self.brute(sc, order, run),
         };
         // A leaf's world is not needed after its final life; a parent's is
         // kept for the children whose hit has no capture.
         let (fin, mut captures, world) = if leaf {
-            match memos.leaves.get(&(after, k + 1)) {
+            match after.and_then(|a| memos.leaves.get(&(a, k + 1))) {
                 Some(f) => (f, HashMap::new(), None),
                 None => {
-                    let Some((mut fin, _)) = self.final_life(world, &sc, true, false) else {
+                    let Some(mut fin) = self.leaf_life(world, &sc, &memos.tails) else {
                         return self.brute(sc, order, run);
                     };
                     // A leaf has no children: its hits are not kept.
                     fin.hits = None;
                     let fin = Arc::new(fin);
-                    memos.leaves.insert((after, k + 1), Arc::clone(&fin));
+                    if let Some(a) = after {
+                        memos.leaves.insert((a, k + 1), Arc::clone(&fin));
+                    }
                     (fin, HashMap::new(), None)
                 }
             }
@@ -424,6 +365,10 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             };
             (Arc::new(fin), captures, Some(world))
         } else {
+            // Not a leaf: `after` was taken.
+            let Some(after) = after else {
+                return self.brute(sc, order, run);
+            };
             match memos.finals.get(&(after, k + 1)) {
                 Some(f) => (f, HashMap::new(), Some(world)),
                 None => {
@@ -524,11 +469,6 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         ))
     }
 
-    /// Whether the scenario is one of the sample replayed from a fresh world.
-    fn sampled(sc: &Scenario, order: &[u32]) -> bool {
-        order.iter().all(|&i| i == 0) || shard_of(sc, RECHECK_ONE_IN) == 1
-    }
-
     /// A scenario's result from its final life's outcome, as
     /// [`Replayer::replay`] derives it, checked against a replay from a
     /// fresh world if sampled, settled (a failure rerun) and handed to the
@@ -550,49 +490,11 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             lives: Vec::new(),
             world: None,
         };
-        if Self::sampled(&result.scenario, &result.order) {
+        if self.sampled(&result.scenario, &result.order) {
             self.recheck(&result, run);
         }
         self.replayer
             .settle(&result.scenario.clone(), &mut result, run.clean, run.config);
         run.sink.push(result);
-    }
-
-    /// Replay a shared scenario from a fresh world: a different result
-    /// (other than one of timing) is a wrong declaration.
-    fn recheck(&self, shared: &ScenarioResult, run: &Run<'_>) {
-        let again = self
-            .replayer
-            .replay(&shared.scenario, Vec::new(), Some(run.clean))
-            .result;
-        if matches!(
-            again.failure,
-            Some(Failure::Hung { .. } | Failure::Outlived { .. })
-        ) {
-            return;
-        }
-        let show = |f: &Option<Failure>| {
-            f.as_ref()
-                .map_or_else(|| "passed".to_owned(), |f| f.to_string())
-        };
-        if again.failure != shared.failure {
-            self.refuse(
-                &shared.order,
-                format!(
-                    "scenario {} {} when shared but {} when replayed from a fresh world",
-                    shared.scenario,
-                    show(&shared.failure),
-                    show(&again.failure)
-                ),
-            );
-        } else if again.verdict != shared.verdict {
-            self.refuse(
-                &shared.order,
-                format!(
-                    "scenario {} counts {:?} when shared but {:?} when replayed from a fresh world",
-                    shared.scenario, shared.verdict, again.verdict
-                ),
-            );
-        }
     }
 }

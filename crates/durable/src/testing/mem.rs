@@ -173,6 +173,37 @@ impl MemDir {
     /// would keep, which names share a file, the temp-name counter and the
     /// held locks. Two directories that hash the same behave the same.
     pub fn hash_contents(&self, h: &mut dyn Hasher) {
+        self.hash_with(h, true);
+    }
+
+    /// [`MemDir::hash_contents`] without the temp-name counter, and with
+    /// each temp file's name (`{prefix}{n}.tmp`, from
+    /// [`Dir::create_temp`](crate::Dir::create_temp)) fed without its
+    /// number: two directories that hash the same behave the same for a
+    /// program that never keeps a temp file's name across a crash (as
+    /// durable's atomic writes do not: a restart removes leftover temps),
+    /// whatever number of temp files each made before.
+    ///
+    /// ```
+    /// use durable::{testing::MemDir, Dir};
+    /// use std::hash::{DefaultHasher, Hasher};
+    /// let hash = |d: &MemDir| {
+    ///     let mut h = DefaultHasher::new();
+    ///     d.hash_files(&mut h);
+    ///     h.finish()
+    /// };
+    /// let (a, b) = (MemDir::new(), MemDir::new());
+    /// let t = b.create_temp(".x-").unwrap();
+    /// b.remove(&t).unwrap();
+    /// let (ta, tb) = (a.create_temp(".x-").unwrap(), b.create_temp(".x-").unwrap());
+    /// assert_ne!(ta, tb);
+    /// assert_eq!(hash(&a), hash(&b));
+    /// ```
+    pub fn hash_files(&self, h: &mut dyn Hasher) {
+        self.hash_with(h, false);
+    }
+
+    fn hash_with(&self, h: &mut dyn Hasher, temps: bool) {
         let inner = self.inner();
         // Files by first appearance, so the hash does not depend on the
         // internal numbering of nodes.
@@ -180,7 +211,11 @@ impl MemDir {
         for map in [&inner.names, &inner.durable] {
             h.write_usize(map.len());
             for (name, n) in map {
-                h.write(name.as_bytes());
+                let fed = match name.strip_suffix(".tmp") {
+                    Some(stem) if !temps => stem.trim_end_matches(|c: char| c.is_ascii_digit()),
+                    _ => name.as_str(),
+                };
+                h.write(fed.as_bytes());
                 h.write_u8(0xff);
                 let next = seen.len() as u64;
                 let first = *seen.entry(*n).or_insert(next);
@@ -204,7 +239,9 @@ impl MemDir {
                 }
             }
         }
-        h.write_u64(inner.next_temp);
+        if temps {
+            h.write_u64(inner.next_temp);
+        }
         drop(inner);
         for name in self.locks.held() {
             h.write(name.as_bytes());

@@ -15,6 +15,7 @@ mod panic_abort;
 mod runner;
 mod share;
 mod states;
+mod tails;
 mod threads;
 
 /// Run the test `name` (its full path in this binary) alone in a child

@@ -1,0 +1,274 @@
+//! Shared tails: a leaf's final life that reaches a hit where an earlier
+//! life stood with the same behaviour state ends there, and the world it
+//! would have left is the earlier life's end with its own tallies grafted
+//! on ([`Share::probe`](crate::sharing::Share::probe),
+//! [`Share::graft`](crate::sharing::Share::graft)).
+//!
+//! A position is the life's number in its scenario and the hit (its name
+//! counts the passes over each point so far, so two lives at one position
+//! have passed the same points as often); with the behaviour state's
+//! fingerprint it keys the memo. Only a life that ran to its end (finished,
+//! or stopped with an error of its own, so its failure names no hit)
+//! leaves tails, one per hit it passed with nothing else running: that
+//! hit's tallies and the life's end, shared by all of them. A life that
+//! ends on a tail leaves none (its end would be one more world to keep).
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crashpoint::scope::Handle;
+use crashpoint::Hit;
+
+use super::memo::Memo;
+use super::{lock, Final, Shared};
+use crate::failure::Failure;
+use crate::scenario::Scenario;
+use crate::sharing::Tally;
+use crate::subject::Subject;
+
+/// A position and the behaviour state there: which life of its scenario,
+/// the hit, and the behaviour state's fingerprint.
+type TailKey = (usize, Hit, (u128, u128));
+
+/// How a life that ran to its end ended: the world it left (behind a lock,
+/// as worlds are `Send` but not `Sync`) and its failure, if it stopped with
+/// an error of its own.
+struct End<W> {
+    world: Mutex<W>,
+    failure: Option<Failure>,
+}
+
+/// The rest of a life from one position and behaviour state: the tallies
+/// there, and how the life ended — or, for a life that itself ended on a
+/// tail, its tallies where it did and that tail.
+struct Tail<W> {
+    from: Tally,
+    then: Then<W>,
+}
+
+/// Where a tail goes from its position.
+enum Then<W> {
+    /// To the end of the life.
+    End(Arc<End<W>>),
+    /// To another tail's position, reached with tallies `to`.
+    Via { to: Arc<Tally>, next: Arc<Tail<W>> },
+}
+
+/// How many tails a chain of [`Then::Via`] may pass before its end.
+const MAX_VIA: usize = 8;
+
+impl<W> Tail<W> {
+    /// How many tails this one passes before its end.
+    fn vias(&self) -> usize {
+        let mut n = 0;
+        let mut t = self;
+        while let Then::Via { next, .. } = &t.then {
+            n += 1;
+            t = next.as_ref();
+        }
+        n
+    }
+}
+
+/// The name of a life's start as a position (occurrence 0: no hit has it).
+const START: &str = "life start";
+
+/// How many positions a sweep remembers tails for.
+const TAIL_CAP: usize = 1 << 18;
+/// How many ends of lives a sweep keeps (each a world).
+const END_CAP: usize = 1 << 12;
+
+/// The tails of one crash state's sweep.
+pub(super) struct Tails<W> {
+    memo: Memo<TailKey, Arc<Tail<W>>>,
+    ends: AtomicUsize,
+}
+
+impl<W> Tails<W> {
+    pub(super) fn new() -> Self {
+        Tails {
+            memo: Memo::new(TAIL_CAP),
+            ends: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// What the probe saw while a life ran: the positions it passed (and the
+/// tallies there), and the tail it ended on.
+struct Seen<W> {
+    passed: Vec<(TailKey, Tally)>,
+    ended_on: Option<(Hit, Tally, Arc<Tail<W>>)>,
+}
+
+impl<S: Subject> Shared<'_, '_, S> {
+    /// The final life of the leaf `sc` on `world`, ended at the first hit
+    /// with a tail, and the judge after it (on the grafted world if it
+    /// ended on a tail); `None` as [`Shared::final_life`] (run it as
+    /// without sharing), or if a graft failed.
+    pub(super) fn leaf_life(
+        &self,
+        mut world: S::World,
+        sc: &Scenario,
+        tails: &Arc<Tails<S::World>>,
+    ) -> Option<Final> {
+        let Some(probe) = self.share.probe(&world) else {
+            return self.final_life(world, sc, true, false).map(|(f, _)| f);
+        };
+        let life = sc.depth() + 1;
+        // The life's start is a position too (before the boot, with nothing
+        // in the program's memory): a whole life shared.
+        let mut passed = Vec::new();
+        if let Ok(Some((fp, at))) = panic::catch_unwind(AssertUnwindSafe(|| probe.take())) {
+            let key = (life, Hit::new(START, 0), fp.key());
+            match tails.memo.get(&key) {
+                Some(tail) => return self.grafted(&at, &tail),
+                None => passed.push((key, at)),
+            }
+        }
+        let seen = Arc::new(Mutex::new(Seen {
+            passed,
+            ended_on: None,
+        }));
+        // The watch stops the life through its own handle: set once the
+        // handle exists, taken (the cycle broken) once the life is over.
+        let stopper: Arc<Mutex<Option<Handle>>> = Arc::default();
+        let handle = {
+            let (seen, stopper, tails) =
+                (Arc::clone(&seen), Arc::clone(&stopper), Arc::clone(tails));
+            Handle::new(None).watch_hits(move |hit, threads| {
+                // With another thread running, what decides the rest of
+                // the life is not all in the world: no tail here.
+                if threads != 1 {
+                    return;
+                }
+                let Ok(Some((fp, tally))) = panic::catch_unwind(AssertUnwindSafe(|| probe.take()))
+                else {
+                    return;
+                };
+                let key = (life, hit.clone(), fp.key());
+                let found = tails.memo.get(&key);
+                let mut s = lock(&seen);
+                if s.ended_on.is_some() {
+                    return;
+                }
+                match found {
+                    None => s.passed.push((key, tally)),
+                    Some(tail) => {
+                        s.ended_on = Some((hit.clone(), tally, tail));
+                        drop(s);
+                        let stop = lock(&stopper).clone();
+                        if let Some(h) = stop {
+                            h.stop();
+                        }
+                    }
+                }
+            })
+        };
+        *lock(&stopper) = Some(handle.clone());
+        let fin = self.replayer.final_life_in(
+            &mut world,
+            sc,
+            true,
+            self.replayer.deadline(),
+            &mut Vec::new(),
+            handle,
+        );
+        lock(&stopper).take();
+        let seen = std::mem::replace(
+            &mut *lock(&seen),
+            Seen {
+                passed: Vec::new(),
+                ended_on: None,
+            },
+        );
+        if let Some((hit, at, tail)) = seen.ended_on {
+            // Stopped at the tail's hit by the watch, not by the time limit.
+            let ours =
+                matches!(&fin.failure, Some(Failure::Hung { last_hit, .. }) if *last_hit == hit);
+            if !ours {
+                return None;
+            }
+            // This life's start leads to that tail: a later life from the
+            // same start (and behaviour state) goes there too.
+            let start = seen.passed.into_iter().find(|(k, _)| k.1.occurrence == 0);
+            let result = self.grafted(&at, &tail);
+            if let (Some((key, from)), Some(_)) = (start, &result) {
+                if tail.vias() < MAX_VIA {
+                    let then = Then::Via {
+                        to: Arc::new(at),
+                        next: tail,
+                    };
+                    tails.memo.insert(key, Arc::new(Tail { from, then }));
+                }
+            }
+            return result;
+        }
+        // Like a time limit, threads that outlive their life are a matter
+        // of timing, not of the world: replayed, not remembered.
+        if fin.hung || matches!(fin.failure, Some(Failure::Outlived { .. })) {
+            return None;
+        }
+        let ended = fin.failure;
+        let mut failure = ended.clone();
+        let verdict = self.replayer.judge_only(&world, &mut failure);
+        let returned = matches!(ended, None | Some(Failure::Stopped { before: None, .. }));
+        if returned
+            && !seen.passed.is_empty()
+            && tails.ends.fetch_add(1, Ordering::Relaxed) < END_CAP
+        {
+            let end = Arc::new(End {
+                world: Mutex::new(world),
+                failure: ended,
+            });
+            for (key, from) in seen.passed {
+                let tail = Tail {
+                    from,
+                    then: Then::End(Arc::clone(&end)),
+                };
+                tails.memo.insert(key, Arc::new(tail));
+            }
+        }
+        Some(Final {
+            failure,
+            hits: None,
+            verdict,
+        })
+    }
+
+    /// The result of a life that stood with tallies `at` where `tail`
+    /// begins: the tail's end with `at` grafted on, judged; `None` if the
+    /// graft failed.
+    fn grafted(&self, at: &Tally, tail: &Tail<S::World>) -> Option<Final> {
+        let guard =
+            |f: &dyn Fn() -> Option<Tally>| panic::catch_unwind(AssertUnwindSafe(f)).ok().flatten();
+        // Along the chain: the tallies this life would have at each tail's
+        // position, then its end.
+        let mut shifted: Option<Tally> = None;
+        let mut t = tail;
+        let end = loop {
+            match &t.then {
+                Then::End(end) => break end,
+                Then::Via { to, next } => {
+                    let now = shifted.as_ref().unwrap_or(at);
+                    shifted = Some(guard(&|| self.share.shift(now, &t.from, to))?);
+                    t = next.as_ref();
+                }
+            }
+        };
+        let now = shifted.as_ref().unwrap_or(at);
+        let grafted = {
+            let w = lock(&end.world);
+            panic::catch_unwind(AssertUnwindSafe(|| self.share.graft(now, &t.from, &w)))
+                .ok()
+                .flatten()
+        }?;
+        let mut failure = end.failure.clone();
+        let verdict = self.replayer.judge_only(&grafted, &mut failure);
+        Some(Final {
+            failure,
+            hits: None,
+            verdict,
+        })
+    }
+}
