@@ -1,5 +1,10 @@
 //! A crate outside `durable` checkpoints its own struct with
 //! `durable::Checkpoint<S>`: the promises hold for any state type.
+//!
+//! A binary of its own, apart from `bank_sweep.rs`: its saves pass the
+//! store's points on plain test threads, which would be counted for a
+//! sweep of `bank_sweep.rs` whose clean run alone had lives running at the
+//! time, and refused there (`Config::refuse_unscoped`).
 
 use std::sync::Arc;
 

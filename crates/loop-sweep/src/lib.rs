@@ -35,7 +35,7 @@
 //! from an older checkpoint than the last save that returned, seen by a
 //! watch on the checkpoint file) and `stopped` (a run that ended on an
 //! error, such as an unreadable checkpoint), both required to be zero; the
-//! real writer's rows pass, the mutations' fail (`tests/loop_power.rs`,
+//! real writer's rows pass, the mutations' fail (`tests/it/loop_power.rs`,
 //! `snapshots/loop-power.txt`).
 //!
 //! The job is `sweeps/loop-triage.json` of this workspace, built into the

@@ -5,7 +5,8 @@
 //!
 //! One test runs every sweep, in turn: a point passed outside any scope is
 //! counted for the sweep whose lives alone run at the time, so the async
-//! rung's refusal needs no other sweep running beside it in this binary.
+//! rung's refusal needs no other sweep running beside it in this binary:
+//! it stays a binary of its own, outside `tests/it`.
 
 use sweep::Report;
 

@@ -60,6 +60,23 @@ struct World {
 
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
+/// A fresh directory for one world's SQLite database: on tmpfs
+/// (`/dev/shm`) when the machine has one, else the usual temp directory.
+/// The sweep crashes the worker's process, never the machine: what a
+/// crashed life wrote stays in the page cache for the restart either way,
+/// so the `synchronous = FULL` fsyncs a real disk pays for (seconds over the
+/// sweep's scenarios) prove nothing here; what the sweep proves is the
+/// store's logic at each of its crash points, and tmpfs keeps all of it.
+fn sqlite_dir() -> std::io::Result<tempfile::TempDir> {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(dir) = tempfile::tempdir_in(shm) {
+            return Ok(dir);
+        }
+    }
+    tempfile::tempdir()
+}
+
 impl Worker {
     fn store(&self, w: &World) -> durable::Result<Arc<dyn RunStore>> {
         Ok(match &self.0 {
@@ -113,7 +130,7 @@ impl Subject for Worker {
     fn world(&self) -> Result<World, sweep::LifeError> {
         let n = RUNS.fetch_add(1, Ordering::Relaxed);
         let sqlite = match self.0 {
-            Kind::Sqlite => Some(tempfile::tempdir()?),
+            Kind::Sqlite => Some(sqlite_dir()?),
             _ => None,
         };
         Ok(World {

@@ -198,7 +198,7 @@ fn tracker_section() -> String {
 
 fn snapshot_text() -> String {
     let mut out = String::from(
-        "# Beyond the book chapter's stated limits: reviewed output of crates/designs/tests/beyond.rs\n\n",
+        "# Beyond the book chapter's stated limits: reviewed output of crates/designs/tests/it/beyond.rs\n\n",
     );
     out.push_str(&power_section());
     out.push('\n');

@@ -216,7 +216,7 @@ fn the_real_writer_comes_through_every_power_cut_and_dropped_fsyncs_are_caught()
     let rows: Vec<Row> = real.iter().flat_map(|(_, r)| r.rows()).collect();
     let mut out = String::from(
         "# The real agent loop under power loss: reviewed output of \
-         crates/loop-sweep/tests/loop_power.rs; real writer at depth 2, mutations at depth 1\n\n",
+         crates/loop-sweep/tests/it/loop_power.rs; real writer at depth 2, mutations at depth 1\n\n",
     );
     out.push_str("Crash states (what a power cut keeps of the operations not yet synced):\n");
     for s in CrashState::ALL {

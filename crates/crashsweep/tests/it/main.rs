@@ -1,0 +1,4 @@
+//! Integration tests of the crashsweep crate, in one binary so they link once.
+
+mod clients;
+mod process;

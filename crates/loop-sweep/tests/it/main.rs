@@ -1,0 +1,10 @@
+//! Integration tests of the loop-sweep crate, in one binary so they link once.
+
+mod disk;
+mod loop_enumerated;
+mod loop_faults;
+mod loop_http;
+mod loop_http_tools;
+mod loop_power;
+mod loop_sweep;
+mod zombie;

@@ -1,0 +1,7 @@
+//! Integration tests of the outbox crate, in one binary so they link once.
+//! (`tests/rungs.rs` stays a binary of its own: its async rung is refused
+//! for points passed on plain threads, which are counted for whichever sweep
+//! alone has lives running at the time, so no other sweep may run beside it.)
+
+mod forgotten_boot;
+mod outbox_sweep;
