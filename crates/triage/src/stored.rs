@@ -180,6 +180,15 @@ impl StoreUrl {
                 Ok(Some(Arc::new(store)))
             }
             StoreUrl::Postgres(url) => {
+                // An unparsable connection string is bad input (exit 2),
+                // refused before anything is tried.
+                durable::store::PostgresStore::name(url).map_err(|e| {
+                    Failure::usage("bad_store", e.to_string()).hint(
+                        "give postgres://USER@HOST/DB or postgresql:///DB?host=/run/postgresql; \
+                         options are libpq's (connect_timeout, application_name, ...); nothing \
+                         was created",
+                    )
+                })?;
                 let store = durable::store::PostgresStore::connect(url).map_err(|e| {
                     Failure::from(e).hint(
                         "is the server running, and does the URL name its host (or socket \

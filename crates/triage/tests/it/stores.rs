@@ -486,7 +486,21 @@ fn bad_store_input_is_refused_and_creates_nothing() {
                 tracker,
             ],
             5,
-            "triage: error:",
+            "connect to postgres:///nonexistent-triage-socket-dir/db: error connecting to server: ",
+        ),
+        (
+            vec![
+                "--store",
+                "postgresql:///db?host=/tmp&bogus_option=1",
+                "--state",
+                w,
+                "--task",
+                m1,
+                "--tracker",
+                tracker,
+            ],
+            2,
+            "parse the connection string of the Postgres store: invalid connection string: unknown option",
         ),
         (
             vec!["--store", &sqlite, "--state", w, "--run", "m1-x"],
@@ -520,6 +534,43 @@ fn bad_store_input_is_refused_and_creates_nothing() {
         let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
         assert!(left.is_empty(), "{args:?} created {left:?}");
     }
+}
+
+/// A database that is not there: the server's own message, the store
+/// named once (user, socket, database; no password), exit 5, nothing made.
+#[test]
+fn a_postgres_connection_error_says_what_the_server_said() {
+    let Some(pg) = PgCluster::start(false) else {
+        return;
+    };
+    let url = pg_url(&pg, "exists");
+    let url = url.replace("/exists?", "/no_such_db?");
+    let tmp = tempfile::tempdir().unwrap();
+    let worlds = tmp.path().join("worlds");
+    let out = common::triage(&[
+        "--store",
+        &url,
+        "--state",
+        arg(&worlds),
+        "--task",
+        "m1-done-after-delete",
+        "--tracker",
+        "http://127.0.0.1:9",
+    ]);
+    assert_eq!(out.code(), Some(5), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("database \"no_such_db\" does not exist"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("connect to postgres://postgres@/"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("postgres::"), "{}", out.stderr);
+    assert!(!worlds.exists(), "the worlds were made: {out:?}");
 }
 
 /// The window a fenced save cannot close: a process stopped with its
