@@ -117,7 +117,14 @@ impl StoreUrl {
             return Ok(StoreUrl::Sqlite(PathBuf::from(path)));
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            return Ok(StoreUrl::Postgres(url.to_owned()));
+            // An unparsable connection string is bad input (exit 2).
+            return match durable::store::PostgresStore::name(url) {
+                Ok(_) => Ok(StoreUrl::Postgres(url.to_owned())),
+                Err(e) => Err(Failure::usage("bad_store", e.to_string()).hint(
+                    "give postgres://USER@HOST/DB or postgresql:///DB?host=/run/postgresql; \
+                     options are libpq's (connect_timeout, application_name, ...)",
+                )),
+            };
         }
         // Anything that looks like a URL scheme is not a directory.
         if let Some((scheme, _)) = url.split_once(':') {
@@ -180,15 +187,6 @@ impl StoreUrl {
                 Ok(Some(Arc::new(store)))
             }
             StoreUrl::Postgres(url) => {
-                // An unparsable connection string is bad input (exit 2),
-                // refused before anything is tried.
-                durable::store::PostgresStore::name(url).map_err(|e| {
-                    Failure::usage("bad_store", e.to_string()).hint(
-                        "give postgres://USER@HOST/DB or postgresql:///DB?host=/run/postgresql; \
-                         options are libpq's (connect_timeout, application_name, ...); nothing \
-                         was created",
-                    )
-                })?;
                 let store = durable::store::PostgresStore::connect(url).map_err(|e| {
                     Failure::from(e).hint(
                         "is the server running, and does the URL name its host (or socket \

@@ -75,8 +75,8 @@ pub fn enqueue(e: &Enqueue, printer: &Shared) -> Result<Exit, Failure> {
         )
         .hint("start one with: cargo run -p tracker -- serve --dir DIR --addr 127.0.0.1:0"));
     };
-    remote::check_url(tracker)?;
     let worlds = url.worlds(e.state.as_deref())?;
+    remote::check_answers(tracker)?;
     let Some(store) = url.open(true)? else {
         return Err(Failure::run("store", "the store could not be opened"));
     };

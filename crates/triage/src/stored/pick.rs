@@ -100,6 +100,13 @@ fn run_one(
             // 2. The store: a new run may create the SQLite file; a run
             // named by ID must already be there.
             let create = cli.run.is_none() && task.is_some();
+            if create {
+                // A new run records its tracker for good: one that does
+                // not answer is refused before anything is made.
+                if let Some(tracker) = cli.tracker.as_deref() {
+                    remote::check_answers(tracker)?;
+                }
+            }
             let Some(store) = url.open(create)? else {
                 return Err(no_run(cli, url));
             };
@@ -240,7 +247,13 @@ fn recorded_tracker(run: &RunId, world: &World, cli: &Cli) -> Result<String, Fai
             "tracker_mismatch",
             format!("--tracker {given}: the run sends its effects to {recorded}, recorded when it was made"),
         )
-        .hint("leave --tracker out, or pass the run's own; a run's effects cannot move to another service halfway"));
+        .hint(format!(
+            "leave --tracker out, or pass the run's own; a run's effects cannot move to another \
+             service halfway. If {recorded} is gone for good, give the run up: remove its world \
+             {} and its row in the store (DELETE FROM runs WHERE run_id = '{run}'), then start \
+             a new run",
+            world.path.display()
+        )));
     }
     remote::check_url(recorded)?;
     Ok(recorded.clone())

@@ -437,7 +437,9 @@ fn bad_store_input_is_refused_and_creates_nothing() {
     let sqlite = format!("sqlite:{}", db.display());
     let worlds = tmp.path().join("worlds");
     let w = arg(&worlds);
-    let tracker = "http://127.0.0.1:9";
+    let svc = Svc::start(true);
+    let tracker = svc.url.as_str();
+    let dead = "http://127.0.0.1:1";
     let m1 = "m1-done-after-delete";
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (
@@ -503,6 +505,20 @@ fn bad_store_input_is_refused_and_creates_nothing() {
             "parse the connection string of the Postgres store: invalid connection string: unknown option",
         ),
         (
+            vec![
+                "--store", &sqlite, "--state", w, "--task", m1, "--tracker", dead,
+            ],
+            5,
+            "the tracker at http://127.0.0.1:1 does not answer",
+        ),
+        (
+            vec![
+                "enqueue", "--store", &sqlite, "--state", w, "--task", m1, "--tracker", dead,
+            ],
+            5,
+            "the tracker at http://127.0.0.1:1 does not answer",
+        ),
+        (
             vec!["--store", &sqlite, "--state", w, "--run", "m1-x"],
             2,
             "no run m1-x",
@@ -547,6 +563,7 @@ fn a_postgres_connection_error_says_what_the_server_said() {
     let url = url.replace("/exists?", "/no_such_db?");
     let tmp = tempfile::tempdir().unwrap();
     let worlds = tmp.path().join("worlds");
+    let svc = Svc::start(true);
     let out = common::triage(&[
         "--store",
         &url,
@@ -555,7 +572,7 @@ fn a_postgres_connection_error_says_what_the_server_said() {
         "--task",
         "m1-done-after-delete",
         "--tracker",
-        "http://127.0.0.1:9",
+        &svc.url,
     ]);
     assert_eq!(out.code(), Some(5), "{out:?}");
     assert!(
