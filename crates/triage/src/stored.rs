@@ -76,8 +76,10 @@ Many machines:
   once its lease expires.
     triage enqueue --store URL --state DIR --task NAME --tracker URL
     triage worker --store URL --state DIR --approve off
-  A worker claims runnable runs one by one until none is left, then exits:
-  0 all done and passed; else the worst of 5 (a run failed), 3 (fenced),
+  A worker claims runnable runs one by one until none is left (waiting up
+  to --lease-secs for runs others hold, so a killed holder's run is taken
+  over), then exits: 0 all done and passed; else the worst of 5 (a run
+  failed), 3 (fenced, or runs left that live holders still lease),
   4 (a run waits for a person), 1 (checks failed); 6 on SIGTERM/SIGINT.";
 
 /// The lease's default length in seconds (`--lease-secs`).

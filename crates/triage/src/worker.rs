@@ -18,7 +18,11 @@
 //!
 //! Exit codes: 0 when no runnable run is left and every run this worker
 //! ran is done with its checks passed (none at all included); 1 if some
-//! run's checks failed; 3 if it was fenced from some run; 4 if some run
+//! run's checks failed; 3 if it was fenced from some run, or if runs other
+//! processes hold were still unfinished when nothing was left to claim
+//! (a worker waits one lease, and a second, for such a run's lease to end,
+//! so a killed holder's run is taken over; a live holder renews its lease,
+//! and the worker stops naming each run left and its holder); 4 if some run
 //! waits for a person (resume it at a terminal: `triage --store URL --run
 //! ID`); 5 if some run could not go on; 6 when SIGTERM or SIGINT stopped
 //! it (the run under way stopped at its next step, saved). With several,
@@ -27,7 +31,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use durable::RunId;
 use serde_json::json;
@@ -136,6 +140,8 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
     let mut worst = Exit::Done;
     let mut ran = 0u32;
     let mut stopped = false;
+    let mut waiting: Option<Instant> = None;
+    let mut unfinished: Vec<(RunId, String)> = Vec::new();
     loop {
         if cancel.load(std::sync::atomic::Ordering::SeqCst) {
             stopped = true;
@@ -145,7 +151,33 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
             break;
         }
         let claimed = store.claim_next(&owner, lease).map_err(Failure::from)?;
-        let Some((claim, _)) = claimed else { break };
+        let Some((claim, _)) = claimed else {
+            // Nothing to claim now; runs other processes hold may still be
+            // unfinished. A dead holder's lease ends within one lease:
+            // wait that long (and a second) for it, then stop saying
+            // which runs are left and who holds them.
+            let left = held_by_others(store.as_ref(), &worlds, &owner)?;
+            if left.is_empty() {
+                break;
+            }
+            let until = *waiting.get_or_insert_with(|| {
+                output::lock(printer).detail(&format!(
+                    "{} unfinished run(s) held by other processes; waiting up to {} s for \
+                     their leases to end: {}",
+                    left.len(),
+                    w.lease_secs + 1,
+                    describe_left(&left)
+                ));
+                Instant::now() + lease + Duration::from_secs(1)
+            });
+            if Instant::now() >= until {
+                unfinished = left;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        };
+        waiting = None;
         let run = claim.run.clone();
         if tried.contains(&run) {
             // A run this worker tried already and could not finish (it
@@ -230,15 +262,33 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
         }
         worst = worse(worst, exit);
     }
-    let kept = held.len();
+    // The runs this worker holds, once each (a run it tried and holds
+    // again is one run, and a heartbeat that never won a lease holds none).
+    let kept: BTreeSet<RunId> = held
+        .iter()
+        .filter_map(|b| b.lease().map(|l| l.run))
+        .collect();
+    let kept = kept.len();
     for beat in held {
         beat.release();
     }
+    if !unfinished.is_empty() {
+        worst = worse(worst, Exit::Locked);
+    }
     let exit = if stopped { Exit::Stopped } else { worst };
+    let left = if unfinished.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", left {} unfinished run(s) other processes still hold ({})",
+            unfinished.len(),
+            describe_left(&unfinished)
+        )
+    };
     output::lock(printer).step(
         "worker",
         &format!(
-            "{owner}: ran {ran} run(s){}; exit {}",
+            "{owner}: ran {ran} run(s){}{left}; exit {}",
             if kept > 0 {
                 format!(", gave back {kept} it could not finish")
             } else {
@@ -247,9 +297,44 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
             exit.code()
         ),
         json!({"event": "worker_done", "owner": owner, "ran": ran, "gave_back": kept,
+               "left": unfinished.iter().map(|(r, o)| json!({"run": r.as_str(), "leased_by": o}))
+                   .collect::<Vec<_>>(),
                "status": exit.name(), "exit": exit.code()}),
     );
     Ok(exit)
+}
+
+/// The unfinished runs in the store whose lease another process holds
+/// (each with its holder): their worlds listed, each run's row read.
+fn held_by_others(
+    store: &dyn durable::store::RunStore,
+    worlds: &std::path::Path,
+    owner: &str,
+) -> Result<Vec<(RunId, String)>, Failure> {
+    let Some(sd) = StateDir::existing(worlds)? else {
+        return Ok(Vec::new());
+    };
+    let mut left = Vec::new();
+    for run in sd.worlds()? {
+        let Some(record) = store.load(&run).map_err(Failure::from)? else {
+            continue;
+        };
+        if record.done {
+            continue;
+        }
+        match record.owner {
+            Some(holder) if holder != owner => left.push((run, holder)),
+            _ => {}
+        }
+    }
+    Ok(left)
+}
+
+fn describe_left(left: &[(RunId, String)]) -> String {
+    left.iter()
+        .map(|(run, holder)| format!("{run} leased by {holder}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The worse of two ends, for the worker's exit code: a run that could not

@@ -734,3 +734,85 @@ fn a_worker_tries_a_broken_run_once_and_goes_on() {
     assert!(!copy.exists(), "nothing replaced");
     each_effect_once(&task("s2-known-sync-timeout"), &good_svc, &good);
 }
+
+/// A queued run whose tracker service has gone since it was queued: the
+/// worker tries it once, gives it back, and counts it once.
+#[test]
+fn a_worker_counts_a_run_whose_tracker_is_gone_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let queue = format!("sqlite:{}", tmp.path().join("q.db").display());
+    let worlds = tmp.path().join("w");
+    let svc = Svc::start(true);
+    let run = enqueue(&queue, &worlds, "m1-done-after-delete", &svc.url);
+    drop(svc);
+    let out = common::triage_or_hang(
+        &["worker", "--store", &queue, "--state", arg(&worlds)],
+        WAIT,
+    );
+    out.expect_code(5)
+        .expect_stdout(&format!("run {run} ended: run_error (exit 5)"))
+        .expect_stdout("ran 1 run(s), gave back 1 it could not finish; exit 5")
+        .expect_stderr(&format!("DELETE FROM runs WHERE run_id = '{run}'"));
+}
+
+/// A run another process holds (its lease renewed, as a live holder's
+/// is): the worker waits one lease (and a second) for it, then exits 3
+/// naming the run and its holder; never "ran 0 run(s)" with exit 0. Once
+/// that holder is gone (its lease expired, as a killed one's does), a
+/// worker takes the run over and finishes it.
+#[test]
+fn a_worker_does_not_exit_0_while_another_process_holds_a_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("q.db");
+    let queue = format!("sqlite:{}", db.display());
+    let worlds = tmp.path().join("w");
+    let svc = Svc::start(true);
+    let run = enqueue(&queue, &worlds, "m1-done-after-delete", &svc.url);
+    let store = durable::store::SqliteStore::open(&db).unwrap();
+    let id = RunId::parse(&run).unwrap();
+    let claim = store
+        .claim(&id, "elsewhere", Duration::from_secs(2))
+        .unwrap();
+    assert!(
+        matches!(claim, durable::store::Claim::Won { .. }),
+        "{claim:?}"
+    );
+    // The worker's own lease is 1 s: it waits 2 s; the holder's lease runs
+    // 2 s from the claim, so the holder is renewed once meanwhile.
+    let worker = [
+        "worker",
+        "--store",
+        queue.as_str(),
+        "--state",
+        arg(&worlds),
+        "--lease-secs",
+        "1",
+        "--approve",
+        "off",
+    ];
+    let child = spawn(&worker);
+    std::thread::sleep(Duration::from_millis(1000));
+    let durable::store::Claim::Won { lease, .. } = claim else {
+        unreachable!()
+    };
+    store.renew(&lease, Duration::from_secs(30)).unwrap();
+    let out = finish(child);
+    out.expect_code(3)
+        .expect_stdout("ran 0 run(s), left 1 unfinished run(s) other processes still hold")
+        .expect_stdout(&format!("{run} leased by elsewhere"));
+    // A holder killed while holding the run: its 1 s lease is never
+    // renewed. A worker waits for it to expire, takes the run over, and
+    // finishes it.
+    store.release(&lease).unwrap();
+    let killed = store.claim(&id, "killed", Duration::from_secs(1)).unwrap();
+    assert!(
+        matches!(killed, durable::store::Claim::Won { .. }),
+        "{killed:?}"
+    );
+    let mut worker = worker.to_vec();
+    worker[6] = "3";
+    let out = common::triage_or_hang(&worker, WAIT);
+    out.expect_code(0)
+        .expect_stdout("waiting up to 4 s for their leases to end");
+    assert_eq!(ran(&out), vec![run.clone()], "{}", out.stdout);
+}
