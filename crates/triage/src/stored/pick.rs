@@ -177,11 +177,13 @@ fn run_one(
             meta: world.meta.clone(),
             task: world.task.clone(),
         };
+        let store = Arc::clone(&store);
         Box::new(move || {
             beat.learn()?;
-            if beat.lease().is_some() {
-                adopt::mark_saved(&world_path, &run)?;
-                run::remove_leftovers(&printer, &world_for_leftovers)?;
+            if let Some(lease) = beat.lease() {
+                adopt::mark_saved(&world_path, &run)
+                    .and_then(|()| run::remove_leftovers(&printer, &world_for_leftovers))
+                    .map_err(|e| fenced_or(store.as_ref(), &lease, e))?;
             }
             Ok(())
         })
@@ -215,6 +217,22 @@ fn run_one(
         }
     }
     result
+}
+
+/// `failure` of a step in the run's world, unless the run has a newer
+/// holder by now: a process paused mid-step, past its lease, may find the
+/// world changed under it by the process that took the run over (its temp
+/// file removed as a killed writer's leftover); that is being fenced
+/// (exit 3), not an I/O failure.
+fn fenced_or(store: &dyn RunStore, lease: &durable::store::Lease, failure: Failure) -> Failure {
+    match store.load(&lease.run) {
+        Ok(Some(record)) if record.epoch != lease.epoch => Failure::from(durable::Error::Fenced {
+            path: store.path_of(&lease.run),
+            ours: lease.epoch,
+            on_disk: record.epoch,
+        }),
+        _ => failure,
+    }
 }
 
 /// A database store's runs send their effects to the tracker service.
@@ -384,4 +402,45 @@ fn state_of(sd: &StateDir, store: &dyn RunStore, run: &RunId) -> Result<(How, St
         Some((_, Some(saved))) => (How::Existing, saved.phase.to_string()),
         Some((_, None)) => (How::Queued, "queued".to_owned()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use durable::store::{Claim, SqliteStore};
+
+    /// A failure in the world after the run has a newer holder is being
+    /// fenced (exit 3); while the run is still ours it is the failure.
+    #[test]
+    fn a_world_failure_after_a_newer_claim_is_fenced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&tmp.path().join("runs.db")).unwrap();
+        let run = RunId::parse("m1-x").unwrap();
+        let io = || Failure::run("io", "cannot write the first-save mark");
+        let Claim::Won { lease: ours, .. } = store
+            .claim(&run, "paused", Duration::from_millis(1))
+            .unwrap()
+        else {
+            panic!("the first claim wins")
+        };
+        let still_ours = fenced_or(&store, &ours, io());
+        assert_eq!((still_ours.exit, still_ours.kind), (Exit::RunError, "io"));
+        std::thread::sleep(Duration::from_millis(20));
+        let Claim::Won { lease: newer, .. } = store
+            .claim(&run, "rescuer", Duration::from_secs(60))
+            .unwrap()
+        else {
+            panic!("the expired lease is taken over")
+        };
+        let fenced = fenced_or(&store, &ours, io());
+        assert_eq!(
+            (fenced.exit, fenced.kind),
+            (Exit::Locked, "fenced"),
+            "{fenced}"
+        );
+        assert!(
+            fenced.message.contains(&format!("epoch {}", newer.epoch)),
+            "{fenced}"
+        );
+    }
 }
