@@ -414,7 +414,7 @@ mod tests {
     #[test]
     fn a_world_failure_after_a_newer_claim_is_fenced() {
         let tmp = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(&tmp.path().join("runs.db")).unwrap();
+        let store = SqliteStore::open(tmp.path().join("runs.db")).unwrap();
         let run = RunId::parse("m1-x").unwrap();
         let io = || Failure::run("io", "cannot write the first-save mark");
         let Claim::Won { lease: ours, .. } = store
