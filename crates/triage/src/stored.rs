@@ -19,7 +19,10 @@
 //! run's world is built whole before the run is added to the store, so a
 //! run in the store always has a world; a world whose run is not in the
 //! store was left by a start stopped before it added the run: nothing ran,
-//! and it is picked up as a queued run.
+//! and it is picked up as a queued run. Worlds are built (by a start or
+//! an enqueue) under the worlds' directory lock, in `.<run>.world.tmp`; one
+//! found there by the next start, which holds that lock, was left by a
+//! killed builder and is removed, as on a directory store.
 //!
 //! The tracker must be the tracker service: a file-backed tracker lives in
 //! one process's memory between writes, so a process paused past its lease

@@ -90,7 +90,12 @@ pub fn enqueue(e: &Enqueue, printer: &Shared) -> Result<Exit, Failure> {
         // store always has a world (a world without its run is a queued
         // run an interrupted enqueue left, picked up like any other).
         let run = RunId::generate(&task.name, SystemTime::now());
+        // Under the state lock, as a start builds its world: a half-built
+        // world is then only ever a killed builder's, which the next start
+        // removes.
+        let state_guard = sd.lock()?;
         let world = sd.create_world_for(&run, &task, Some(tracker))?;
+        drop(state_guard);
         store.add(&run).map_err(Failure::from)?;
         output::lock(printer).step(
             "queued",

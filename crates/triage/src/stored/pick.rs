@@ -122,6 +122,9 @@ fn run_one(
         None => StateDir::open(&worlds)?,
     };
     let state_guard = sd.lock()?;
+    // Half-built worlds a killed start or enqueue left (only one under the
+    // state lock builds, and we hold it), removed as a directory's are.
+    run::report::report_collected(printer, &sd.collect_half_built()?);
     let (run, how) = select(cli, &sd, store.as_ref(), task.as_ref())?;
     output::lock(printer).run = Some(run.to_string());
     let (world, before) = match (how, task.as_ref()) {

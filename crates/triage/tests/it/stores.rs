@@ -816,3 +816,35 @@ fn a_worker_does_not_exit_0_while_another_process_holds_a_run() {
         .expect_stdout("waiting up to 4 s for their leases to end");
     assert_eq!(ran(&out), vec![run.clone()], "{}", out.stdout);
 }
+
+/// A half-built world a killed start or enqueue left (`.<run>.world.tmp`)
+/// is removed by the next start on the store, under the worlds' lock, as a
+/// directory store removes it; the worlds are otherwise untouched.
+#[test]
+fn a_half_built_world_is_removed_on_a_database_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let queue = format!("sqlite:{}", tmp.path().join("q.db").display());
+    let worlds = tmp.path().join("w");
+    let svc = Svc::start(true);
+    let run = enqueue(&queue, &worlds, "m1-done-after-delete", &svc.url);
+    let half = worlds.join(".m1-done-after-delete-1795951947-1zq6xn9g.world.tmp");
+    std::fs::create_dir_all(half.join("workspace")).unwrap();
+    std::fs::write(half.join("task.json"), "{").unwrap();
+    let out = common::triage_or_hang(
+        &[
+            "--store",
+            &queue,
+            "--state",
+            arg(&worlds),
+            "--run",
+            &run,
+            "--approve",
+            "off",
+        ],
+        WAIT,
+    );
+    out.expect_code(0)
+        .expect_stdout("removed 1 half-built world of killed starts");
+    assert!(!half.exists(), "the half-built world is gone");
+    assert_eq!(world_runs(&worlds), vec![run]);
+}
