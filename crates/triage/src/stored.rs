@@ -183,9 +183,28 @@ impl StoreUrl {
                 if !create && std::fs::symlink_metadata(path).is_err() {
                     return Ok(None);
                 }
+                let parent = match path.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p,
+                    _ => Path::new("."),
+                };
+                if !parent.is_dir() {
+                    return Err(Failure::usage(
+                        "bad_store",
+                        format!(
+                            "--store sqlite:{}: the directory {} does not exist",
+                            path.display(),
+                            parent.display()
+                        ),
+                    )
+                    .hint("create the directory first, or name a database in one that exists; nothing was created"));
+                }
                 let store = durable::store::SqliteStore::open(path).map_err(|e| {
-                    Failure::from(e).hint(format!(
-                        "the database file is {}; its directory must exist and be writable",
+                    let failure = Failure::from(e);
+                    if failure.hint.is_some() {
+                        return failure;
+                    }
+                    failure.hint(format!(
+                        "the database file is {}; its directory must be writable",
                         path.display()
                     ))
                 })?;

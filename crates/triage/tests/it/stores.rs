@@ -300,7 +300,7 @@ fn a_process_stopped_at_its_prompt_past_its_lease_is_fenced_when_it_continues() 
     first.answer("y\n");
     let out = first.finish();
     out.expect_code(3)
-        .expect_stderr("run was opened by a newer holder");
+        .expect_stderr("run was opened by a newer holder (epoch 2 in the store, 1 here)");
     assert!(
         !out.stdout.contains("call      issue_file"),
         "the stale process called nothing:\n{}",
@@ -440,6 +440,7 @@ fn bad_store_input_is_refused_and_creates_nothing() {
     let svc = Svc::start(true);
     let tracker = svc.url.as_str();
     let dead = "http://127.0.0.1:1";
+    let missing_dir = format!("sqlite:{}", tmp.path().join("no-dir/runs.db").display());
     let m1 = "m1-done-after-delete";
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (
@@ -517,6 +518,25 @@ fn bad_store_input_is_refused_and_creates_nothing() {
             ],
             5,
             "the tracker at http://127.0.0.1:1 does not answer",
+        ),
+        (
+            vec![
+                "--store",
+                &missing_dir,
+                "--state",
+                w,
+                "--task",
+                m1,
+                "--tracker",
+                tracker,
+            ],
+            2,
+            "does not exist",
+        ),
+        (
+            vec!["--state", w, "--task", m1, "--lease-secs", "5"],
+            2,
+            "--lease-secs is for a database --store",
         ),
         (
             vec!["--store", &sqlite, "--state", w, "--run", "m1-x"],
@@ -845,6 +865,17 @@ fn a_half_built_world_is_removed_on_a_database_store() {
     );
     out.expect_code(0)
         .expect_stdout("removed 1 half-built world of killed starts");
+    // The database and its WAL files are the user's alone, as the README
+    // promises of every file a run writes.
+    use std::os::unix::fs::PermissionsExt;
+    for name in ["q.db", "q.db-wal", "q.db-shm"] {
+        let path = tmp.path().join(name);
+        let Ok(meta) = std::fs::metadata(&path) else {
+            assert_ne!(name, "q.db", "the database is there");
+            continue;
+        };
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{name}");
+    }
     assert!(!half.exists(), "the half-built world is gone");
     assert_eq!(world_runs(&worlds), vec![run]);
 }
