@@ -353,7 +353,19 @@ fn select(
                 listed(&unfinished)
             ),
         )
-        .hint("continue it: the same command without --new-run (or name it with --run)"));
+        .hint(format!(
+            "continue it: the same command without --new-run (or name it with --run); to give \
+             it up (its tracker service is gone for good, say), remove its world and its row: \
+             {}",
+            unfinished
+                .iter()
+                .map(|(r, _, _)| format!(
+                    "{} and DELETE FROM runs WHERE run_id = '{r}'",
+                    sd.path().join(format!("{r}.world")).display()
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
     }
     match unfinished.len() {
         0 => Ok(match done.into_iter().max().filter(|_| !cli.new_run) {

@@ -773,6 +773,26 @@ fn a_worker_counts_a_run_whose_tracker_is_gone_once() {
         .expect_stdout(&format!("run {run} ended: run_error (exit 5)"))
         .expect_stdout("ran 1 run(s), gave back 1 it could not finish; exit 5")
         .expect_stderr(&format!("DELETE FROM runs WHERE run_id = '{run}'"));
+    // A new run of the task is refused while that one is unfinished, and
+    // the refusal names what to remove to give it up.
+    let other = Svc::start(true);
+    let world = worlds.join(format!("{run}.world"));
+    common::triage(&[
+        "--store",
+        &queue,
+        "--state",
+        arg(&worlds),
+        "--task",
+        "m1-done-after-delete",
+        "--new-run",
+        "--tracker",
+        &other.url,
+    ])
+    .expect_code(2)
+    .expect_stderr(&format!(
+        "{} and DELETE FROM runs WHERE run_id = '{run}'",
+        world.display()
+    ));
 }
 
 /// A run another process holds (its lease renewed, as a live holder's
