@@ -146,6 +146,8 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
     let mut ran = 0u32;
     let mut stopped = false;
     let mut waiting: Option<Instant> = None;
+    let mut claim_now = true;
+    let mut free_before: Vec<RunId> = Vec::new();
     let mut unfinished: Vec<(RunId, String)> = Vec::new();
     loop {
         if cancel.load(std::sync::atomic::Ordering::SeqCst) {
@@ -155,14 +157,18 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
         if w.max_runs.is_some_and(|max| ran >= max) {
             break;
         }
-        let claimed = store.claim_next(&owner, lease).map_err(Failure::from)?;
+        let claimed = if claim_now {
+            store.claim_next(&owner, lease).map_err(Failure::from)?
+        } else {
+            None
+        };
         let Some((claim, _)) = claimed else {
             // Nothing to claim now; runs other processes hold may still be
             // unfinished. A dead holder's lease ends within one lease:
             // wait that long (and a second) for it, then stop saying
             // which runs are left and who holds them.
-            let left = held_by_others(store.as_ref(), &worlds, &owner)?;
-            if left.is_empty() {
+            let (left, free) = pending(store.as_ref(), &worlds, &owner)?;
+            if left.is_empty() && free.is_empty() {
                 break;
             }
             let until = *waiting.get_or_insert_with(|| {
@@ -179,10 +185,18 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
                 unfinished = left;
                 break;
             }
-            std::thread::sleep(Duration::from_millis(200));
+            // A run nobody holds may be between another worker's hand-back
+            // of its pool claim and its claim by ID (milliseconds): claim
+            // only once every such run was free at the last look too, so a
+            // waiting worker does not snatch runs from that gap.
+            claim_now = free.iter().all(|r| free_before.contains(r));
+            free_before = free;
+            std::thread::sleep(Duration::from_millis(300));
             continue;
         };
         waiting = None;
+        claim_now = true;
+        free_before.clear();
         let run = claim.run.clone();
         if tried.contains(&run) {
             // A run this worker tried already and could not finish (it
@@ -229,6 +243,17 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
             }),
         );
         let exit = match &ended.result {
+            Ok(Exit::Done | Exit::ChecksFailed)
+                if finished_by_another(store.as_ref(), &run, &owner) =>
+            {
+                // Another worker claimed the run between our hand-back and
+                // our claim by ID, and finished it: this one only read it.
+                output::lock(printer).detail(&format!(
+                    "run {run}: another worker finished it before this one opened it"
+                ));
+                ran -= 1;
+                continue;
+            }
             Ok(exit) => *exit,
             Err(f) if f.kind == "leased" => {
                 // Another worker won it between our release and our claim.
@@ -309,17 +334,29 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
     Ok(exit)
 }
 
-/// The unfinished runs in the store whose lease another process holds
-/// (each with its holder): their worlds listed, each run's row read.
-fn held_by_others(
+/// Whether `run` is done in the store by another holder's final save: the
+/// finisher's name stays on a done run's row. (A worker's claim from the
+/// pool is handed back before the run's command claims it by ID; another
+/// worker may claim and finish it in between, and this one then only
+/// opens a done run.)
+fn finished_by_another(store: &dyn durable::store::RunStore, run: &RunId, owner: &str) -> bool {
+    matches!(store.load(run), Ok(Some(r)) if r.done && r.owner.as_deref() != Some(owner))
+}
+
+/// The unfinished runs in the store: those whose lease another process
+/// holds (each with its holder), and those nobody holds; their worlds
+/// listed, each run's row read.
+type Pending = (Vec<(RunId, String)>, Vec<RunId>);
+
+fn pending(
     store: &dyn durable::store::RunStore,
     worlds: &std::path::Path,
     owner: &str,
-) -> Result<Vec<(RunId, String)>, Failure> {
+) -> Result<Pending, Failure> {
     let Some(sd) = StateDir::existing(worlds)? else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     };
-    let mut left = Vec::new();
+    let (mut held, mut free) = (Vec::new(), Vec::new());
     for run in sd.worlds()? {
         let Some(record) = store.load(&run).map_err(Failure::from)? else {
             continue;
@@ -328,11 +365,12 @@ fn held_by_others(
             continue;
         }
         match record.owner {
-            Some(holder) if holder != owner => left.push((run, holder)),
-            _ => {}
+            Some(holder) if holder != owner => held.push((run, holder)),
+            Some(_) => {}
+            None => free.push(run),
         }
     }
-    Ok(left)
+    Ok((held, free))
 }
 
 fn describe_left(left: &[(RunId, String)]) -> String {
