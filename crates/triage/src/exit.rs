@@ -166,10 +166,27 @@ impl From<durable::Error> for Failure {
             // A newer holder took the run over (this process lost its lock
             // or outlived its lease): this one stops and leaves it, like a
             // locked run.
-            E::Fenced { .. } => Failure::new(Exit::Locked, "fenced", message).hint(
-                "another process took this run over and holds it now; this one wrote nothing \
+            E::Fenced {
+                path,
+                ours,
+                on_disk,
+            } => {
+                // durable's message speaks of the checkpoint file on disk;
+                // on a database store the epoch is the store's row's.
+                let shown = path.to_string_lossy();
+                let message = if shown.starts_with("sqlite:") || shown.starts_with("postgres://") {
+                    format!(
+                        "run was opened by a newer holder (epoch {on_disk} in the store, {ours} \
+                         here); this process must stop: {shown}"
+                    )
+                } else {
+                    message
+                };
+                Failure::new(Exit::Locked, "fenced", message).hint(
+                    "another process took this run over and holds it now; this one wrote nothing \
                  more and called nothing more",
-            ),
+                )
+            }
             E::LockReplaced { .. } => Failure::new(Exit::Locked, "lock_replaced", message),
             E::NotRegularFile { .. } => Failure::run("not_a_file", message),
             E::TooLarge { .. } => Failure::run("too_large", message),
@@ -179,6 +196,13 @@ impl From<durable::Error> for Failure {
                  to expire, then rerun",
             ),
             E::Finished { .. } => Failure::run("finished", message),
+            E::Store { .. } if message.contains("database is locked") => {
+                Failure::run("store", message).hint(
+                    "another process holds the database (a triage or worker in a long write, or \
+                     an sqlite3 shell with a transaction open) longer than the busy timeout; \
+                     wait for it or end it, then rerun",
+                )
+            }
             E::Store { .. } | E::InsideAsyncRuntime { .. } => Failure::run("store", message),
         }
     }
@@ -198,6 +222,31 @@ impl From<tracker::TrackerError> for Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn store_errors_say_what_to_do() {
+        let locked = Failure::from(durable::Error::Store {
+            path: "sqlite:/tmp/r.db#m1-x".into(),
+            op: "claim",
+            source: "database is locked".into(),
+        });
+        let hint = locked.hint.unwrap_or_default();
+        assert!(
+            hint.contains("another process holds the database"),
+            "{hint}"
+        );
+        let fenced = |path: &str| {
+            Failure::from(durable::Error::Fenced {
+                path: path.into(),
+                ours: 1,
+                on_disk: 2,
+            })
+            .message
+        };
+        assert!(fenced("postgres://u@h/db#m1-x").contains("epoch 2 in the store, 1 here"));
+        assert!(fenced("sqlite:/tmp/r.db#m1-x").contains("epoch 2 in the store, 1 here"));
+        assert!(fenced("/tmp/state/m1-x.json").contains("epoch 2 on disk, 1 here"));
+    }
 
     #[test]
     fn codes_are_distinct_and_documented() {

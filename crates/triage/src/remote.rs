@@ -75,6 +75,29 @@ pub fn check_url(url: &str) -> Result<(), Failure> {
     .hint("start a tracker with: cargo run -p tracker -- serve --dir DIR --addr 127.0.0.1:0"))
 }
 
+/// `--tracker URL` for a run about to be made on a database store: a
+/// well-formed URL whose service answers (`GET /config`), checked before
+/// anything is created, so a run is never made to send its effects where
+/// nothing listens (its URL is recorded for good when it is made).
+pub fn check_answers(url: &str) -> Result<(), Failure> {
+    check_url(url)?;
+    let retry = tracker::client::Retry {
+        unreachable: std::time::Duration::from_secs(2),
+        ..tracker::client::Retry::default()
+    };
+    HttpTracker::connect_with(url, retry).map_err(|e| {
+        Failure::run(
+            "tracker",
+            format!("the tracker at {url} does not answer: {e}; nothing was created"),
+        )
+        .hint(
+            "start one with: cargo run -p tracker -- serve --dir DIR --addr 127.0.0.1:0 \
+             (it prints the URL on its first line), and pass that URL",
+        )
+    })?;
+    Ok(())
+}
+
 fn unreachable(url: &str, e: impl std::fmt::Display) -> Failure {
     Failure::run("tracker", format!("the tracker at {url}: {e}")).hint(
         "start one with: cargo run -p tracker -- serve --dir DIR --addr 127.0.0.1:0 \
@@ -103,7 +126,16 @@ impl RunTracker {
             };
             return Ok((RunTracker::Local(tracker), None));
         };
-        let http = HttpTracker::connect(url).map_err(|e| unreachable(url, e))?;
+        let http = HttpTracker::connect(url).map_err(|e| {
+            let failure = unreachable(url, e);
+            let hint = failure.hint.clone().unwrap_or_default();
+            failure.hint(format!(
+                "{hint}; the run sends its effects to this URL only: if that service is gone \
+                 for good, the run cannot go on (its world is {}; give the run up by removing \
+                 it, and on a database store its row: DELETE FROM runs WHERE run_id = '{run}')",
+                world.path.display()
+            ))
+        })?;
         let dir = world.dir()?;
         let seeded = dir
             .read(SEEDED)

@@ -76,7 +76,18 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
     }
     // `--store DIR` is `--state DIR`; a database store goes its own way.
     let as_dir;
-    let cli = match cli.store.as_deref().map(StoreUrl::parse).transpose()? {
+    let parsed = cli.store.as_deref().map(StoreUrl::parse).transpose()?;
+    if !matches!(parsed, Some(StoreUrl::Sqlite(_) | StoreUrl::Postgres(_)))
+        && cli.lease_secs != stored::DEFAULT_LEASE_SECS
+    {
+        return Err(Failure::usage(
+            "usage",
+            "--lease-secs is for a database --store (sqlite:PATH or postgres://…): a directory's \
+             runs are held by a lock file, with no lease to time out",
+        )
+        .hint("leave --lease-secs out, or run on a database store"));
+    }
+    let cli = match parsed {
         None => cli,
         Some(StoreUrl::Dir(dir)) => {
             if cli.state.as_ref().is_some_and(|s| *s != dir) {

@@ -19,7 +19,10 @@
 //! run's world is built whole before the run is added to the store, so a
 //! run in the store always has a world; a world whose run is not in the
 //! store was left by a start stopped before it added the run: nothing ran,
-//! and it is picked up as a queued run.
+//! and it is picked up as a queued run. Worlds are built (by a start or
+//! an enqueue) under the worlds' directory lock, in `.<run>.world.tmp`; one
+//! found there by the next start, which holds that lock, was left by a
+//! killed builder and is removed, as on a directory store.
 //!
 //! The tracker must be the tracker service: a file-backed tracker lives in
 //! one process's memory between writes, so a process paused past its lease
@@ -76,8 +79,10 @@ Many machines:
   once its lease expires.
     triage enqueue --store URL --state DIR --task NAME --tracker URL
     triage worker --store URL --state DIR --approve off
-  A worker claims runnable runs one by one until none is left, then exits:
-  0 all done and passed; else the worst of 5 (a run failed), 3 (fenced),
+  A worker claims runnable runs one by one until none is left (waiting up
+  to --lease-secs for runs others hold, so a killed holder's run is taken
+  over), then exits: 0 all done and passed; else the worst of 5 (a run
+  failed), 3 (fenced, or runs left that live holders still lease),
   4 (a run waits for a person), 1 (checks failed); 6 on SIGTERM/SIGINT.";
 
 /// The lease's default length in seconds (`--lease-secs`).
@@ -117,7 +122,14 @@ impl StoreUrl {
             return Ok(StoreUrl::Sqlite(PathBuf::from(path)));
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            return Ok(StoreUrl::Postgres(url.to_owned()));
+            // An unparsable connection string is bad input (exit 2).
+            return match durable::store::PostgresStore::name(url) {
+                Ok(_) => Ok(StoreUrl::Postgres(url.to_owned())),
+                Err(e) => Err(Failure::usage("bad_store", e.to_string()).hint(
+                    "give postgres://USER@HOST/DB or postgresql:///DB?host=/run/postgresql; \
+                     options are libpq's (connect_timeout, application_name, ...)",
+                )),
+            };
         }
         // Anything that looks like a URL scheme is not a directory.
         if let Some((scheme, _)) = url.split_once(':') {
@@ -171,9 +183,28 @@ impl StoreUrl {
                 if !create && std::fs::symlink_metadata(path).is_err() {
                     return Ok(None);
                 }
+                let parent = match path.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p,
+                    _ => Path::new("."),
+                };
+                if !parent.is_dir() {
+                    return Err(Failure::usage(
+                        "bad_store",
+                        format!(
+                            "--store sqlite:{}: the directory {} does not exist",
+                            path.display(),
+                            parent.display()
+                        ),
+                    )
+                    .hint("create the directory first, or name a database in one that exists; nothing was created"));
+                }
                 let store = durable::store::SqliteStore::open(path).map_err(|e| {
-                    Failure::from(e).hint(format!(
-                        "the database file is {}; its directory must exist and be writable",
+                    let failure = Failure::from(e);
+                    if failure.hint.is_some() {
+                        return failure;
+                    }
+                    failure.hint(format!(
+                        "the database file is {}; its directory must be writable",
                         path.display()
                     ))
                 })?;

@@ -18,7 +18,11 @@
 //!
 //! Exit codes: 0 when no runnable run is left and every run this worker
 //! ran is done with its checks passed (none at all included); 1 if some
-//! run's checks failed; 3 if it was fenced from some run; 4 if some run
+//! run's checks failed; 3 if it was fenced from some run, or if runs other
+//! processes hold were still unfinished when nothing was left to claim
+//! (a worker waits one lease, and a second, for such a run's lease to end,
+//! so a killed holder's run is taken over; a live holder renews its lease,
+//! and the worker stops naming each run left and its holder); 4 if some run
 //! waits for a person (resume it at a terminal: `triage --store URL --run
 //! ID`); 5 if some run could not go on; 6 when SIGTERM or SIGINT stopped
 //! it (the run under way stopped at its next step, saved). With several,
@@ -27,7 +31,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use durable::RunId;
 use serde_json::json;
@@ -75,8 +79,8 @@ pub fn enqueue(e: &Enqueue, printer: &Shared) -> Result<Exit, Failure> {
         )
         .hint("start one with: cargo run -p tracker -- serve --dir DIR --addr 127.0.0.1:0"));
     };
-    remote::check_url(tracker)?;
     let worlds = url.worlds(e.state.as_deref())?;
+    remote::check_answers(tracker)?;
     let Some(store) = url.open(true)? else {
         return Err(Failure::run("store", "the store could not be opened"));
     };
@@ -86,7 +90,12 @@ pub fn enqueue(e: &Enqueue, printer: &Shared) -> Result<Exit, Failure> {
         // store always has a world (a world without its run is a queued
         // run an interrupted enqueue left, picked up like any other).
         let run = RunId::generate(&task.name, SystemTime::now());
+        // Under the state lock, as a start builds its world: a half-built
+        // world is then only ever a killed builder's, which the next start
+        // removes.
+        let state_guard = sd.lock()?;
         let world = sd.create_world_for(&run, &task, Some(tracker))?;
+        drop(state_guard);
         store.add(&run).map_err(Failure::from)?;
         output::lock(printer).step(
             "queued",
@@ -136,6 +145,10 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
     let mut worst = Exit::Done;
     let mut ran = 0u32;
     let mut stopped = false;
+    let mut waiting: Option<Instant> = None;
+    let mut claim_now = true;
+    let mut free_before: Vec<RunId> = Vec::new();
+    let mut unfinished: Vec<(RunId, String)> = Vec::new();
     loop {
         if cancel.load(std::sync::atomic::Ordering::SeqCst) {
             stopped = true;
@@ -144,8 +157,46 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
         if w.max_runs.is_some_and(|max| ran >= max) {
             break;
         }
-        let claimed = store.claim_next(&owner, lease).map_err(Failure::from)?;
-        let Some((claim, _)) = claimed else { break };
+        let claimed = if claim_now {
+            store.claim_next(&owner, lease).map_err(Failure::from)?
+        } else {
+            None
+        };
+        let Some((claim, _)) = claimed else {
+            // Nothing to claim now; runs other processes hold may still be
+            // unfinished. A dead holder's lease ends within one lease:
+            // wait that long (and a second) for it, then stop saying
+            // which runs are left and who holds them.
+            let (left, free) = pending(store.as_ref(), &worlds, &owner)?;
+            if left.is_empty() && free.is_empty() {
+                break;
+            }
+            let until = *waiting.get_or_insert_with(|| {
+                output::lock(printer).detail(&format!(
+                    "{} unfinished run(s) held by other processes; waiting up to {} s for \
+                     their leases to end: {}",
+                    left.len(),
+                    w.lease_secs + 1,
+                    describe_left(&left)
+                ));
+                Instant::now() + lease + Duration::from_secs(1)
+            });
+            if Instant::now() >= until {
+                unfinished = left;
+                break;
+            }
+            // A run nobody holds may be between another worker's hand-back
+            // of its pool claim and its claim by ID (milliseconds): claim
+            // only once every such run was free at the last look too, so a
+            // waiting worker does not snatch runs from that gap.
+            claim_now = free.iter().all(|r| free_before.contains(r));
+            free_before = free;
+            std::thread::sleep(Duration::from_millis(300));
+            continue;
+        };
+        waiting = None;
+        claim_now = true;
+        free_before.clear();
         let run = claim.run.clone();
         if tried.contains(&run) {
             // A run this worker tried already and could not finish (it
@@ -192,6 +243,17 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
             }),
         );
         let exit = match &ended.result {
+            Ok(Exit::Done | Exit::ChecksFailed)
+                if finished_by_another(store.as_ref(), &run, &owner) =>
+            {
+                // Another worker claimed the run between our hand-back and
+                // our claim by ID, and finished it: this one only read it.
+                output::lock(printer).detail(&format!(
+                    "run {run}: another worker finished it before this one opened it"
+                ));
+                ran -= 1;
+                continue;
+            }
             Ok(exit) => *exit,
             Err(f) if f.kind == "leased" => {
                 // Another worker won it between our release and our claim.
@@ -230,15 +292,33 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
         }
         worst = worse(worst, exit);
     }
-    let kept = held.len();
+    // The runs this worker holds, once each (a run it tried and holds
+    // again is one run, and a heartbeat that never won a lease holds none).
+    let kept: BTreeSet<RunId> = held
+        .iter()
+        .filter_map(|b| b.lease().map(|l| l.run))
+        .collect();
+    let kept = kept.len();
     for beat in held {
         beat.release();
     }
+    if !unfinished.is_empty() {
+        worst = worse(worst, Exit::Locked);
+    }
     let exit = if stopped { Exit::Stopped } else { worst };
+    let left = if unfinished.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", left {} unfinished run(s) other processes still hold ({})",
+            unfinished.len(),
+            describe_left(&unfinished)
+        )
+    };
     output::lock(printer).step(
         "worker",
         &format!(
-            "{owner}: ran {ran} run(s){}; exit {}",
+            "{owner}: ran {ran} run(s){}{left}; exit {}",
             if kept > 0 {
                 format!(", gave back {kept} it could not finish")
             } else {
@@ -247,9 +327,57 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
             exit.code()
         ),
         json!({"event": "worker_done", "owner": owner, "ran": ran, "gave_back": kept,
+               "left": unfinished.iter().map(|(r, o)| json!({"run": r.as_str(), "leased_by": o}))
+                   .collect::<Vec<_>>(),
                "status": exit.name(), "exit": exit.code()}),
     );
     Ok(exit)
+}
+
+/// Whether `run` is done in the store by another holder's final save: the
+/// finisher's name stays on a done run's row. (A worker's claim from the
+/// pool is handed back before the run's command claims it by ID; another
+/// worker may claim and finish it in between, and this one then only
+/// opens a done run.)
+fn finished_by_another(store: &dyn durable::store::RunStore, run: &RunId, owner: &str) -> bool {
+    matches!(store.load(run), Ok(Some(r)) if r.done && r.owner.as_deref() != Some(owner))
+}
+
+/// The unfinished runs in the store: those whose lease another process
+/// holds (each with its holder), and those nobody holds; their worlds
+/// listed, each run's row read.
+type Pending = (Vec<(RunId, String)>, Vec<RunId>);
+
+fn pending(
+    store: &dyn durable::store::RunStore,
+    worlds: &std::path::Path,
+    owner: &str,
+) -> Result<Pending, Failure> {
+    let Some(sd) = StateDir::existing(worlds)? else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let (mut held, mut free) = (Vec::new(), Vec::new());
+    for run in sd.worlds()? {
+        let Some(record) = store.load(&run).map_err(Failure::from)? else {
+            continue;
+        };
+        if record.done {
+            continue;
+        }
+        match record.owner {
+            Some(holder) if holder != owner => held.push((run, holder)),
+            Some(_) => {}
+            None => free.push(run),
+        }
+    }
+    Ok((held, free))
+}
+
+fn describe_left(left: &[(RunId, String)]) -> String {
+    left.iter()
+        .map(|(run, holder)| format!("{run} leased by {holder}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The worse of two ends, for the worker's exit code: a run that could not

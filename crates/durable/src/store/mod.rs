@@ -192,7 +192,8 @@ pub trait RunStore: Send + Sync + fmt::Debug {
     fn release(&self, lease: &Lease) -> Result<()>;
 
     /// Where `run` lives, for messages: a file's path, or
-    /// `sqlite:<path>#<run>`, `postgres:<database>#<run>`.
+    /// `sqlite:<path>#<run>`, `postgres://<user>@<host>/<database>#<run>`
+    /// (never a password).
     fn path_of(&self, run: &RunId) -> PathBuf;
 }
 

@@ -80,6 +80,77 @@ fn outside_runtime(path: impl Fn() -> PathBuf, op: &'static str) -> Result<()> {
     Ok(())
 }
 
+/// Parse a connection string, refusing a bad one as bad input.
+fn parse(params: &str) -> Result<Config> {
+    Config::from_str(params).map_err(|e| Error::Store {
+        path: PathBuf::from("the Postgres store"),
+        op: "parse the connection string of",
+        source: explain(&e).into(),
+    })
+}
+
+/// `postgres://USER@HOST:PORT/DB` for messages: what the connection string
+/// names, never its password.
+fn name_of(config: &Config) -> String {
+    use postgres::config::Host;
+    let user = config.get_user().unwrap_or("");
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let host = match h {
+                Host::Tcp(name) => name.clone(),
+                Host::Unix(dir) => dir.display().to_string(),
+            };
+            match config.get_ports().get(i).or(config.get_ports().first()) {
+                Some(port) => format!("{host}:{port}"),
+                None => host,
+            }
+        })
+        .collect();
+    let db = config.get_dbname().or(config.get_user()).unwrap_or("");
+    let at = if user.is_empty() { "" } else { "@" };
+    format!("postgres://{user}{at}{}/{db}", hosts.join(","))
+}
+
+/// The client's error with what the server said (its message, detail and
+/// hint) and the chain of causes: `postgres::Error` alone prints only
+/// `db error` or `error connecting to server`.
+fn explain(e: &postgres::Error) -> String {
+    use std::error::Error as _;
+    if let Some(db) = e.as_db_error() {
+        let mut text = db.message().to_owned();
+        if let Some(detail) = db.detail() {
+            text.push_str(&format!(" ({detail})"));
+        }
+        if let Some(hint) = db.hint() {
+            text.push_str(&format!("; hint: {hint}"));
+        }
+        return text;
+    }
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
+}
+
+/// [`Error::Store`] for `op` on `path`, with [`explain`]'s message.
+fn store_error(path: PathBuf, op: &'static str, e: &postgres::Error) -> Error {
+    Error::Store {
+        path,
+        op,
+        source: explain(e).into(),
+    }
+}
+
 impl PostgresStore {
     /// Connect with a connection string as libpq takes it, either
     /// `key=value` pairs (`host=/run/postgresql user=worker dbname=runs`; a
@@ -87,34 +158,29 @@ impl PostgresStore {
     /// (`postgresql://worker@db.internal/runs`), and create the `runs`
     /// table if it is missing.
     pub fn connect(params: &str) -> Result<PostgresStore> {
-        let bad = |op, source: Box<dyn std::error::Error + Send + Sync>| Error::Store {
-            path: PathBuf::from("postgres:"),
-            op,
-            source,
-        };
         outside_runtime(|| PathBuf::from("postgres:"), "connect to")?;
-        let config = Config::from_str(params)
-            .map_err(|e| bad("parse the connection string of", e.into()))?;
-        let name = format!(
-            "postgres:{}",
-            config
-                .get_dbname()
-                .or(config.get_user())
-                .unwrap_or("postgres")
-        );
+        let config = parse(params)?;
+        let name = name_of(&config);
         let mut client = config
             .connect(NoTls)
-            .map_err(|e| bad("connect to", e.into()))?;
-        client.batch_execute(SCHEMA).map_err(|e| Error::Store {
-            path: PathBuf::from(&name),
-            op: "create the runs table in",
-            source: e.into(),
-        })?;
+            .map_err(|e| store_error(PathBuf::from(&name), "connect to", &e))?;
+        client
+            .batch_execute(SCHEMA)
+            .map_err(|e| store_error(PathBuf::from(&name), "create the runs table in", &e))?;
         Ok(PostgresStore {
             client: Mutex::new(client),
             config,
             name,
         })
+    }
+
+    /// The store's name for messages, from a connection string, without
+    /// connecting: `postgres://USER@HOST:PORT/DB` (a Unix socket's
+    /// directory as its host), never a password. An unparsable string is
+    /// [`Error::Store`] with the operation `"parse the connection string
+    /// of"`: bad input, to refuse before anything is made.
+    pub fn name(params: &str) -> Result<String> {
+        parse(params).map(|config| name_of(&config))
     }
 
     fn client(
@@ -130,11 +196,10 @@ impl PostgresStore {
             // The server went away (restarted, or the connection was cut):
             // the step that saw it failed, its outcome unknown to its
             // caller; this one connects again, and reads what committed.
-            *client = self.config.connect(NoTls).map_err(|e| Error::Store {
-                path: path(),
-                op,
-                source: Box::new(e),
-            })?;
+            *client = self
+                .config
+                .connect(NoTls)
+                .map_err(|e| store_error(path(), op, &e))?;
         }
         Ok(client)
     }
@@ -144,11 +209,7 @@ impl PostgresStore {
             Some(run) => self.path_of(run),
             None => PathBuf::from(&self.name),
         };
-        move |e| Error::Store {
-            path: path.clone(),
-            op,
-            source: Box::new(e),
-        }
+        move |e| store_error(path.clone(), op, &e)
     }
 
     /// Claim `run` inside `tx`.

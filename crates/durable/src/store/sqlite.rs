@@ -80,6 +80,22 @@ pub struct SqliteStore {
     path: PathBuf,
 }
 
+/// Create `path` empty with mode 0600 if it does not exist (an empty file
+/// is an empty SQLite database); an existing file is left as it is.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 impl SqliteStore {
     /// Open (creating if missing) the database at `path` and its `runs`
     /// table. Each worker may open its own; they share the file.
@@ -90,6 +106,15 @@ impl SqliteStore {
             op,
             source: Box::new(e),
         };
+        // A new database file is made 0600 first: SQLite makes its -wal
+        // and -shm files with the database file's mode, and otherwise
+        // would make all three by the umask (0644, readable by every
+        // user, checkpoints and all).
+        create_private(&path).map_err(|e| Error::Store {
+            path: PathBuf::from(format!("sqlite:{}", path.display())),
+            op: "create",
+            source: Box::new(e),
+        })?;
         let conn = Connection::open(&path).map_err(|e| fail("open", e))?;
         conn.busy_timeout(Duration::from_secs(10))
             .map_err(|e| fail("set the busy timeout of", e))?;

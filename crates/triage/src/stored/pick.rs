@@ -100,6 +100,13 @@ fn run_one(
             // 2. The store: a new run may create the SQLite file; a run
             // named by ID must already be there.
             let create = cli.run.is_none() && task.is_some();
+            if create {
+                // A new run records its tracker for good: one that does
+                // not answer is refused before anything is made.
+                if let Some(tracker) = cli.tracker.as_deref() {
+                    remote::check_answers(tracker)?;
+                }
+            }
             let Some(store) = url.open(create)? else {
                 return Err(no_run(cli, url));
             };
@@ -115,6 +122,9 @@ fn run_one(
         None => StateDir::open(&worlds)?,
     };
     let state_guard = sd.lock()?;
+    // Half-built worlds a killed start or enqueue left (only one under the
+    // state lock builds, and we hold it), removed as a directory's are.
+    run::report::report_collected(printer, &sd.collect_half_built()?);
     let (run, how) = select(cli, &sd, store.as_ref(), task.as_ref())?;
     output::lock(printer).run = Some(run.to_string());
     let (world, before) = match (how, task.as_ref()) {
@@ -170,11 +180,13 @@ fn run_one(
             meta: world.meta.clone(),
             task: world.task.clone(),
         };
+        let store = Arc::clone(&store);
         Box::new(move || {
             beat.learn()?;
-            if beat.lease().is_some() {
-                adopt::mark_saved(&world_path, &run)?;
-                run::remove_leftovers(&printer, &world_for_leftovers)?;
+            if let Some(lease) = beat.lease() {
+                adopt::mark_saved(&world_path, &run)
+                    .and_then(|()| run::remove_leftovers(&printer, &world_for_leftovers))
+                    .map_err(|e| fenced_or(store.as_ref(), &lease, e))?;
             }
             Ok(())
         })
@@ -210,6 +222,22 @@ fn run_one(
     result
 }
 
+/// `failure` of a step in the run's world, unless the run has a newer
+/// holder by now: a process paused mid-step, past its lease, may find the
+/// world changed under it by the process that took the run over (its temp
+/// file removed as a killed writer's leftover); that is being fenced
+/// (exit 3), not an I/O failure.
+fn fenced_or(store: &dyn RunStore, lease: &durable::store::Lease, failure: Failure) -> Failure {
+    match store.load(&lease.run) {
+        Ok(Some(record)) if record.epoch != lease.epoch => Failure::from(durable::Error::Fenced {
+            path: store.path_of(&lease.run),
+            ours: lease.epoch,
+            on_disk: record.epoch,
+        }),
+        _ => failure,
+    }
+}
+
 /// A database store's runs send their effects to the tracker service.
 fn no_tracker() -> Failure {
     Failure::usage(
@@ -240,7 +268,13 @@ fn recorded_tracker(run: &RunId, world: &World, cli: &Cli) -> Result<String, Fai
             "tracker_mismatch",
             format!("--tracker {given}: the run sends its effects to {recorded}, recorded when it was made"),
         )
-        .hint("leave --tracker out, or pass the run's own; a run's effects cannot move to another service halfway"));
+        .hint(format!(
+            "leave --tracker out, or pass the run's own; a run's effects cannot move to another \
+             service halfway. If {recorded} is gone for good, give the run up: remove its world \
+             {} and its row in the store (DELETE FROM runs WHERE run_id = '{run}'), then start \
+             a new run",
+            world.path.display()
+        )));
     }
     remote::check_url(recorded)?;
     Ok(recorded.clone())
@@ -319,7 +353,19 @@ fn select(
                 listed(&unfinished)
             ),
         )
-        .hint("continue it: the same command without --new-run (or name it with --run)"));
+        .hint(format!(
+            "continue it: the same command without --new-run (or name it with --run); to give \
+             it up (its tracker service is gone for good, say), remove its world and its row: \
+             {}",
+            unfinished
+                .iter()
+                .map(|(r, _, _)| format!(
+                    "{} and DELETE FROM runs WHERE run_id = '{r}'",
+                    sd.path().join(format!("{r}.world")).display()
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
     }
     match unfinished.len() {
         0 => Ok(match done.into_iter().max().filter(|_| !cli.new_run) {
@@ -371,4 +417,45 @@ fn state_of(sd: &StateDir, store: &dyn RunStore, run: &RunId) -> Result<(How, St
         Some((_, Some(saved))) => (How::Existing, saved.phase.to_string()),
         Some((_, None)) => (How::Queued, "queued".to_owned()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use durable::store::{Claim, SqliteStore};
+
+    /// A failure in the world after the run has a newer holder is being
+    /// fenced (exit 3); while the run is still ours it is the failure.
+    #[test]
+    fn a_world_failure_after_a_newer_claim_is_fenced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(tmp.path().join("runs.db")).unwrap();
+        let run = RunId::parse("m1-x").unwrap();
+        let io = || Failure::run("io", "cannot write the first-save mark");
+        let Claim::Won { lease: ours, .. } = store
+            .claim(&run, "paused", Duration::from_millis(1))
+            .unwrap()
+        else {
+            panic!("the first claim wins")
+        };
+        let still_ours = fenced_or(&store, &ours, io());
+        assert_eq!((still_ours.exit, still_ours.kind), (Exit::RunError, "io"));
+        std::thread::sleep(Duration::from_millis(20));
+        let Claim::Won { lease: newer, .. } = store
+            .claim(&run, "rescuer", Duration::from_secs(60))
+            .unwrap()
+        else {
+            panic!("the expired lease is taken over")
+        };
+        let fenced = fenced_or(&store, &ours, io());
+        assert_eq!(
+            (fenced.exit, fenced.kind),
+            (Exit::Locked, "fenced"),
+            "{fenced}"
+        );
+        assert!(
+            fenced.message.contains(&format!("epoch {}", newer.epoch)),
+            "{fenced}"
+        );
+    }
 }

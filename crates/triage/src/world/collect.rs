@@ -34,6 +34,44 @@ pub struct Collected {
 }
 
 impl StateDir {
+    /// Remove the half-built worlds (`.<run>.world.tmp`) among `names`
+    /// (the directory's entries); call under [`StateDir::lock`]: only a
+    /// start (or an enqueue) under that lock builds there, so one found
+    /// while holding it was left by a start that was killed. Returns the
+    /// names removed.
+    pub fn remove_half_built(&self, names: &[String]) -> Result<Vec<String>, Failure> {
+        let mut removed = Vec::new();
+        for name in names {
+            let Some(id) = name
+                .strip_prefix('.')
+                .and_then(|n| n.strip_suffix(".tmp"))
+                .and_then(|n| n.strip_suffix(WORLD_SUFFIX))
+            else {
+                continue;
+            };
+            if let Ok(run) = RunId::parse(id) {
+                let path = self.half_built_path(&run);
+                match fs::remove_dir_all(&path) {
+                    Ok(()) => removed.push(name.clone()),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(io_failure("remove the half-built world", &path, &e)),
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    /// [`StateDir::remove_half_built`] over the whole directory, for a
+    /// database store's worlds, whose runs need none of the rest of
+    /// [`StateDir::collect`] (their checkpoints and locks are the store's).
+    pub fn collect_half_built(&self) -> Result<Collected, Failure> {
+        let names = self.names()?;
+        Ok(Collected {
+            half_built: self.remove_half_built(&names)?,
+            ..Collected::default()
+        })
+    }
+
     /// Clean up after crashes; call under [`StateDir::lock`]. Removes the
     /// half-built worlds of killed starts (built in a hidden directory and
     /// never renamed into place, so no run ever used them), the lock files
@@ -62,23 +100,7 @@ impl StateDir {
                 }
             }
         }
-        for name in &names {
-            // `.<run>.world.tmp`: only a start under the state lock builds
-            // there, and we hold that lock.
-            let Some(id) = name
-                .strip_prefix('.')
-                .and_then(|n| n.strip_suffix(".tmp"))
-                .and_then(|n| n.strip_suffix(WORLD_SUFFIX))
-            else {
-                continue;
-            };
-            if let Ok(run) = RunId::parse(id) {
-                let path = self.half_built_path(&run);
-                fs::remove_dir_all(&path)
-                    .map_err(|e| io_failure("remove the half-built world", &path, &e))?;
-                c.half_built.push(name.clone());
-            }
-        }
+        c.half_built = self.remove_half_built(&names)?;
         // Every run named here: by its checkpoint, its world, its lock (a
         // start killed while building the world), or only a checkpoint
         // temp file (a run killed in its first save).

@@ -300,7 +300,7 @@ fn a_process_stopped_at_its_prompt_past_its_lease_is_fenced_when_it_continues() 
     first.answer("y\n");
     let out = first.finish();
     out.expect_code(3)
-        .expect_stderr("run was opened by a newer holder");
+        .expect_stderr("run was opened by a newer holder (epoch 2 in the store, 1 here)");
     assert!(
         !out.stdout.contains("call      issue_file"),
         "the stale process called nothing:\n{}",
@@ -437,7 +437,10 @@ fn bad_store_input_is_refused_and_creates_nothing() {
     let sqlite = format!("sqlite:{}", db.display());
     let worlds = tmp.path().join("worlds");
     let w = arg(&worlds);
-    let tracker = "http://127.0.0.1:9";
+    let svc = Svc::start(true);
+    let tracker = svc.url.as_str();
+    let dead = "http://127.0.0.1:1";
+    let missing_dir = format!("sqlite:{}", tmp.path().join("no-dir/runs.db").display());
     let m1 = "m1-done-after-delete";
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (
@@ -486,7 +489,54 @@ fn bad_store_input_is_refused_and_creates_nothing() {
                 tracker,
             ],
             5,
-            "triage: error:",
+            "connect to postgres:///nonexistent-triage-socket-dir/db: error connecting to server: ",
+        ),
+        (
+            vec![
+                "--store",
+                "postgresql:///db?host=/tmp&bogus_option=1",
+                "--state",
+                w,
+                "--task",
+                m1,
+                "--tracker",
+                tracker,
+            ],
+            2,
+            "parse the connection string of the Postgres store: invalid connection string: unknown option",
+        ),
+        (
+            vec![
+                "--store", &sqlite, "--state", w, "--task", m1, "--tracker", dead,
+            ],
+            5,
+            "the tracker at http://127.0.0.1:1 does not answer",
+        ),
+        (
+            vec![
+                "enqueue", "--store", &sqlite, "--state", w, "--task", m1, "--tracker", dead,
+            ],
+            5,
+            "the tracker at http://127.0.0.1:1 does not answer",
+        ),
+        (
+            vec![
+                "--store",
+                &missing_dir,
+                "--state",
+                w,
+                "--task",
+                m1,
+                "--tracker",
+                tracker,
+            ],
+            2,
+            "does not exist",
+        ),
+        (
+            vec!["--state", w, "--task", m1, "--lease-secs", "5"],
+            2,
+            "--lease-secs is for a database --store",
         ),
         (
             vec!["--store", &sqlite, "--state", w, "--run", "m1-x"],
@@ -520,6 +570,44 @@ fn bad_store_input_is_refused_and_creates_nothing() {
         let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
         assert!(left.is_empty(), "{args:?} created {left:?}");
     }
+}
+
+/// A database that is not there: the server's own message, the store
+/// named once (user, socket, database; no password), exit 5, nothing made.
+#[test]
+fn a_postgres_connection_error_says_what_the_server_said() {
+    let Some(pg) = PgCluster::start(false) else {
+        return;
+    };
+    let url = pg_url(&pg, "exists");
+    let url = url.replace("/exists?", "/no_such_db?");
+    let tmp = tempfile::tempdir().unwrap();
+    let worlds = tmp.path().join("worlds");
+    let svc = Svc::start(true);
+    let out = common::triage(&[
+        "--store",
+        &url,
+        "--state",
+        arg(&worlds),
+        "--task",
+        "m1-done-after-delete",
+        "--tracker",
+        &svc.url,
+    ]);
+    assert_eq!(out.code(), Some(5), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("database \"no_such_db\" does not exist"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("connect to postgres://postgres@/"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("postgres::"), "{}", out.stderr);
+    assert!(!worlds.exists(), "the worlds were made: {out:?}");
 }
 
 /// The window a fenced save cannot close: a process stopped with its
@@ -665,4 +753,149 @@ fn a_worker_tries_a_broken_run_once_and_goes_on() {
     );
     assert!(!copy.exists(), "nothing replaced");
     each_effect_once(&task("s2-known-sync-timeout"), &good_svc, &good);
+}
+
+/// A queued run whose tracker service has gone since it was queued: the
+/// worker tries it once, gives it back, and counts it once.
+#[test]
+fn a_worker_counts_a_run_whose_tracker_is_gone_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let queue = format!("sqlite:{}", tmp.path().join("q.db").display());
+    let worlds = tmp.path().join("w");
+    let svc = Svc::start(true);
+    let run = enqueue(&queue, &worlds, "m1-done-after-delete", &svc.url);
+    drop(svc);
+    let out = common::triage_or_hang(
+        &["worker", "--store", &queue, "--state", arg(&worlds)],
+        WAIT,
+    );
+    out.expect_code(5)
+        .expect_stdout(&format!("run {run} ended: run_error (exit 5)"))
+        .expect_stdout("ran 1 run(s), gave back 1 it could not finish; exit 5")
+        .expect_stderr(&format!("DELETE FROM runs WHERE run_id = '{run}'"));
+    // A new run of the task is refused while that one is unfinished, and
+    // the refusal names what to remove to give it up.
+    let other = Svc::start(true);
+    let world = worlds.join(format!("{run}.world"));
+    common::triage(&[
+        "--store",
+        &queue,
+        "--state",
+        arg(&worlds),
+        "--task",
+        "m1-done-after-delete",
+        "--new-run",
+        "--tracker",
+        &other.url,
+    ])
+    .expect_code(2)
+    .expect_stderr(&format!(
+        "{} and DELETE FROM runs WHERE run_id = '{run}'",
+        world.display()
+    ));
+}
+
+/// A run another process holds (its lease renewed, as a live holder's
+/// is): the worker waits one lease (and a second) for it, then exits 3
+/// naming the run and its holder; never "ran 0 run(s)" with exit 0. Once
+/// that holder is gone (its lease expired, as a killed one's does), a
+/// worker takes the run over and finishes it.
+#[test]
+fn a_worker_does_not_exit_0_while_another_process_holds_a_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("q.db");
+    let queue = format!("sqlite:{}", db.display());
+    let worlds = tmp.path().join("w");
+    let svc = Svc::start(true);
+    let run = enqueue(&queue, &worlds, "m1-done-after-delete", &svc.url);
+    let store = durable::store::SqliteStore::open(&db).unwrap();
+    let id = RunId::parse(&run).unwrap();
+    let claim = store
+        .claim(&id, "elsewhere", Duration::from_secs(2))
+        .unwrap();
+    assert!(
+        matches!(claim, durable::store::Claim::Won { .. }),
+        "{claim:?}"
+    );
+    // The worker's own lease is 1 s: it waits 2 s; the holder's lease runs
+    // 2 s from the claim, so the holder is renewed once meanwhile.
+    let worker = [
+        "worker",
+        "--store",
+        queue.as_str(),
+        "--state",
+        arg(&worlds),
+        "--lease-secs",
+        "1",
+        "--approve",
+        "off",
+    ];
+    let child = spawn(&worker);
+    std::thread::sleep(Duration::from_millis(1000));
+    let durable::store::Claim::Won { lease, .. } = claim else {
+        unreachable!()
+    };
+    store.renew(&lease, Duration::from_secs(30)).unwrap();
+    let out = finish(child);
+    out.expect_code(3)
+        .expect_stdout("ran 0 run(s), left 1 unfinished run(s) other processes still hold")
+        .expect_stdout(&format!("{run} leased by elsewhere"));
+    // A holder killed while holding the run: its 1 s lease is never
+    // renewed. A worker waits for it to expire, takes the run over, and
+    // finishes it.
+    store.release(&lease).unwrap();
+    let killed = store.claim(&id, "killed", Duration::from_secs(1)).unwrap();
+    assert!(
+        matches!(killed, durable::store::Claim::Won { .. }),
+        "{killed:?}"
+    );
+    let mut worker = worker.to_vec();
+    worker[6] = "3";
+    let out = common::triage_or_hang(&worker, WAIT);
+    out.expect_code(0)
+        .expect_stdout("waiting up to 4 s for their leases to end");
+    assert_eq!(ran(&out), vec![run.clone()], "{}", out.stdout);
+}
+
+/// A half-built world a killed start or enqueue left (`.<run>.world.tmp`)
+/// is removed by the next start on the store, under the worlds' lock, as a
+/// directory store removes it; the worlds are otherwise untouched.
+#[test]
+fn a_half_built_world_is_removed_on_a_database_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let queue = format!("sqlite:{}", tmp.path().join("q.db").display());
+    let worlds = tmp.path().join("w");
+    let svc = Svc::start(true);
+    let run = enqueue(&queue, &worlds, "m1-done-after-delete", &svc.url);
+    let half = worlds.join(".m1-done-after-delete-1795951947-1zq6xn9g.world.tmp");
+    std::fs::create_dir_all(half.join("workspace")).unwrap();
+    std::fs::write(half.join("task.json"), "{").unwrap();
+    let out = common::triage_or_hang(
+        &[
+            "--store",
+            &queue,
+            "--state",
+            arg(&worlds),
+            "--run",
+            &run,
+            "--approve",
+            "off",
+        ],
+        WAIT,
+    );
+    out.expect_code(0)
+        .expect_stdout("removed 1 half-built world of killed starts");
+    // The database and its WAL files are the user's alone, as the README
+    // promises of every file a run writes.
+    use std::os::unix::fs::PermissionsExt;
+    for name in ["q.db", "q.db-wal", "q.db-shm"] {
+        let path = tmp.path().join(name);
+        let Ok(meta) = std::fs::metadata(&path) else {
+            assert_ne!(name, "q.db", "the database is there");
+            continue;
+        };
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{name}");
+    }
+    assert!(!half.exists(), "the half-built world is gone");
+    assert_eq!(world_runs(&worlds), vec![run]);
 }
