@@ -4,3 +4,4 @@ mod beyond;
 mod crash_sweep;
 mod enumerated;
 mod faults;
+mod shared_tails;
