@@ -1,7 +1,7 @@
 //! A design running a scripted job, as a sweep subject: its row's name, and
 //! the world, life, judge and description the sweep asks for.
 
-use durable::testing::{CrashState as DiskState, Fault, PersistenceModel};
+use durable::testing::{Fault, PersistenceModel};
 use sweep::{
     power::{Boot, CrashState},
     Counter, Subject, Verdict,
@@ -118,11 +118,7 @@ impl DesignSubject {
     }
 }
 
-/// The crash state in which each power cut leaves, in a scenario of its
-/// own, every disk the [persistence model](durable::testing::enumerate)
-/// allows (a power-loss world only): the scenario names the disk of each
-/// crash (`enumerated: mid-save#3 (disk 2)`), so it reruns by name alone.
-pub const ENUMERATED: CrashState = CrashState::named("enumerated");
+pub use durable::testing::ENUMERATED;
 
 impl Subject for DesignSubject {
     type World = World;
@@ -188,18 +184,11 @@ impl sweep::power::PowerCuts<World> for DesignSubject {
     /// A power-loss world runs in every named disk state and in
     /// [`ENUMERATED`]; others in the process state alone.
     fn crash_states(&self) -> Vec<CrashState> {
-        match self.modes.power {
-            Some(_) => DiskState::ALL
-                .into_iter()
-                .map(CrashState::from)
-                .chain([ENUMERATED])
-                .collect(),
-            None => vec![CrashState::PROCESS],
-        }
+        durable::testing::Power::crash_states(self.modes.power)
     }
 
     fn enumerates(&self, state: &CrashState) -> bool {
-        *state == ENUMERATED && self.modes.power.is_some()
+        durable::testing::Power::enumerates(self.modes.power, state)
     }
 
     fn crash_disks(&self, w: &World) -> Option<u32> {
@@ -208,10 +197,7 @@ impl sweep::power::PowerCuts<World> for DesignSubject {
 
     /// The variant's own state.
     fn default_crash_states(&self) -> Vec<CrashState> {
-        match self.modes.power {
-            Some(p) => vec![p.state.into()],
-            None => vec![CrashState::PROCESS],
-        }
+        durable::testing::Power::default_crash_states(self.modes.power)
     }
 
     fn boot(&self, w: &mut World, ctx: &Boot) -> Result<(), sweep::LifeError> {

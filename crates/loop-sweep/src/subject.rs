@@ -214,12 +214,7 @@ impl LoopSubject {
     }
 }
 
-/// The crash state in which each power cut leaves, in a scenario of its
-/// own, every pair of disks (checkpoint directory, workspace) the
-/// [persistence model](durable::testing::enumerate) allows (a power-loss
-/// variant only); the scenario names the disk of each crash
-/// (`enumerated: mid-save#3 (disk 2)`), so it reruns by name alone.
-pub const ENUMERATED: CrashState = CrashState::named("enumerated");
+pub use durable::testing::ENUMERATED;
 
 impl Subject for LoopSubject {
     type World = LoopWorld;
@@ -480,18 +475,11 @@ impl sweep::power::PowerCuts<LoopWorld> for LoopSubject {
     /// A power-loss variant runs in every named disk state and in
     /// [`ENUMERATED`]; the others in the process state alone.
     fn crash_states(&self) -> Vec<CrashState> {
-        match self.variant.power {
-            Some(_) => DiskState::ALL
-                .into_iter()
-                .map(CrashState::from)
-                .chain([ENUMERATED])
-                .collect(),
-            None => vec![CrashState::PROCESS],
-        }
+        durable::testing::Power::crash_states(self.variant.power)
     }
 
     fn enumerates(&self, state: &CrashState) -> bool {
-        *state == ENUMERATED && self.variant.power.is_some()
+        durable::testing::Power::enumerates(self.variant.power, state)
     }
 
     fn crash_disks(&self, w: &LoopWorld) -> Option<u32> {
@@ -500,10 +488,7 @@ impl sweep::power::PowerCuts<LoopWorld> for LoopSubject {
 
     /// The variant's own state.
     fn default_crash_states(&self) -> Vec<CrashState> {
-        match self.variant.power {
-            Some(p) => vec![p.state.into()],
-            None => vec![CrashState::PROCESS],
-        }
+        durable::testing::Power::default_crash_states(self.variant.power)
     }
 
     /// The variant's title with `state` in place of its own

@@ -42,4 +42,4 @@ pub use mem::MemDir;
 pub use mutant::{MutantDir, Mutation, MID_OVERWRITE};
 pub use power::PowerDir;
 pub use save_watch::SaveWatch;
-pub use writer::{Power, Writer};
+pub use writer::{Power, Writer, ENUMERATED};
