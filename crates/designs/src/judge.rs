@@ -83,7 +83,7 @@ pub(crate) fn judge(script: &Script, modes: &Modes, w: &World, memo: &RecordsMem
     let recs = match remembered {
         Some(r) => r,
         None => {
-            let r = Arc::new(records(script, by_intent, &w.tracker.issues()));
+            let r = Arc::new(records(script, by_intent, &w.tracker.issues_shared()));
             if let Some(k) = key {
                 let mut m = lock(memo);
                 if m.len() < RECORDS_MEMO_CAP {

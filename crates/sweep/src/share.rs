@@ -85,13 +85,18 @@ struct Memos<W> {
 
 /// One in how many scenarios (by a hash of its name) a shared sweep also
 /// replays from a fresh world, to check the subject's declarations (the
-/// first scenario at each depth is always checked too), for a clean run of
-/// up to [`RECHECK_HITS`] hits; above, one in `RECHECK_ONE_IN × hits /
-/// RECHECK_HITS`, so that the replays (each as long as the clean run)
-/// grow with the hits as the scenarios do, not faster.
+/// first scenario at each depth is always checked too) — at least. A sweep
+/// whose scenarios of one depth would give more than [`RECHECK_SAMPLES`]
+/// samples at that rate (estimated from the clean run's hits: `hits^d / d!`
+/// scenarios at depth `d`) checks about that many instead, spread by the
+/// same hash: each replay is as long as the clean run and each of its saves
+/// grows with the job, so a rate fixed for every size would make the checks
+/// grow faster than the sweep they check (as `calls³` at depth 2).
 const RECHECK_ONE_IN: u32 = 32;
-/// See [`RECHECK_ONE_IN`].
-const RECHECK_HITS: usize = 64;
+/// About how many scenarios of one depth a large sweep replays from fresh
+/// worlds (see [`RECHECK_ONE_IN`]): a declaration wrong in 2 % of the
+/// scenarios of a depth goes unseen in 128 samples with odds of 1 in 13.
+const RECHECK_SAMPLES: u64 = 128;
 
 /// At most how many hits of the clean life have their capture compared with
 /// the world a crash there leaves, before a sweep with captures.
@@ -112,11 +117,18 @@ enum Start<'p, W> {
 /// The worlds a final life's capture copied, by hit.
 type Captures<W> = HashMap<Hit, W>;
 
-/// One in how many scenarios a sweep whose clean run passed `hits` hits
-/// replays from a fresh world.
-fn recheck_one_in(hits: usize) -> u32 {
-    let scale = (hits / RECHECK_HITS).max(1);
-    u32::try_from(scale).map_or(u32::MAX, |s| s.saturating_mul(RECHECK_ONE_IN))
+/// One in how many scenarios of each depth (index 0: depth 1) a sweep
+/// whose clean run passed `hits` hits replays from a fresh world.
+fn recheck_one_in(hits: usize) -> Vec<u32> {
+    let hits = u64::try_from(hits).unwrap_or(u64::MAX);
+    let mut scenarios: u64 = 1;
+    (1..=u64::from(crate::config::Config::MAX_DEPTH))
+        .map(|d| {
+            scenarios = scenarios.saturating_mul(hits) / d;
+            let one_in = (scenarios / RECHECK_SAMPLES).max(u64::from(RECHECK_ONE_IN));
+            u32::try_from(one_in).unwrap_or(u32::MAX)
+        })
+        .collect()
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -133,8 +145,8 @@ pub(crate) struct Shared<'r, 'a, S: Subject> {
     /// Whether the subject shares tails ([`Share::probe`]).
     tails: bool,
     /// One in how many scenarios is replayed from a fresh world (see
-    /// [`RECHECK_ONE_IN`]).
-    recheck_one_in: u32,
+    /// [`RECHECK_ONE_IN`]), by depth from 1.
+    recheck_one_in: Vec<u32>,
     /// The first scenario (in the sweep's order) that showed a wrong
     /// declaration, and how.
     wrong: Mutex<Option<(Vec<u32>, String)>>,
@@ -496,5 +508,33 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         self.replayer
             .settle(&result.scenario.clone(), &mut result, run.clean, run.config);
         run.sink.push(result);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Small sweeps are checked at one in 32 at every depth; a large one
+    /// checks about `RECHECK_SAMPLES` scenarios of each depth, so the
+    /// replays grow with the clean run's length, not with the scenarios.
+    #[test]
+    fn the_recheck_samples_a_fixed_share_then_a_fixed_count() {
+        let one_in = recheck_one_in(40);
+        assert_eq!(one_in.len(), crate::config::Config::MAX_DEPTH as usize);
+        // 40 scenarios of depth 1, 800 of depth 2, 10,666 of depth 3.
+        assert_eq!(&one_in[..3], &[32, 32, 83]);
+        for hits in [200_usize, 400, 800] {
+            let one_in = recheck_one_in(hits);
+            assert_eq!(one_in[0], 32, "{hits}: depth 1 keeps one in 32");
+            let at_depth_2 = (hits * hits / 2) as u64;
+            let samples = at_depth_2 / u64::from(one_in[1]);
+            assert!(
+                (RECHECK_SAMPLES - 1..=RECHECK_SAMPLES + 1).contains(&samples),
+                "{hits} hits: {samples} samples at depth 2"
+            );
+        }
+        // No overflow at the deepest depth of a long run.
+        assert_eq!(recheck_one_in(1_000_000)[15], u32::MAX);
     }
 }

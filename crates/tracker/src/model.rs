@@ -61,7 +61,7 @@ pub enum Response {
 }
 
 /// One issue record, with its comments in the order they were made.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Issue {
     /// The issue's number: 1 for the first issue, 2 for the second, …
     pub number: u64,
@@ -74,7 +74,7 @@ pub struct Issue {
 }
 
 /// One comment record.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Comment {
     /// The comment's id, unique over the whole tracker, from 1.
     pub id: u64,

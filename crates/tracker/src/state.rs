@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +18,7 @@ pub(crate) mod store;
 
 /// A key the tracker remembers: the request it came with, the first answer,
 /// and when (on the logical clock) it was taken.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub(crate) struct KeyEntry {
     pub(crate) request: Request,
     pub(crate) response: Response,
@@ -38,14 +39,19 @@ pub(crate) struct State {
     pub(crate) uncertain_lookup: bool,
     pub(crate) clock_ticks: u64,
     /// Invariant: `issues[i].number == i + 1`.
-    pub(crate) issues: Vec<Issue>,
+    /// Shared with the copies [`Tracker::deep_clone`](crate::Tracker::deep_clone)
+    /// made, and copied on the first change after one (a crash sweep copies
+    /// its world at every point, and most points change no record).
+    pub(crate) issues: Arc<Vec<Issue>>,
     /// Comments over all issues; the next comment id is this plus one.
     pub(crate) comments_total: u64,
     /// Ordered, so the file is the same byte for byte for the same history.
-    pub(crate) keys: BTreeMap<String, KeyEntry>,
+    /// Shared with copies, as `issues` is.
+    pub(crate) keys: Arc<BTreeMap<String, KeyEntry>>,
     /// The highest fencing epoch of each run among the recorded requests
     /// that carried a [`Fence`].
-    pub(crate) epochs: BTreeMap<String, u64>,
+    /// Shared with copies, as `issues` is.
+    pub(crate) epochs: Arc<BTreeMap<String, u64>>,
     pub(crate) store: Option<store::Store>,
     /// The file holds records whose save failed after the file was replaced
     /// (a failed directory fsync): visible, not known durable. The next
@@ -87,7 +93,7 @@ impl State {
         if before.is_some_and(|h| h >= f.epoch) {
             return None;
         }
-        self.epochs.insert(f.run.clone(), f.epoch);
+        Arc::make_mut(&mut self.epochs).insert(f.run.clone(), f.epoch);
         Some((f.run.clone(), before))
     }
 
@@ -107,7 +113,7 @@ impl State {
         match req {
             Request::FileIssue { title, body } => {
                 let number = self.issues.len() as u64 + 1;
-                self.issues.push(Issue {
+                Arc::make_mut(&mut self.issues).push(Issue {
                     number,
                     title: title.clone(),
                     body: body.clone(),
@@ -120,10 +126,12 @@ impl State {
                     .issue_index(*issue)
                     .ok_or(TrackerError::NoSuchIssue { issue: *issue })?;
                 let id = self.comments_total + 1;
-                self.issues[index].comments.push(Comment {
-                    id,
-                    body: body.clone(),
-                });
+                Arc::make_mut(&mut self.issues)[index]
+                    .comments
+                    .push(Comment {
+                        id,
+                        body: body.clone(),
+                    });
                 self.comments_total = id;
                 Ok((
                     Response::Comment { issue: *issue, id },
@@ -136,10 +144,10 @@ impl State {
     fn undo(&mut self, undo: Undo) {
         match undo {
             Undo::Issue => {
-                self.issues.pop();
+                Arc::make_mut(&mut self.issues).pop();
             }
             Undo::Comment { index } => {
-                self.issues[index].comments.pop();
+                Arc::make_mut(&mut self.issues)[index].comments.pop();
                 self.comments_total -= 1;
             }
         }
@@ -162,7 +170,7 @@ impl State {
                 response: response.clone(),
                 at_tick: self.clock_ticks,
             };
-            (k, self.keys.insert(k.to_owned(), entry))
+            (k, Arc::make_mut(&mut self.keys).insert(k.to_owned(), entry))
         });
         if let Err(e) = self.persist_new(req, &response, key, fence) {
             if self
@@ -179,14 +187,14 @@ impl State {
             self.undo(undo);
             if let Some((run, before)) = raised {
                 match before {
-                    Some(epoch) => self.epochs.insert(run, epoch),
-                    None => self.epochs.remove(&run),
+                    Some(epoch) => Arc::make_mut(&mut self.epochs).insert(run, epoch),
+                    None => Arc::make_mut(&mut self.epochs).remove(&run),
                 };
             }
             if let Some((k, previous)) = replaced {
                 match previous {
-                    Some(entry) => self.keys.insert(k.to_owned(), entry),
-                    None => self.keys.remove(k),
+                    Some(entry) => Arc::make_mut(&mut self.keys).insert(k.to_owned(), entry),
+                    None => Arc::make_mut(&mut self.keys).remove(k),
                 };
             }
             debug_assert_eq!(self.records(), records_before);

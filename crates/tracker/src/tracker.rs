@@ -167,32 +167,25 @@ impl Tracker {
 
     /// Feed everything the tracker would answer from to `h`: its mode,
     /// configuration, clock, records and keys.
-    pub fn hash_contents(&self, h: &mut dyn std::hash::Hasher) {
-        use std::fmt::Write as _;
-        struct W<'a>(&'a mut dyn std::hash::Hasher);
-        impl std::fmt::Write for W<'_> {
-            fn write_str(&mut self, s: &str) -> std::fmt::Result {
-                self.0.write(s.as_bytes());
-                Ok(())
-            }
-        }
+    /// (Hashed field by field with their `Hash`: a crash sweep asks after
+    /// every change, and records are long.)
+    pub fn hash_contents(&self, mut h: &mut dyn std::hash::Hasher) {
+        use std::hash::Hash as _;
         let st = self.lock();
-        let _ = write!(
-            W(h),
-            "{:?}|{:?}|{:?}|{}|{}|{}|{:?}|{:?}|{}|{}",
+        (
             self.mode,
             st.key_ttl_ticks,
-            st.faults,
+            &st.faults,
             st.uncertain_lookup,
             st.clock_ticks,
             st.comments_total,
-            st.issues,
-            st.keys,
-            st.store.is_some(),
-            st.log.is_some()
-        );
+        )
+            .hash(&mut h);
+        st.issues.hash(&mut h);
+        st.keys.hash(&mut h);
+        (st.store.is_some(), st.log.is_some()).hash(&mut h);
         if !st.epochs.is_empty() {
-            let _ = write!(W(h), "|{:?}", st.epochs);
+            st.epochs.hash(&mut h);
         }
     }
 
@@ -440,7 +433,14 @@ impl Tracker {
 
     /// Every issue with its comments, by number: what a judge counts.
     pub fn issues(&self) -> Vec<Issue> {
-        self.lock().issues.clone()
+        self.lock().issues.to_vec()
+    }
+
+    /// [`Tracker::issues`] without copying them: the records as they are
+    /// now, shared (a later change copies them first, so this view stays as
+    /// it was).
+    pub fn issues_shared(&self) -> Arc<Vec<Issue>> {
+        Arc::clone(&self.lock().issues)
     }
 
     /// How many records match a request's arguments: issues with its title

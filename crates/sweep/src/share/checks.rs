@@ -11,7 +11,7 @@ use crate::scenario::Scenario;
 use crate::sink::Run;
 use crate::subject::Subject;
 
-use super::{Captures, Shared, CAPTURE_CHECKS};
+use super::{Captures, Shared, CAPTURE_CHECKS, RECHECK_ONE_IN};
 
 impl<S: Subject> Shared<'_, '_, S> {
     /// The clean life in the state of `first` (a scenario of one crash),
@@ -59,7 +59,14 @@ impl<S: Subject> Shared<'_, '_, S> {
 
     /// Whether the scenario is one of the sample replayed from a fresh world.
     pub(super) fn sampled(&self, sc: &Scenario, order: &[u32]) -> bool {
-        order.iter().all(|&i| i == 0) || shard_of(sc, self.recheck_one_in) == 1
+        let one_in = sc
+            .hits
+            .len()
+            .checked_sub(1)
+            .and_then(|d| self.recheck_one_in.get(d))
+            .copied()
+            .unwrap_or(RECHECK_ONE_IN);
+        order.iter().all(|&i| i == 0) || shard_of(sc, one_in) == 1
     }
 
     /// Replay a shared scenario from a fresh world: a different result

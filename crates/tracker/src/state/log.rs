@@ -191,9 +191,9 @@ impl LogStore {
             applied = index.applied;
             st.clock_ticks = index.clock_ticks;
             st.comments_total = index.comments_total;
-            st.issues = index.issues;
-            st.keys = index.keys;
-            st.epochs = index.epochs;
+            st.issues = index.issues.into();
+            st.keys = index.keys.into();
+            st.epochs = index.epochs.into();
         }
         let mut seqs: Vec<u64> = names.iter().filter_map(|n| entry_seq(n)).collect();
         seqs.sort_unstable();
@@ -226,7 +226,7 @@ impl LogStore {
             }
             st.raise(entry.fence.as_ref());
             if let Some(k) = entry.key {
-                st.keys.insert(
+                Arc::make_mut(&mut st.keys).insert(
                     k,
                     KeyEntry {
                         request: entry.request,

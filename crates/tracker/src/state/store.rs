@@ -121,9 +121,9 @@ impl Store {
         Ok(State {
             clock_ticks: file.clock_ticks,
             comments_total: file.next_comment - 1,
-            issues: file.issues,
-            keys: file.keys,
-            epochs: file.epochs,
+            issues: file.issues.into(),
+            keys: file.keys.into(),
+            epochs: file.epochs.into(),
             store: Some(store),
             ..State::default()
         })

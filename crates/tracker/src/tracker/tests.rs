@@ -844,3 +844,47 @@ mod existing {
         assert!(e.to_string().contains("more than the limit"), "{e}");
     }
 }
+
+/// A deep copy shares its records with the original until either changes
+/// (copy on write): a change on one side — an issue, a comment, a key, a
+/// fencing epoch — is never seen on the other, and equal contents hash
+/// the same.
+#[test]
+fn deep_copies_share_records_until_one_side_changes() {
+    use std::hash::{DefaultHasher, Hasher};
+    let hash = |t: &Tracker| {
+        let mut h = DefaultHasher::new();
+        t.hash_contents(&mut h);
+        h.finish()
+    };
+    let fence = |epoch| Fence {
+        run: "r".to_owned(),
+        epoch,
+    };
+    let a = Tracker::new(Mode::Keyed);
+    let n = a.file_issue("x", "y", Some("k1")).unwrap();
+    let req = Request::Comment {
+        issue: n,
+        body: "c".to_owned(),
+    };
+    a.apply_fenced(&req, Some("k2"), Some(&fence(2))).unwrap();
+    let b = a.deep_clone().unwrap();
+    assert_eq!(hash(&a), hash(&b));
+    let before = a.issues();
+
+    b.comment(n, "on b", Some("k3")).unwrap();
+    b.file_issue("only b", "z", None).unwrap();
+    assert_eq!(a.issues(), before, "a copy's change reached the original");
+    assert!(!a.holds_key("k3"));
+    assert_ne!(hash(&a), hash(&b));
+
+    let c = a.deep_clone().unwrap();
+    a.apply_fenced(&req, None, Some(&fence(5))).unwrap();
+    assert_eq!(c.issues(), before, "the original's change reached a copy");
+    // The copy still holds the original's epoch 2, not the 5 raised since:
+    // a request at epoch 3 passes there.
+    c.apply_fenced(&req, None, Some(&fence(3))).unwrap();
+    assert!(a.apply_fenced(&req, None, Some(&fence(3))).is_err());
+    assert_eq!(b.issues().len(), 2);
+    assert_eq!(b.issues()[0].comments.len(), 2);
+}
