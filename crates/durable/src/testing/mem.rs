@@ -6,17 +6,67 @@ use std::fmt;
 use std::hash::Hasher;
 use std::io;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use super::lock_table::{next_temp_name, LockTable};
 use crate::dir::{check_name, Dir, LockGuard};
 
+/// A file's bytes, immutable and shared by reference count, with their
+/// digest taken the first time a sweep hashes them: a sweep fingerprints
+/// the directory at every point, and a checkpoint file is the longest thing
+/// in it, rewritten far less often than it is hashed.
+#[derive(Clone)]
+struct Contents(Arc<ContentsInner>);
+
+struct ContentsInner {
+    bytes: Box<[u8]>,
+    digest: OnceLock<(u64, u64)>,
+}
+
+impl Contents {
+    fn new(bytes: &[u8]) -> Self {
+        Contents(Arc::new(ContentsInner {
+            bytes: bytes.into(),
+            digest: OnceLock::new(),
+        }))
+    }
+
+    fn empty() -> Self {
+        Self::new(&[])
+    }
+
+    /// The same bytes: the same contents, or a copy of them.
+    fn same(&self, other: &Contents) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.bytes == other.0.bytes
+    }
+
+    /// 128 bits of two SipHash passes under different prefixes, taken once.
+    fn digest(&self) -> (u64, u64) {
+        *self.0.digest.get_or_init(|| {
+            let pass = |prefix: u8| {
+                let mut h = std::hash::DefaultHasher::new();
+                h.write_u8(prefix);
+                h.write(&self.0.bytes);
+                h.finish()
+            };
+            (pass(1), pass(2))
+        })
+    }
+}
+
+impl std::ops::Deref for Contents {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0.bytes
+    }
+}
+
 /// One file's contents: what a reader sees now, and what a power cut keeps.
 struct Node {
-    data: Arc<[u8]>,
+    data: Contents,
     /// The contents as of the last `sync`; `None` if never synced, in which
     /// case a power cut leaves the file empty.
-    synced: Option<Arc<[u8]>>,
+    synced: Option<Contents>,
 }
 
 #[derive(Default)]
@@ -31,7 +81,7 @@ struct MemInner {
 }
 
 impl MemInner {
-    fn new_node(&mut self, data: Arc<[u8]>) -> u64 {
+    fn new_node(&mut self, data: Contents) -> u64 {
         self.next_node += 1;
         self.nodes
             .insert(self.next_node, Node { data, synced: None });
@@ -100,7 +150,7 @@ impl MemDir {
         let mut inner = self.inner();
         inner.names = inner.durable.clone();
         for node in inner.nodes.values_mut() {
-            node.data = node.synced.clone().unwrap_or_else(|| Arc::from(&[][..]));
+            node.data = node.synced.clone().unwrap_or_else(Contents::empty);
         }
         inner.collect_garbage();
         drop(inner);
@@ -153,7 +203,7 @@ impl MemDir {
                     (
                         n,
                         Node {
-                            data: Arc::clone(&node.data),
+                            data: node.data.clone(),
                             synced: node.synced.clone(),
                         },
                     )
@@ -223,20 +273,26 @@ impl MemDir {
                 if first == next {
                     match inner.nodes.get(n) {
                         Some(node) => {
+                            // Each file's bytes by their digest, taken once
+                            // per contents (a sweep asks at every point).
+                            let (a, b) = node.data.digest();
                             h.write_usize(node.data.len());
-                            h.write(&node.data);
+                            h.write_u64(a);
+                            h.write_u64(b);
                             // Synced contents equal to the contents (the
-                            // usual case after a sync) are fed as a mark,
-                            // not hashed twice: the same mark for the same
-                            // bytes, whether shared or copied.
+                            // usual case after a sync) are fed as a mark:
+                            // the same mark for the same bytes, whether
+                            // shared or copied.
                             match &node.synced {
-                                Some(d) if Arc::ptr_eq(d, &node.data) || *d == node.data => {
+                                Some(d) if d.same(&node.data) => {
                                     h.write_u8(3);
                                 }
                                 Some(d) => {
+                                    let (a, b) = d.digest();
                                     h.write_u8(1);
                                     h.write_usize(d.len());
-                                    h.write(d);
+                                    h.write_u64(a);
+                                    h.write_u64(b);
                                 }
                                 None => h.write_u8(0),
                             }
@@ -287,7 +343,7 @@ impl Dir for MemDir {
         let inner = &mut *guard;
         let names = &inner.names;
         let name = next_temp_name(prefix, &mut inner.next_temp, |n| names.contains_key(n))?;
-        let node = inner.new_node(Arc::from(&[][..]));
+        let node = inner.new_node(Contents::empty());
         inner.names.insert(name.clone(), node);
         Ok(name)
     }
@@ -295,7 +351,7 @@ impl Dir for MemDir {
     fn write(&self, name: &str, data: &[u8]) -> io::Result<()> {
         check_name(name)?;
         let mut inner = self.inner();
-        let data: Arc<[u8]> = Arc::from(data);
+        let data = Contents::new(data);
         match inner.names.get(name).copied() {
             Some(n) => {
                 if let Some(node) = inner.nodes.get_mut(&n) {
@@ -315,7 +371,7 @@ impl Dir for MemDir {
         let mut inner = self.inner();
         let n = *inner.names.get(name).ok_or_else(|| not_found(name))?;
         if let Some(node) = inner.nodes.get_mut(&n) {
-            node.synced = Some(Arc::clone(&node.data));
+            node.synced = Some(node.data.clone());
         }
         Ok(())
     }
@@ -367,7 +423,7 @@ impl Dir for MemDir {
         let guard = self.locks.acquire(name, &format!("mem:/{name}"))?;
         let mut inner = self.inner();
         if !inner.names.contains_key(name) {
-            let node = inner.new_node(Arc::from(&[][..]));
+            let node = inner.new_node(Contents::empty());
             inner.names.insert(name.to_owned(), node);
         }
         Ok(guard)
@@ -375,5 +431,58 @@ impl Dir for MemDir {
 
     fn path_of(&self, name: &str) -> PathBuf {
         PathBuf::from(format!("mem:/{name}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::{DefaultHasher, Hasher};
+
+    use super::MemDir;
+    use crate::Dir;
+
+    fn hash(d: &MemDir) -> u64 {
+        let mut h = DefaultHasher::new();
+        d.hash_contents(&mut h);
+        h.finish()
+    }
+
+    /// Files are hashed by a digest of their bytes taken once per contents:
+    /// the same bytes hash the same whether written again or shared by a
+    /// copy, and any difference — in the bytes now, in what a sync kept, in
+    /// whether a sync happened — tells two directories apart.
+    #[test]
+    fn the_hash_tells_contents_apart_and_nothing_else() {
+        let a = MemDir::new();
+        a.write("f", b"one").unwrap();
+        a.sync("f").unwrap();
+        let b = MemDir::new();
+        b.write("f", b"one").unwrap();
+        b.sync("f").unwrap();
+        assert_eq!(hash(&a), hash(&b), "the same bytes, written apart");
+        assert_eq!(hash(&a), hash(&a.deep_clone().unwrap()), "a copy");
+        // Asked twice: the digest kept is the digest taken.
+        assert_eq!(hash(&a), hash(&a));
+
+        let c = MemDir::new();
+        c.write("f", b"two").unwrap();
+        c.sync("f").unwrap();
+        assert_ne!(hash(&a), hash(&c), "other bytes");
+
+        // Contents unsynced since: the synced bytes differ from the bytes.
+        let d = a.deep_clone().unwrap();
+        d.write("f", b"two").unwrap();
+        assert_ne!(hash(&d), hash(&c), "a sync kept other bytes");
+        // Never synced.
+        let e = MemDir::new();
+        e.write("f", b"two").unwrap();
+        assert_ne!(hash(&e), hash(&c));
+        assert_ne!(hash(&e), hash(&d));
+        // The same again: synced "one", now "two".
+        let f = MemDir::new();
+        f.write("f", b"one").unwrap();
+        f.sync("f").unwrap();
+        f.write("f", b"two").unwrap();
+        assert_eq!(hash(&f), hash(&d));
     }
 }
