@@ -141,7 +141,7 @@ pub fn parse_count_name(name: &str) -> Option<(Stage, Settlement)> {
     Some((stage, rung))
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 struct Flight {
     call: String,
     turn: usize,
@@ -149,7 +149,7 @@ struct Flight {
 }
 
 /// One crash's label; `rung` is set once the restart settles it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub(crate) struct Crash {
     call: Option<String>,
     turn: usize,
@@ -158,7 +158,7 @@ pub(crate) struct Crash {
 }
 
 /// The labels of one scenario, kept in its world.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub(crate) struct Labels {
     flight: Option<Flight>,
     crashes: Vec<Crash>,

@@ -151,7 +151,7 @@ impl World {
                 .judge(&notes.lost_saves)
                 .judge(&notes.wrong_answers)
                 .judge(&notes.state_keys())
-                .judge_debug(&notes.labels),
+                .judge(&notes.labels),
         )
     }
 
