@@ -68,9 +68,10 @@
 //! before the sweep, the captures of the clean life are compared with the
 //! worlds brute-force crashes leave at the same hits; during it, a fixed
 //! sample of shared scenarios (the first at each depth, and one in 32
-//! chosen by a hash of their names — above 64 hits in the clean run, one in
-//! 32 × hits / 64, so the replays grow as the scenarios do — the same in
-//! every run) is replayed from a fresh world and must give the same result — shared
+//! chosen by a hash of their names — at a depth whose scenarios, estimated
+//! from the clean run's hits, exceed 32 × 128, about 128 of them, so the
+//! replays, each as long as the clean run, grow with the clean run and not
+//! with the scenarios — the same in every run) is replayed from a fresh world and must give the same result — shared
 //! tails included: a sampled scenario whose life ended on a tail is judged
 //! on its grafted world, and a probe that leaves out a part of the world
 //! the rest of the life reads, or a graft that adds wrongly, shows there as
