@@ -89,8 +89,10 @@ pub struct FaultOutcome {
     pub errors: Vec<String>,
     /// The faults that fired.
     pub fired: usize,
-    /// What broke: required counters not zero, an error not naming the
-    /// file, no healthy finish. Empty: the scenario passed.
+    /// What broke, in words: no world or no fault injector in it, a life
+    /// that crashed or panicked, no healthy finish, an error not naming
+    /// the file, a required counter not zero; then the judge's notes.
+    /// Empty: the scenario passed.
     pub broken: Vec<String>,
 }
 
