@@ -331,7 +331,7 @@ fn sample(n: usize, mut f: impl FnMut()) -> Duration {
 /// The enumerated sweeps of the real writer (depth 2, every disk of every
 /// crash) and the whole disk table, default threads.
 fn disk(samples: usize) -> Result<(), String> {
-    use loop_sweep::disk;
+    use crate::disk;
     println!("== enumerated crash states (median of {samples} runs)");
     let script =
         designs::Script::load(designs::default_script_path()).map_err(|e| e.to_string())?;

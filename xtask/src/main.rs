@@ -4,6 +4,7 @@ mod bench;
 mod chaos;
 mod compose;
 mod defs;
+mod disk;
 mod mutants;
 mod process;
 mod registry;
@@ -348,7 +349,7 @@ fn point_hints<'a>(sc: &Scenario, passed: impl Iterator<Item = &'a str>) -> Vec<
 /// `cargo xtask sweep --disk`: the disk table, checked against (or, with
 /// `bless`, written to) snapshots/disk.txt.
 fn disk_cmd(bless: bool) -> Result<ExitCode, String> {
-    let table = loop_sweep::disk::render()?;
+    let table = disk::render()?;
     print!("{table}");
     let path = root().join("snapshots/disk.txt");
     if bless {

@@ -67,10 +67,6 @@ pub const FAST_TESTS: &[(&str, &[&str])] = &[
             "loop_http::",
             "--skip",
             "zombie::",
-            // The disk table's test, not the unit tests of `src/disk.rs`
-            // (`disk::tests::…`).
-            "--skip",
-            "disk::the_",
         ],
     ),
 ];

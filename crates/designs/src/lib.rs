@@ -42,7 +42,6 @@
 
 mod design;
 mod durable_loop;
-pub mod faults;
 mod judge;
 pub mod labels;
 mod modes;

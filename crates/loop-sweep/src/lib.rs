@@ -66,7 +66,6 @@ use std::sync::Arc;
 
 use agent::model::Transcript;
 
-pub mod disk;
 pub mod zombie;
 
 pub use error::SubjectError;

@@ -12,6 +12,9 @@
 //! state; the runner boots every life with a [`Boot`] that says which
 //! state the crash before it was in.
 //!
+//! The disk's other attack, I/O errors (a call that fails, then the disk
+//! heals), is `sweep::power::faults`'s, behind the `faults` feature.
+//!
 //! ```
 //! use std::sync::{Arc, Mutex};
 //! use sweep::power::{Boot, CrashState, PowerCuts};
@@ -62,6 +65,9 @@
 //! ```
 
 use crate::error::LifeError;
+
+#[cfg(feature = "faults")]
+pub mod faults;
 
 pub use crate::crash_state::{BadCrashState, CrashState};
 pub use crate::disks::CrashDisks;

@@ -9,9 +9,9 @@
 //! error naming the file, and the healthy life finishes (no state the next
 //! life misreads).
 
-use designs::faults::{check_every_site, fault_run, FaultOutcome};
 use designs::{Design, DesignSubject, Modes, Power, Script, Storage, Writer};
 use durable::testing::{CrashState, Fault};
+use sweep::power::faults::{check_every_site, fault_run, FaultOutcome};
 use sweep::Subject;
 
 fn subject(faults: Vec<Fault>) -> DesignSubject {

@@ -11,9 +11,9 @@
 
 use std::sync::Arc;
 
-use designs::faults::{check_every_site, fault_run, FaultOutcome};
 use durable::testing::{CrashState, Fault};
 use loop_sweep::{LoopSubject, LoopVariant, Power, Situation, Writer};
+use sweep::power::faults::{check_every_site, fault_run, FaultOutcome};
 use sweep::power::PowerCuts;
 use sweep::Subject;
 

@@ -1,6 +1,5 @@
 //! Integration tests of the loop-sweep crate, in one binary so they link once.
 
-mod disk;
 mod loop_capture;
 mod loop_enumerated;
 mod loop_faults;

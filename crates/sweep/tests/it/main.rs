@@ -9,6 +9,8 @@ mod capture;
 mod cli;
 mod disks;
 mod dyn_subject;
+#[cfg(feature = "faults")]
+mod faults;
 mod first_sweep;
 mod nets;
 mod panic_abort;

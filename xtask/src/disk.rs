@@ -16,20 +16,21 @@
 //!   many scenarios broke (something lost or doubled, an error not naming
 //!   the file, or no healthy finish).
 //!
-//! Every number comes from running the scenarios.
+//! Every number comes from running the scenarios. It lives in xtask, the
+//! one crate that depends on both `designs` and `loop-sweep`; `cargo xtask
+//! sweep --disk` prints and checks it, `cargo xtask bench --disk` times it,
+//! and its unit test `the_disk_table_matches_its_reviewed_snapshot` checks
+//! it in `cargo test --workspace`.
 
 use std::sync::Arc;
 
-use designs::faults::fault_run;
 use designs::{Design, DesignSubject, Modes, Script, Storage};
-use durable::testing::{CrashState, FaultDir};
+use durable::testing::{CrashState, FaultDir, Power, Writer};
 use durable::Dir;
+use loop_sweep::{LoopSubject, LoopVariant, LoopWorld, Situation, ENUMERATED};
+use sweep::power::faults::fault_run;
 use sweep::report::Table;
 use sweep::{power::CrashDisks, Config, Report, Subject};
-
-use crate::power::{Power, Writer};
-use crate::subject::{LoopSubject, ENUMERATED};
-use crate::variant::{LoopVariant, Situation};
 
 /// Why the table could not be made.
 pub type DiskError = String;
@@ -51,7 +52,7 @@ pub fn design(writer: Writer, script: &Script) -> DesignSubject {
 /// The real loop, keyed, in a power-loss world whose checkpoints `writer`
 /// writes.
 pub fn looped(writer: Writer) -> Result<LoopSubject, DiskError> {
-    let t = Arc::new(crate::transcript(None).map_err(|e| e.to_string())?);
+    let t = Arc::new(loop_sweep::transcript(None).map_err(|e| e.to_string())?);
     let v = LoopVariant {
         keyed: true,
         situation: Situation::Plain,
@@ -235,8 +236,8 @@ pub fn render() -> Result<String, DiskError> {
     fault_rows(
         &mut table,
         &l,
-        |w: &crate::LoopWorld| w.faults().cloned(),
-        |w: &crate::LoopWorld| w.power_cut(),
+        |w: &LoopWorld| w.faults().cloned(),
+        |w: &LoopWorld| w.power_cut(),
     )?;
     out.push_str(&table.markdown());
     Ok(out)
@@ -245,6 +246,39 @@ pub fn render() -> Result<String, DiskError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The whole table, every scenario run, compared byte for byte with the
+    /// reviewed snapshot `snapshots/disk.txt` (`CRASHSWEEP_BLESS=1`
+    /// rewrites it; so does `cargo xtask sweep --disk --bless`).
+    #[test]
+    fn the_disk_table_matches_its_reviewed_snapshot() {
+        let table = render().expect("the disk table runs");
+        // What the table must show, whatever the snapshot says: the real
+        // writer never fails, each mutant does, and no fault scenario breaks.
+        for line in table.lines().filter(|l| l.starts_with("| ")) {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            if cells.len() == 12 && cells[2] != "writer" {
+                let failing: u64 = cells[9].parse().expect("a count");
+                if cells[2] == "real writer" {
+                    assert_eq!(failing, 0, "{line}");
+                } else {
+                    assert!(failing > 0, "{line}");
+                    assert!(cells[10].starts_with("enumerated: "), "{line}");
+                }
+            }
+            if cells.len() == 11 && cells[2] != "calls" {
+                // Every fault stops a life with an error naming the file; at
+                // depth 2 some restarts stop again; nothing breaks.
+                assert_eq!(cells[5], cells[2], "{line}");
+                if cells[3] == "2" {
+                    assert_ne!(cells[6], "0", "{line}");
+                }
+                assert_eq!(cells[8], "0", "{line}");
+            }
+        }
+        let path = crate::root().join("snapshots/disk.txt");
+        sweep::report::snapshot::check(&path, &table).unwrap_or_else(|e| panic!("{e}"));
+    }
 
     /// A design that saves once per turn breaks under some faults (a
     /// failed save repeats the turn's calls): its rows count the broken

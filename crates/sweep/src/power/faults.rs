@@ -1,13 +1,86 @@
-//! One I/O-error fault scenario of any subject whose world puts its
-//! checkpoint directory behind a `durable::testing::FaultDir`: the fault
-//! sweep's driver, shared by the designs' keyed subject, the real loop and
-//! the disk table (`snapshots/disk.txt`).
+//! I/O errors, the disk's other attack: one fault scenario of any subject
+//! whose world puts its checkpoint directory behind a
+//! [`durable::testing::FaultDir`] ([`fault_run`]), and every call of a
+//! clean run failed in turn, at depth 1 and 2, with and without a power cut
+//! before the healthy life ([`check_every_site`]). The one driver of the
+//! workspace's fault sweeps: the designs' keyed subject, the real loop and
+//! the disk table (`snapshots/disk.txt`, `cargo xtask sweep --disk`).
+//!
+//! Behind the `faults` feature, which brings `durable` (with its `testing`
+//! feature) into `sweep`'s dependencies.
+//!
+//! A scenario injects one [`Fault`] (the `hit`-th call of one kind fails
+//! once: `ENOSPC` on a create or write, `EIO` on the rest); at depth 2 the
+//! restart's next call of the same kind fails again; then the disk heals
+//! and the program runs to the end, at most four lives in all. It holds
+//! when the fault fired, the healthy life finished, every life that
+//! stopped stopped with an error naming its file (a `power:/…` path of a
+//! [`durable::testing::PowerDir`]), and every required counter of the
+//! judge is zero.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use durable::testing::{CrashState, FaultDir, PowerDir};
+//! use durable::write::{write_atomic, WriteOptions};
+//! use durable::Dir;
+//! use sweep::power::faults::{check_every_site, fault_run};
+//! use sweep::{Counter, LifeError, Subject, Verdict};
+//!
+//! /// Counts to 3, saving the count after each step.
+//! struct Count;
+//!
+//! /// The disk, and the same disk behind the fault injector.
+//! type World = (PowerDir, FaultDir<Arc<dyn Dir>>);
+//!
+//! fn count(disk: &dyn Dir) -> std::io::Result<u8> {
+//!     Ok(disk.read("count")?.map_or(0, |b| b[0]))
+//! }
+//!
+//! impl Subject for Count {
+//!     type World = World;
+//!     fn name(&self) -> String { "count".into() }
+//!     fn counters(&self) -> Vec<Counter> { vec![Counter::new("lost").required()] }
+//!     fn world(&self) -> Result<World, LifeError> {
+//!         let power = PowerDir::new(CrashState::LoseUnsynced);
+//!         let inner: Arc<dyn Dir> = Arc::new(power.clone());
+//!         Ok((power, FaultDir::new(inner)))
+//!     }
+//!     fn life(&self, (_, disk): &mut World) -> Result<(), LifeError> {
+//!         // Every error names its file.
+//!         let named = |e: std::io::Error| format!("{}: {e}", disk.path_of("count").display());
+//!         let mut n = count(disk).map_err(named)?;
+//!         while n < 3 {
+//!             n += 1;
+//!             write_atomic(disk, "count", &[n], WriteOptions::default()).map_err(named)?;
+//!         }
+//!         Ok(())
+//!     }
+//!     fn judge(&self, (_, disk): &World) -> Verdict {
+//!         let n = count(disk).unwrap_or(0);
+//!         Verdict::new().count("lost", u64::from(3 - n.min(3)))
+//!     }
+//! }
+//!
+//! // The calls a clean run makes, each to fail in turn.
+//! let mut w = Count.world().unwrap();
+//! Count.life(&mut w).unwrap();
+//! let sites = w.1.sites();
+//! assert!(sites.len() > 10, "{sites:?}");
+//!
+//! let stopped = check_every_site(&sites, |fault, depth, cut| {
+//!     fault_run(&Count, |w| Some(w.1.clone()), |w| w.0.power_cut(), fault, depth, cut)
+//! })
+//! .unwrap();
+//! assert!(stopped > 0, "a failed save stops a life");
+//! ```
 
 use std::sync::Arc;
 
 use durable::testing::{Fault, FaultDir};
 use durable::Dir;
-use sweep::Subject;
+
+use crate::Subject;
 
 /// How one fault scenario ended.
 #[derive(Debug, Default)]
@@ -16,8 +89,10 @@ pub struct FaultOutcome {
     pub errors: Vec<String>,
     /// The faults that fired.
     pub fired: usize,
-    /// What broke: required counters not zero, an error not naming the
-    /// file, no healthy finish. Empty: the scenario passed.
+    /// What broke, in words: no world or no fault injector in it, a life
+    /// that crashed or panicked, no healthy finish, an error not naming
+    /// the file, a required counter not zero; then the judge's notes.
+    /// Empty: the scenario passed.
     pub broken: Vec<String>,
 }
 
