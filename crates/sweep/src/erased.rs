@@ -215,3 +215,113 @@ impl Subject for Erased<'_> {
         self.0.share()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A subject whose opt-ins are switched on or off.
+    struct Toy {
+        cuts: bool,
+        share: bool,
+    }
+
+    impl Subject for Toy {
+        type World = Vec<u32>;
+        fn name(&self) -> String {
+            "toy".into()
+        }
+        fn counters(&self) -> Vec<Counter> {
+            vec![Counter::new("n")]
+        }
+        fn world(&self) -> Result<Vec<u32>, LifeError> {
+            Ok(vec![1])
+        }
+        fn life(&self, world: &mut Vec<u32>) -> Result<(), LifeError> {
+            world.push(2);
+            Ok(())
+        }
+        fn judge(&self, world: &Vec<u32>) -> Verdict {
+            Verdict::new().count("n", world.len() as u64)
+        }
+        fn describe(&self, world: &Vec<u32>) -> String {
+            format!("{world:?}")
+        }
+        fn power_cuts(&self) -> Option<&dyn PowerCuts<Vec<u32>>> {
+            self.cuts.then_some(self as _)
+        }
+        fn share(&self) -> Option<&dyn Share<Vec<u32>>> {
+            self.share.then_some(self as _)
+        }
+    }
+
+    impl PowerCuts<Vec<u32>> for Toy {
+        fn crash_states(&self) -> Vec<CrashState> {
+            vec![CrashState::PROCESS, CrashState::named("all")]
+        }
+        fn crash_disks(&self, world: &Vec<u32>) -> Option<u32> {
+            Some(world.len() as u32)
+        }
+    }
+
+    impl Share<Vec<u32>> for Toy {
+        fn copy(&self, world: &Vec<u32>) -> Option<Vec<u32>> {
+            Some(world.iter().map(|n| n * 10).collect())
+        }
+        fn fingerprint(&self, _world: &Vec<u32>) -> Option<Fingerprint> {
+            None
+        }
+        fn capture(&self, world: &Vec<u32>) -> Option<Capture<Vec<u32>>> {
+            let w = world.clone();
+            Some(Capture::new(move || Some(w.clone())))
+        }
+    }
+
+    #[test]
+    fn the_adapter_passes_the_subject_through_with_its_world_boxed() {
+        let toy = Toy {
+            cuts: true,
+            share: true,
+        };
+        let adapter = Adapter(&toy);
+        let erased = Erased(&adapter);
+        let mut world = erased.world().unwrap();
+        erased.life(&mut world).unwrap();
+        assert_eq!(erased.describe(&world), "[1, 2]");
+        assert_eq!(erased.judge(&world), Verdict::new().count("n", 2));
+        let cuts = erased.power_cuts().expect("the subject's power cuts");
+        assert_eq!(cuts.crash_states().len(), 2);
+        assert_eq!(cuts.crash_disks(&world), Some(2));
+        let share = erased.share().expect("the subject's sharing");
+        let copy = share.copy(&world).unwrap();
+        assert_eq!(erased.describe(&copy), "[10, 20]");
+        let captured = share.capture(&world).unwrap().take().unwrap();
+        assert_eq!(erased.describe(&captured), "[1, 2]");
+        assert!(share.probe(&world).is_none());
+    }
+
+    #[test]
+    fn the_opt_ins_are_offered_exactly_when_the_subject_offers_them() {
+        for (cuts, share) in [(false, false), (true, false), (false, true)] {
+            let toy = Toy { cuts, share };
+            let adapter = Adapter(&toy);
+            let erased = Erased(&adapter);
+            assert_eq!(erased.power_cuts().is_some(), cuts);
+            assert_eq!(erased.share().is_some(), share);
+        }
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "sweep internal invariant broken: subject \"toy\" was handed a world"
+    )]
+    fn a_world_of_another_type_panics_naming_the_subject() {
+        let toy = Toy {
+            cuts: false,
+            share: false,
+        };
+        let adapter = Adapter(&toy);
+        let mut foreign: AnyWorld = Box::new("not a Vec<u32>");
+        let _ = Erased(&adapter).life(&mut foreign);
+    }
+}
