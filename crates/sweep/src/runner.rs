@@ -31,6 +31,10 @@ use crate::watchdog::{StopOnDrop, Watchdog};
 /// work that took is in [`Report::stats`]; a progress callback is
 /// [`Config::progress`]). `Err` when the sweep could not run or refused to
 /// (see [`Error`]); failing scenarios are in the report.
+///
+/// Generic at its surface only: the subject is wrapped with its world boxed
+/// and the engine, compiled once in this crate, runs it, so a crate that
+/// sweeps many subject types does not compile the engine again for each.
 pub fn run<S: Subject>(subject: &S, config: &Config) -> Result<Report, Error> {
     run_erased(&Adapter(subject), config)
 }
