@@ -124,6 +124,7 @@ mod config;
 mod crash_state;
 mod disks;
 mod dyn_subject;
+mod erased;
 mod error;
 mod failure;
 mod fingerprint;

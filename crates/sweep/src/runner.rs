@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use crate::brute::subtree;
 use crate::config::Config;
 use crate::crash_state::CrashState;
+use crate::erased::{Adapter, Erased, ErasedSubject};
 use crate::error::Error;
 use crate::judge::broken_invariants;
 use crate::nets::checked_clean_run;
@@ -30,7 +31,19 @@ use crate::watchdog::{StopOnDrop, Watchdog};
 /// work that took is in [`Report::stats`]; a progress callback is
 /// [`Config::progress`]). `Err` when the sweep could not run or refused to
 /// (see [`Error`]); failing scenarios are in the report.
+///
+/// Generic at its surface only: the subject is wrapped with its world boxed
+/// and the engine, compiled once in this crate, runs it, so a crate that
+/// sweeps many subject types does not compile the engine again for each.
 pub fn run<S: Subject>(subject: &S, config: &Config) -> Result<Report, Error> {
+    run_erased(&Adapter(subject), config)
+}
+
+/// [`run`] on any subject seen through its world boxed: not generic, so the
+/// engine below is compiled once, in this crate, for [`Erased`] alone (see
+/// `erased.rs`).
+fn run_erased(subject: &dyn ErasedSubject, config: &Config) -> Result<Report, Error> {
+    let subject = &Erased(subject);
     let progress: &(dyn Fn(Progress) + Sync) = match &config.progress {
         Some(p) => p.as_ref(),
         None => &|_| {},
@@ -275,6 +288,17 @@ pub fn rerun<S: Subject>(
     config: &Config,
     scenario: &str,
 ) -> Result<ScenarioResult, Error> {
+    rerun_erased(&Adapter(subject), config, scenario)
+}
+
+/// [`rerun`] on any subject seen through its world boxed, not generic (as
+/// [`run_erased`]).
+fn rerun_erased(
+    subject: &dyn ErasedSubject,
+    config: &Config,
+    scenario: &str,
+) -> Result<ScenarioResult, Error> {
+    let subject = &Erased(subject);
     if unwinding_missing() {
         return Err(Error::PanicAbort);
     }
