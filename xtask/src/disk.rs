@@ -27,7 +27,7 @@ use std::sync::Arc;
 use designs::{Design, DesignSubject, Modes, Script, Storage};
 use durable::testing::{CrashState, FaultDir, Power, Writer};
 use durable::Dir;
-use loop_sweep::{LoopSubject, LoopVariant, LoopWorld, Situation, ENUMERATED};
+use loop_sweep::{LoopSubject, LoopWorld, ENUMERATED};
 use sweep::power::faults::fault_run;
 use sweep::report::Table;
 use sweep::{power::CrashDisks, Config, Report, Subject};
@@ -52,16 +52,7 @@ pub fn design(writer: Writer, script: &Script) -> DesignSubject {
 /// The real loop, keyed, in a power-loss world whose checkpoints `writer`
 /// writes.
 pub fn looped(writer: Writer) -> Result<LoopSubject, DiskError> {
-    let t = Arc::new(loop_sweep::transcript(None).map_err(|e| e.to_string())?);
-    let v = LoopVariant {
-        keyed: true,
-        situation: Situation::Plain,
-        power: Some(Power {
-            state: CrashState::LoseUnsynced,
-            writer,
-        }),
-    };
-    LoopSubject::new(v, t).map_err(|e| e.to_string())
+    LoopSubject::keyed_power_loss(writer).map_err(|e| e.to_string())
 }
 
 /// `s` swept to `depth` in the enumerated state alone.
@@ -193,22 +184,19 @@ pub fn render() -> Result<String, DiskError> {
         "first failing scenario",
     ])
     .left([0, 1, 9]);
-    for (w, depth) in [
+    // Each writer, and the depth its enumerated disks are swept to: the
+    // real writer deep, the mutants to the first crash that shows them.
+    let writers = [
         (Writer::Real, 2),
         (Writer::NoFileSync, 1),
         (Writer::NoDirSync, 1),
         (Writer::InPlace, 1),
         (Writer::RemoveFirst, 1),
-    ] {
+    ];
+    for (w, depth) in writers {
         enum_row(&mut table, &design(w, &script), w.title(), depth)?;
     }
-    for (w, depth) in [
-        (Writer::Real, 2),
-        (Writer::NoFileSync, 1),
-        (Writer::NoDirSync, 1),
-        (Writer::InPlace, 1),
-        (Writer::RemoveFirst, 1),
-    ] {
+    for (w, depth) in writers {
         enum_row(&mut table, &looped(w)?, w.title(), depth)?;
     }
     out.push_str(&table.markdown());

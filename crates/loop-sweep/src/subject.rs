@@ -57,6 +57,23 @@ impl std::fmt::Debug for LoopSubject {
     }
 }
 impl LoopSubject {
+    /// The keyed loop on the default job (the transcript in `sweeps/`) in a
+    /// power-loss world that loses what was not synced, its checkpoints
+    /// written by `writer`: the loop's rows of the disk table, and its
+    /// enumerated-disk sweeps.
+    pub fn keyed_power_loss(writer: durable::testing::Writer) -> Result<LoopSubject, SubjectError> {
+        let t = Arc::new(crate::transcript(None)?);
+        let v = LoopVariant {
+            keyed: true,
+            situation: crate::Situation::Plain,
+            power: Some(crate::Power {
+                state: DiskState::LoseUnsynced,
+                writer,
+            }),
+        };
+        LoopSubject::new(v, t)
+    }
+
     /// `variant` running `transcript`.
     pub fn new(
         variant: LoopVariant,

@@ -8,23 +8,11 @@
 //! the mutants; at most 64 disks per directory per crash (the default
 //! `PersistenceModel::bound`).
 
-use std::sync::Arc;
-
-use durable::testing::CrashState;
-use loop_sweep::{LoopSubject, LoopVariant, Power, Situation, Writer, ENUMERATED};
+use loop_sweep::{LoopSubject, Writer, ENUMERATED};
 use sweep::{power::CrashDisks, scenario::Scenario, Config, Report};
 
 fn subject(writer: Writer) -> LoopSubject {
-    let t = Arc::new(loop_sweep::transcript(None).expect("the loop's sweep job loads"));
-    let v = LoopVariant {
-        keyed: true,
-        situation: Situation::Plain,
-        power: Some(Power {
-            state: CrashState::LoseUnsynced,
-            writer,
-        }),
-    };
-    LoopSubject::new(v, t).expect("the subject builds")
+    LoopSubject::keyed_power_loss(writer).expect("the subject builds")
 }
 
 fn sweep(writer: Writer, depth: u32) -> Report {
