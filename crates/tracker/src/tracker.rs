@@ -141,9 +141,13 @@ impl Tracker {
     }
 
     /// A deep copy of an in-memory tracker ([`Tracker::new`]): the same
-    /// records, keys, clock and configuration, sharing nothing with this one;
-    /// `None` for a tracker kept in files ([`Tracker::open_dir`],
-    /// [`Tracker::open_log`]), whose files a copy would share.
+    /// records, keys, clock and configuration, and no change made on either
+    /// side is ever seen on the other; `None` for a tracker kept in files
+    /// ([`Tracker::open_dir`], [`Tracker::open_log`]), whose files a copy
+    /// would share. The records are shared copy on write, so a copy costs a
+    /// few reference counts and the first change after it copies the one
+    /// collection it changes (a crash sweep copies its world at every
+    /// point, and most points change no record).
     pub fn deep_clone(&self) -> Option<Tracker> {
         let st = self.lock();
         if st.store.is_some() || st.log.is_some() {
