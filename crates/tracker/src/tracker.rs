@@ -188,9 +188,7 @@ impl Tracker {
         st.issues.hash(&mut h);
         st.keys.hash(&mut h);
         (st.store.is_some(), st.log.is_some()).hash(&mut h);
-        if !st.epochs.is_empty() {
-            st.epochs.hash(&mut h);
-        }
+        st.epochs.hash(&mut h);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
