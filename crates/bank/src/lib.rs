@@ -239,6 +239,7 @@ const OPTS: Options = Options {
     sync: false,
     max_resumes: None,
     max_read_bytes: durable::checkpoint::DEFAULT_MAX_READ_BYTES,
+    compact: false,
 };
 
 impl Subject for Payday {

@@ -16,6 +16,7 @@ const OPTS: Options = Options {
     sync: false,
     max_resumes: Some(3),
     max_read_bytes: durable::checkpoint::DEFAULT_MAX_READ_BYTES,
+    compact: false,
 };
 
 fn open(world: &MemDir) -> durable::Result<durable::Opened<JobState>> {

@@ -123,6 +123,13 @@ pub struct Options {
     /// one is refused with [`Error::TooLarge`] before it is read whole.
     /// [`DEFAULT_MAX_READ_BYTES`] (64 MiB) by default.
     pub max_read_bytes: u64,
+    /// Write each checkpoint as one line of JSON instead of indented, one
+    /// field per line. Off by default: an indented checkpoint is what a
+    /// person opens after a crash. A compact one is smaller and about a
+    /// third quicker to write, for a program (or a crash sweep of one) that
+    /// saves a large state very often; either layout loads, whichever wrote
+    /// it.
+    pub compact: bool,
 }
 
 /// The default of [`Options::max_read_bytes`]: 64 MiB, far above any
@@ -130,12 +137,13 @@ pub struct Options {
 pub const DEFAULT_MAX_READ_BYTES: u64 = 64 << 20;
 
 impl Default for Options {
-    /// Synced saves, ten restarts, reads up to 64 MiB.
+    /// Synced saves, ten restarts, reads up to 64 MiB, indented JSON.
     fn default() -> Self {
         Options {
             sync: true,
             max_resumes: Some(10),
             max_read_bytes: DEFAULT_MAX_READ_BYTES,
+            compact: false,
         }
     }
 }
@@ -427,11 +435,15 @@ impl<S: Durable> Checkpoint<S> {
             state,
             epoch: self.epoch,
         };
-        // The same bytes as `serde_json::to_vec_pretty`, into the buffer
-        // the last save grew.
+        // The same bytes as `serde_json::to_vec_pretty` (or `to_vec`), into
+        // the buffer the last save grew.
         bytes.clear();
-        serde_json::to_writer_pretty(&mut bytes, &envelope)
-            .map_err(|e| invalid(format!("cannot serialise: {e}")))?;
+        if self.opts.compact {
+            serde_json::to_writer(&mut bytes, &envelope)
+        } else {
+            serde_json::to_writer_pretty(&mut bytes, &envelope)
+        }
+        .map_err(|e| invalid(format!("cannot serialise: {e}")))?;
         bytes.push(b'\n');
         let opts = WriteOptions {
             sync: self.opts.sync,

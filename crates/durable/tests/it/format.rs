@@ -2,6 +2,8 @@
 
 use serde_json::json;
 
+use durable::Options;
+
 use crate::{fast, open, populated, run_id, Checkpoint};
 
 #[test]
@@ -42,4 +44,42 @@ fn the_envelope_holds_the_version_run_restarts_and_state() {
         (1, 3),
         "Saved derefs to the state"
     );
+}
+
+#[test]
+fn a_compact_checkpoint_is_one_line_and_either_layout_loads() {
+    let world = durable::testing::MemDir::new();
+    let run = run_id("r");
+    let compact = Options {
+        compact: true,
+        ..fast()
+    };
+    let mut opened = open(&world, &run, compact).unwrap();
+    opened.state = populated(&run);
+    opened.checkpoint.save(&opened.state).unwrap();
+    let bytes = durable::Dir::read(&world, "r.json").unwrap().unwrap();
+    assert!(bytes.ends_with(b"}\n"), "one line, ending in a newline");
+    assert_eq!(
+        bytes.iter().filter(|&&b| b == b'\n').count(),
+        1,
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+    let head = br#"{"version":2,"run":"r","#;
+    assert!(
+        bytes.starts_with(head),
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+    drop(opened);
+    // An indented checkpoint opens a compact one, and saves it indented; a
+    // compact one opens that in turn: the layout is the writer's choice.
+    let mut again = open(&world, &run, fast()).unwrap();
+    assert_eq!(again.state, populated(&run));
+    again.checkpoint.save(&again.state).unwrap();
+    let bytes = durable::Dir::read(&world, "r.json").unwrap().unwrap();
+    assert!(bytes.starts_with(b"{\n  \"version\": 2,"));
+    drop(again);
+    let third = open(&world, &run, compact).unwrap();
+    assert_eq!((third.state, third.resumes), (populated(&run), 2));
 }
