@@ -30,11 +30,15 @@
 //! runner only judges it), and [`Share::shift`], the same sum on tallies
 //! alone.
 //!
-//! When a life stands at a hit (same life of its scenario, same hit name —
-//! which counts the passes over each point) where an earlier life that ran
-//! to its end stood with the same behaviour fingerprint, the runner stops
-//! it there and judges the grafted world instead of running the rest:
-//! each distinct (position, behaviour state) runs once. A life's start
+//! When a life stands at a point (same life of its scenario, same point,
+//! however often either life passed it) where an earlier life that ran to
+//! its end stood with the same behaviour fingerprint, the runner stops it
+//! there and judges the grafted world instead of running the rest: each
+//! distinct (position, behaviour state) runs once. A life that resumed
+//! from a later save reaches the same state having passed each point fewer
+//! times, so the behaviour state must also tell apart the places one point
+//! sits in (a save helper's point, passed at every save, sits after each of
+//! them: the state under way tells them apart). A life's start
 //! (before its boot) is a position too, so a life whose start was seen
 //! before runs not at all; a life that ended on a tail leaves its start
 //! as a step to that tail, with [`Share::shift`] carrying the tallies
@@ -117,8 +121,8 @@ pub trait Share<W>: Sync {
     }
 
     /// The world a life leaves that stood at a hit with tallies `at`, given
-    /// that an earlier life stood at the same hit (same life of its
-    /// scenario, same hit name) with the same behaviour state and tallies
+    /// that an earlier life stood at the same position (same life of its
+    /// scenario, same point) with the same behaviour state and tallies
     /// `from`, and left `end`: `end`'s behaviour state, with the tallies
     /// `at` plus what the earlier life added after the hit (`end`'s minus
     /// `from`'s). `None` runs the life to its end instead. The runner only

@@ -4,15 +4,15 @@
 //! on ([`Share::probe`](crate::sharing::Share::probe),
 //! [`Share::graft`](crate::sharing::Share::graft)).
 //!
-//! A position is the life's number in its scenario and the hit (its name
-//! counts the passes over each point so far, so two lives at one position
-//! have passed the same points as often); with the behaviour state's
+//! A position is the life's number in its scenario and the point (not how
+//! often the life passed it: see [`TailKey`]); with the behaviour state's
 //! fingerprint it keys the memo. Only a life that ran to its end (finished,
 //! or stopped with an error of its own, so its failure names no hit)
 //! leaves tails, one per hit it passed with nothing else running: that
 //! hit's tallies and the life's end, shared by all of them. A life that
 //! ends on a tail leaves none (its end would be one more world to keep).
 
+use std::borrow::Cow;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,8 +28,13 @@ use crate::sharing::Tally;
 use crate::subject::Subject;
 
 /// A position and the behaviour state there: which life of its scenario,
-/// the hit, and the behaviour state's fingerprint.
-type TailKey = (usize, Hit, (u128, u128));
+/// the point (`None`: the life's start), and the behaviour state's
+/// fingerprint. Not how often the life passed the point: a life that
+/// resumed from a later save passes each point fewer times before it
+/// reaches the state an earlier life reached, and the rest of a final life
+/// (no crash target, no hit named in a result a tail keeps) does not read
+/// the counts.
+type TailKey = (usize, Option<Cow<'static, str>>, (u128, u128));
 
 /// How a life that ran to its end ended: the world it left (behind a lock,
 /// as worlds are `Send` but not `Sync`) and its failure, if it stopped with
@@ -70,9 +75,6 @@ impl<W> Tail<W> {
         n
     }
 }
-
-/// The name of a life's start as a position (occurrence 0: no hit has it).
-const START: &str = "life start";
 
 /// How many positions a sweep remembers tails for.
 const TAIL_CAP: usize = 1 << 18;
@@ -120,7 +122,7 @@ impl<S: Subject> Shared<'_, '_, S> {
         // in the program's memory): a whole life shared.
         let mut passed = Vec::new();
         if let Ok(Some((fp, at))) = panic::catch_unwind(AssertUnwindSafe(|| probe.take())) {
-            let key = (life, Hit::new(START, 0), fp.key());
+            let key = (life, None, fp.key());
             match tails.memo.get(&key) {
                 Some(tail) => return self.grafted(&at, &tail),
                 None => passed.push((key, at)),
@@ -146,7 +148,7 @@ impl<S: Subject> Shared<'_, '_, S> {
                 else {
                     return;
                 };
-                let key = (life, hit.clone(), fp.key());
+                let key = (life, Some(hit.point.clone()), fp.key());
                 let found = tails.memo.get(&key);
                 let mut s = lock(&seen);
                 if s.ended_on.is_some() {
@@ -191,7 +193,7 @@ impl<S: Subject> Shared<'_, '_, S> {
             }
             // This life's start leads to that tail: a later life from the
             // same start (and behaviour state) goes there too.
-            let start = seen.passed.into_iter().find(|(k, _)| k.1.occurrence == 0);
+            let start = seen.passed.into_iter().find(|(k, _)| k.1.is_none());
             let result = self.grafted(&at, &tail);
             if let (Some((key, from)), Some(_)) = (start, &result) {
                 if tail.vias() < MAX_VIA {
