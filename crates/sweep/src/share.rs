@@ -18,7 +18,10 @@
 //!   would, and reruns a failing one from a fresh world as the brute-force
 //!   sweep does (a changed result is flaky);
 //! - replays a fixed sample of scenarios from a fresh world and ends the
-//!   sweep with [`Error::WronglyShared`] if one differs.
+//!   sweep with [`Error::WronglyShared`] if one differs;
+//! - ends a final life whose children are leaves where an earlier such
+//!   life stood with the same behaviour state, and derives the children
+//!   after that point from the earlier life's (see `parents`).
 //!
 //! The report is the same byte for byte as the brute-force sweep
 //! ([`Config::share`](crate::Config::share) `= false`). A subject whose two
@@ -54,10 +57,12 @@ use crate::subject::Subject;
 
 mod checks;
 mod memo;
+mod parents;
 mod tails;
 
 use memo::{Memo, LEAF_MEMO_CAP, PARENT_MEMO_CAP};
-use tails::Tails;
+use parents::Parents;
+use tails::{StartTail, Tails};
 
 type WorldKey = (u128, u128);
 
@@ -81,6 +86,7 @@ struct Memos<W> {
     finals: Memo<LifeKey, Arc<Final>>,
     leaves: Memo<LifeKey, Arc<Final>>,
     tails: Arc<Tails<W>>,
+    parents: Arc<Parents<W>>,
 }
 
 /// One in how many scenarios (by a hash of its name) a shared sweep also
@@ -261,6 +267,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             finals: Memo::new(PARENT_MEMO_CAP),
             leaves: Memo::new(LEAF_MEMO_CAP),
             tails: Arc::new(Tails::new()),
+            parents: Arc::new(Parents::new()),
         };
         let mut captured = match top.first() {
             Some((sc, _)) if self.captures => self.clean_captures(sc),
@@ -277,13 +284,15 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
                 (sc, order, start)
             })
             .collect();
-        jobs.into_par_iter()
-            .for_each(|(sc, order, start)| self.node(sc, order, start, run, &memos));
+        jobs.into_par_iter().for_each(|(sc, order, start)| {
+            self.node(sc, order, start, run, &memos);
+        });
     }
 
-    /// `sc` and its children as without sharing.
-    fn brute(&self, sc: Scenario, order: Vec<u32>, run: &Run<'_>) {
+    /// `sc` and its children as without sharing (no tail to pass on).
+    fn brute(&self, sc: Scenario, order: Vec<u32>, run: &Run<'_>) -> Option<StartTail<S::World>> {
         subtree(self.replayer, sc, order, run);
+        None
     }
 
     /// Run the last crashed life of `sc` on `world`: whether it crashed at
@@ -307,7 +316,8 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
     }
 
     /// The scenario `sc`, whose last hit is the crash target of its last
-    /// crashed life, starting from `start`.
+    /// crashed life, starting from `start`; for a leaf, the tail its final
+    /// life's start leads to, if it has one.
     fn node(
         &self,
         sc: Scenario,
@@ -315,10 +325,8 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         start: Start<'_, S::World>,
         run: &Run<'_>,
         memos: &Memos<S::World>,
-    ) {
-        let Some(target) = sc.hits.last().cloned() else {
-            return;
-        };
+    ) -> Option<StartTail<S::World>> {
+        let target = sc.hits.last().cloned()?;
         let k = sc.depth();
         let finished = || (run.progress)(Progress::Finished { depth: k });
         let leaf = k >= run.config.depth as usize;
@@ -326,7 +334,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         if leaf && !wanted {
             // Not reported and no children: nothing to run.
             finished();
-            return;
+            return None;
         }
         let captured = matches!(start, Start::Captured(_));
         let world = match start {
@@ -341,6 +349,11 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         let Some(world) = world else {
             return self.brute(sc, order, run);
         };
+        // A parent of leaves shares tails too (see `parents`).
+        if !leaf && self.captures && self.tails && k + 1 >= run.config.depth as usize {
+            self.parent_node(sc, order, world, run, memos, wanted);
+            return None;
+        }
         // A leaf whose subject shares tails looks its whole life up by its
         // behaviour state (the life's start is a tail's position), not by
         // the whole world.
@@ -351,13 +364,15 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         };
         // A leaf's world is not needed after its final life; a parent's is
         // kept for the children whose hit has no capture.
+        let mut start_tail = None;
         let (fin, mut captures, world) = if leaf {
             match after.and_then(|a| memos.leaves.get(&(a, k + 1))) {
                 Some(f) => (f, HashMap::new(), None),
                 None => {
-                    let Some(mut fin) = self.leaf_life(world, &sc, &memos.tails) else {
+                    let Some((mut fin, tail)) = self.leaf_life(world, &sc, &memos.tails) else {
                         return self.brute(sc, order, run);
                     };
+                    start_tail = tail;
                     // A leaf has no children: its hits are not kept.
                     fin.hits = None;
                     let fin = Arc::new(fin);
@@ -422,9 +437,11 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
                     (c, o, start)
                 })
                 .collect();
-            jobs.into_par_iter()
-                .for_each(|(c, o, start)| self.node(c, o, start, run, memos));
+            jobs.into_par_iter().for_each(|(c, o, start)| {
+                self.node(c, o, start, run, memos);
+            });
         }
+        start_tail
     }
 
     /// The final life of `sc` on `world` (`after_crash`: the life before it

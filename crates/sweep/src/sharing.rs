@@ -24,7 +24,8 @@
 //! questions asked, lost saves, settled crash records) lets the runner run
 //! each such rest once. It gives a [`Probe`] ([`Share::probe`]), which the
 //! runner calls at each hit of a leaf's final life (the last life of a
-//! scenario with no children) to read the behaviour state's fingerprint and
+//! scenario with no children) and of the final life of a scenario whose
+//! children are leaves, to read the behaviour state's fingerprint and
 //! the tallies, [`Share::graft`], which builds the world a life leaves
 //! from an earlier life's end and the two lives' tallies at the hit (the
 //! runner only judges it), and [`Share::shift`], the same sum on tallies
@@ -42,7 +43,11 @@
 //! (before its boot) is a position too, so a life whose start was seen
 //! before runs not at all; a life that ended on a tail leaves its start
 //! as a step to that tail, with [`Share::shift`] carrying the tallies
-//! along (the chains are kept short). The program's own
+//! along (the chains are kept short). A final life whose children are
+//! leaves stops the same way where an earlier such life stood, once that
+//! life's children are done: its later children's results are the earlier
+//! children's tails with this life's tallies shifted on, and its later hits
+//! the earlier life's, each numbered on from this life's own passes. The program's own
 //! memory is not in the world: a subject declares, by sharing tails, that
 //! at a hit its world decides what the program holds in memory too (what
 //! a life reads back and has not yet written again must leave a mark in

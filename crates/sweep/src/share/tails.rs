@@ -34,26 +34,26 @@ use crate::subject::Subject;
 /// reaches the state an earlier life reached, and the rest of a final life
 /// (no crash target, no hit named in a result a tail keeps) does not read
 /// the counts.
-type TailKey = (usize, Option<Cow<'static, str>>, (u128, u128));
+pub(super) type TailKey = (usize, Option<Cow<'static, str>>, (u128, u128));
 
 /// How a life that ran to its end ended: the world it left (behind a lock,
 /// as worlds are `Send` but not `Sync`) and its failure, if it stopped with
 /// an error of its own.
-struct End<W> {
-    world: Mutex<W>,
-    failure: Option<Failure>,
+pub(super) struct End<W> {
+    pub(super) world: Mutex<W>,
+    pub(super) failure: Option<Failure>,
 }
 
 /// The rest of a life from one position and behaviour state: the tallies
 /// there, and how the life ended — or, for a life that itself ended on a
 /// tail, its tallies where it did and that tail.
-struct Tail<W> {
-    from: Tally,
-    then: Then<W>,
+pub(super) struct Tail<W> {
+    pub(super) from: Arc<Tally>,
+    pub(super) then: Then<W>,
 }
 
 /// Where a tail goes from its position.
-enum Then<W> {
+pub(super) enum Then<W> {
     /// To the end of the life.
     End(Arc<End<W>>),
     /// To another tail's position, reached with tallies `to`.
@@ -99,23 +99,31 @@ impl<W> Tails<W> {
 /// What the probe saw while a life ran: the positions it passed (and the
 /// tallies there), and the tail it ended on.
 struct Seen<W> {
-    passed: Vec<(TailKey, Tally)>,
-    ended_on: Option<(Hit, Tally, Arc<Tail<W>>)>,
+    passed: Vec<(TailKey, Arc<Tally>)>,
+    ended_on: Option<(Hit, Arc<Tally>, Arc<Tail<W>>)>,
 }
+
+/// Where a leaf's life went from its start: the tallies there and the tail
+/// that gives its end (a parent's later lives derive a child's result from
+/// it, see [`super::parents`]).
+pub(super) type StartTail<W> = (Arc<Tally>, Arc<Tail<W>>);
 
 impl<S: Subject> Shared<'_, '_, S> {
     /// The final life of the leaf `sc` on `world`, ended at the first hit
     /// with a tail, and the judge after it (on the grafted world if it
-    /// ended on a tail); `None` as [`Shared::final_life`] (run it as
-    /// without sharing), or if a graft failed.
+    /// ended on a tail), with the tail its start leads to if it has one;
+    /// `None` as [`Shared::final_life`] (run it as without sharing), or if
+    /// a graft failed.
     pub(super) fn leaf_life(
         &self,
         mut world: S::World,
         sc: &Scenario,
         tails: &Arc<Tails<S::World>>,
-    ) -> Option<Final> {
+    ) -> Option<(Final, Option<StartTail<S::World>>)> {
         let Some(probe) = self.share.probe(&world) else {
-            return self.final_life(world, sc, true, false).map(|(f, _)| f);
+            return self
+                .final_life(world, sc, true, false)
+                .map(|(f, _)| (f, None));
         };
         let life = sc.depth() + 1;
         // The life's start is a position too (before the boot, with nothing
@@ -124,8 +132,11 @@ impl<S: Subject> Shared<'_, '_, S> {
         if let Ok(Some((fp, at))) = panic::catch_unwind(AssertUnwindSafe(|| probe.take())) {
             let key = (life, None, fp.key());
             match tails.memo.get(&key) {
-                Some(tail) => return self.grafted(&at, &tail),
-                None => passed.push((key, at)),
+                Some(tail) => {
+                    let fin = self.grafted(&at, &tail)?;
+                    return Some((fin, Some((Arc::new(at), tail))));
+                }
+                None => passed.push((key, Arc::new(at))),
             }
         }
         let seen = Arc::new(Mutex::new(Seen {
@@ -155,9 +166,9 @@ impl<S: Subject> Shared<'_, '_, S> {
                     return;
                 }
                 match found {
-                    None => s.passed.push((key, tally)),
+                    None => s.passed.push((key, Arc::new(tally))),
                     Some(tail) => {
-                        s.ended_on = Some((hit.clone(), tally, tail));
+                        s.ended_on = Some((hit.clone(), Arc::new(tally), tail));
                         drop(s);
                         let stop = lock(&stopper).clone();
                         if let Some(h) = stop {
@@ -194,17 +205,20 @@ impl<S: Subject> Shared<'_, '_, S> {
             // This life's start leads to that tail: a later life from the
             // same start (and behaviour state) goes there too.
             let start = seen.passed.into_iter().find(|(k, _)| k.1.is_none());
-            let result = self.grafted(&at, &tail);
-            if let (Some((key, from)), Some(_)) = (start, &result) {
-                if tail.vias() < MAX_VIA {
-                    let then = Then::Via {
-                        to: Arc::new(at),
-                        next: tail,
-                    };
-                    tails.memo.insert(key, Arc::new(Tail { from, then }));
-                }
+            let fin = self.grafted(&at, &tail)?;
+            let Some((key, from)) = start else {
+                return Some((fin, None));
+            };
+            let short = tail.vias() < MAX_VIA;
+            let then = Then::Via { to: at, next: tail };
+            let via = Arc::new(Tail {
+                from: Arc::clone(&from),
+                then,
+            });
+            if short {
+                tails.memo.insert(key, Arc::clone(&via));
             }
-            return result;
+            return Some((fin, Some((from, via))));
         }
         // Like a time limit, threads that outlive their life are a matter
         // of timing, not of the world: replayed, not remembered.
@@ -214,8 +228,8 @@ impl<S: Subject> Shared<'_, '_, S> {
         let ended = fin.failure;
         let mut failure = ended.clone();
         let verdict = self.replayer.judge_only(&world, &mut failure);
-        let returned = matches!(ended, None | Some(Failure::Stopped { before: None, .. }));
-        if returned
+        let mut start = None;
+        if returned(&ended)
             && !seen.passed.is_empty()
             && tails.ends.fetch_add(1, Ordering::Relaxed) < END_CAP
         {
@@ -224,24 +238,29 @@ impl<S: Subject> Shared<'_, '_, S> {
                 failure: ended,
             });
             for (key, from) in seen.passed {
-                let tail = Tail {
-                    from,
+                let is_start = key.1.is_none();
+                let tail = Arc::new(Tail {
+                    from: Arc::clone(&from),
                     then: Then::End(Arc::clone(&end)),
-                };
-                tails.memo.insert(key, Arc::new(tail));
+                });
+                if is_start {
+                    start = Some((from, Arc::clone(&tail)));
+                }
+                tails.memo.insert(key, tail);
             }
         }
-        Some(Final {
+        let fin = Final {
             failure,
             hits: None,
             verdict,
-        })
+        };
+        Some((fin, start))
     }
 
     /// The result of a life that stood with tallies `at` where `tail`
     /// begins: the tail's end with `at` grafted on, judged; `None` if the
     /// graft failed.
-    fn grafted(&self, at: &Tally, tail: &Tail<S::World>) -> Option<Final> {
+    pub(super) fn grafted(&self, at: &Tally, tail: &Tail<S::World>) -> Option<Final> {
         let guard =
             |f: &dyn Fn() -> Option<Tally>| panic::catch_unwind(AssertUnwindSafe(f)).ok().flatten();
         // Along the chain: the tallies this life would have at each tail's
@@ -273,4 +292,11 @@ impl<S: Subject> Shared<'_, '_, S> {
             verdict,
         })
     }
+}
+
+/// Whether a life that ended so ran to its end: finished, or stopped with
+/// an error of its own (its failure names no hit), so its end can be
+/// shared.
+pub(super) fn returned(ended: &Option<Failure>) -> bool {
+    matches!(ended, None | Some(Failure::Stopped { before: None, .. }))
 }

@@ -43,6 +43,8 @@ struct Budget {
     calls_as_tally: bool,
     /// Steps the lives ran (all sweeps of this subject).
     steps: AtomicU64,
+    /// Steps by the life of its scenario they ran in (1: the clean run's).
+    life_steps: Mutex<Vec<u64>>,
 }
 
 impl Budget {
@@ -52,6 +54,7 @@ impl Budget {
             tails,
             calls_as_tally,
             steps: AtomicU64::new(0),
+            life_steps: Mutex::new(vec![0; 8]),
         }
     }
 }
@@ -76,18 +79,22 @@ impl Subject for Budget {
         Ok(World::default())
     }
     fn life(&self, w: &mut World) -> Result<(), sweep::LifeError> {
-        {
+        let life = {
             // A start rereads the steps saved so far.
             let mut i = lock(w);
             i.starts += 1;
             i.looks += i.saved;
-        }
+            i.starts as usize
+        };
         loop {
             let saved = lock(w).saved;
             if saved >= self.n {
                 return Ok(());
             }
             self.steps.fetch_add(1, Ordering::Relaxed);
+            if let Some(n) = self.life_steps.lock().unwrap().get_mut(life) {
+                *n += 1;
+            }
             crashpoint::point!("step");
             let calls = {
                 let mut i = lock(w);
@@ -229,6 +236,22 @@ fn shared_tails_give_the_brute_force_report_and_run_fewer_steps() {
         // `step` fewer times before it stands where an earlier life stood
         // (a position is the point, not how often a life passed it).
         assert!(a < b, "depth {depth}: {a} steps with tails, {b} without");
+        // The last parents' final lives (life `depth` of a scenario) end
+        // where an earlier parent's life stood, their children derived from
+        // that life's children: fewer steps in that life too (the
+        // scenarios replayed from fresh worlds to check the declarations
+        // are the same with and without tails).
+        if depth > 1 {
+            let d = depth as usize;
+            let (a, b) = (
+                with.life_steps.lock().unwrap()[d],
+                without.life_steps.lock().unwrap()[d],
+            );
+            assert!(
+                a < b,
+                "depth {depth}: life {d} ran {a} steps with tails, {b} without"
+            );
+        }
     }
 }
 
