@@ -25,7 +25,6 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crashpoint::scope::Handle;
 use crashpoint::Hit;
 use rayon::prelude::*;
 
@@ -318,59 +317,42 @@ impl<S: Subject> Shared<'_, '_, S> {
         }
         let store: Arc<Mutex<Captures<S::World>>> = Arc::default();
         let seen = Arc::new(Mutex::new(seen));
-        let stopper: Arc<Mutex<Option<Handle>>> = Arc::default();
         let at_start = lock(&seen).ended_on.is_some();
         let mut fin = if at_start {
             None
         } else {
-            let (into, watched, stop_with, parents) = (
-                Arc::clone(&store),
-                Arc::clone(&seen),
-                Arc::clone(&stopper),
-                Arc::clone(parents),
-            );
-            let handle = Handle::new(None).watch_hits(move |hit, threads| {
+            let (into, watched, parents) =
+                (Arc::clone(&store), Arc::clone(&seen), Arc::clone(parents));
+            Some(self.stoppable_life(&mut world, sc, move |hit, threads| {
                 // With another thread running, the world at this hit is
                 // not the one a crash here leaves: no copy, no position.
                 if threads != 1 {
-                    return;
+                    return false;
                 }
                 if let Ok(Some(w)) = panic::catch_unwind(AssertUnwindSafe(|| copy.take())) {
                     lock(&into).insert(hit.clone(), w);
                 }
                 let Ok(Some((fp, tally))) = panic::catch_unwind(AssertUnwindSafe(|| probe.take()))
                 else {
-                    return;
+                    return false;
                 };
                 let key = (life, Some(hit.point.clone()), fp.key());
                 let found = parents.memo.get(&key);
                 let mut s = lock(&watched);
                 if s.ended_on.is_some() {
-                    return;
+                    return false;
                 }
                 match found {
-                    None => s.passed.push((key, Arc::new(tally), Some(hit.clone()))),
+                    None => {
+                        s.passed.push((key, Arc::new(tally), Some(hit.clone())));
+                        false
+                    }
                     Some(pos) => {
                         s.ended_on = Some((Some(hit.clone()), Arc::new(tally), pos));
-                        drop(s);
-                        let stop = lock(&stop_with).clone();
-                        if let Some(h) = stop {
-                            h.stop();
-                        }
+                        true
                     }
                 }
-            });
-            *lock(&stopper) = Some(handle.clone());
-            let fin = self.replayer.final_life_in(
-                &mut world,
-                sc,
-                true,
-                self.replayer.deadline(),
-                &mut Vec::new(),
-                handle,
-            );
-            lock(&stopper).take();
-            Some(fin)
+            }))
         };
         let captures = std::mem::take(&mut *lock(&store));
         let seen = std::mem::replace(

@@ -23,6 +23,7 @@ use crashpoint::Hit;
 use super::memo::Memo;
 use super::{lock, Final, Shared};
 use crate::failure::Failure;
+use crate::replay::FinalRun;
 use crate::scenario::Scenario;
 use crate::sharing::Tally;
 use crate::subject::Subject;
@@ -143,51 +144,36 @@ impl<S: Subject> Shared<'_, '_, S> {
             passed,
             ended_on: None,
         }));
-        // The watch stops the life through its own handle: set once the
-        // handle exists, taken (the cycle broken) once the life is over.
-        let stopper: Arc<Mutex<Option<Handle>>> = Arc::default();
-        let handle = {
-            let (seen, stopper, tails) =
-                (Arc::clone(&seen), Arc::clone(&stopper), Arc::clone(tails));
-            Handle::new(None).watch_hits(move |hit, threads| {
+        let fin = {
+            let (seen, tails) = (Arc::clone(&seen), Arc::clone(tails));
+            self.stoppable_life(&mut world, sc, move |hit, threads| {
                 // With another thread running, what decides the rest of
                 // the life is not all in the world: no tail here.
                 if threads != 1 {
-                    return;
+                    return false;
                 }
                 let Ok(Some((fp, tally))) = panic::catch_unwind(AssertUnwindSafe(|| probe.take()))
                 else {
-                    return;
+                    return false;
                 };
                 let key = (life, Some(hit.point.clone()), fp.key());
                 let found = tails.memo.get(&key);
                 let mut s = lock(&seen);
                 if s.ended_on.is_some() {
-                    return;
+                    return false;
                 }
                 match found {
-                    None => s.passed.push((key, Arc::new(tally))),
+                    None => {
+                        s.passed.push((key, Arc::new(tally)));
+                        false
+                    }
                     Some(tail) => {
                         s.ended_on = Some((hit.clone(), Arc::new(tally), tail));
-                        drop(s);
-                        let stop = lock(&stopper).clone();
-                        if let Some(h) = stop {
-                            h.stop();
-                        }
+                        true
                     }
                 }
             })
         };
-        *lock(&stopper) = Some(handle.clone());
-        let fin = self.replayer.final_life_in(
-            &mut world,
-            sc,
-            true,
-            self.replayer.deadline(),
-            &mut Vec::new(),
-            handle,
-        );
-        lock(&stopper).take();
         let seen = std::mem::replace(
             &mut *lock(&seen),
             Seen {
@@ -255,6 +241,43 @@ impl<S: Subject> Shared<'_, '_, S> {
             verdict,
         };
         Some((fin, start))
+    }
+
+    /// The final life of `sc` (after a crash) on `world`, with `watch`
+    /// called at each hit with the count of threads running: it returns
+    /// whether to stop the life there (as if its time were up at that hit:
+    /// the life fails [`Failure::Hung`] naming it).
+    pub(super) fn stoppable_life(
+        &self,
+        world: &mut S::World,
+        sc: &Scenario,
+        watch: impl Fn(&Hit, usize) -> bool + Send + Sync + 'static,
+    ) -> FinalRun {
+        // The watch stops the life through its own handle: set once the
+        // handle exists, taken (the cycle broken) once the life is over.
+        let stopper: Arc<Mutex<Option<Handle>>> = Arc::default();
+        let handle = {
+            let stopper = Arc::clone(&stopper);
+            Handle::new(None).watch_hits(move |hit, threads| {
+                if watch(hit, threads) {
+                    let stop = lock(&stopper).clone();
+                    if let Some(h) = stop {
+                        h.stop();
+                    }
+                }
+            })
+        };
+        *lock(&stopper) = Some(handle.clone());
+        let fin = self.replayer.final_life_in(
+            world,
+            sc,
+            true,
+            self.replayer.deadline(),
+            &mut Vec::new(),
+            handle,
+        );
+        lock(&stopper).take();
+        fin
     }
 
     /// The result of a life that stood with tallies `at` where `tail`
