@@ -104,6 +104,13 @@ const RECHECK_ONE_IN: u32 = 32;
 /// scenarios of a depth goes unseen in 128 samples with odds of 1 in 13.
 const RECHECK_SAMPLES: u64 = 128;
 
+/// How many of a scenario's children (in the order of their crash hits)
+/// run one after another before the rest run in parallel, when lives share
+/// tails: children that crash at the same stage of a step end on each
+/// other's tails, and the first of each such kind runs whole; started side
+/// by side, two of a kind would both run whole.
+const FIRST_ALONE: usize = 16;
+
 /// At most how many hits of the clean life have their capture compared with
 /// the world a crash there leaves, before a sweep with captures.
 const CAPTURE_CHECKS: usize = 16;
@@ -284,8 +291,38 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
                 (sc, order, start)
             })
             .collect();
+        self.siblings(jobs, 1, run, &memos);
+    }
+
+    /// Sibling scenarios of depth `depth`. When lives share tails, the
+    /// first runs alone (its children in parallel) before the rest: it
+    /// crashes earliest, so its final life passes nearly every state its
+    /// siblings' lives reach, and they end on it only once it is done (a
+    /// parent's once its children are too); siblings started beside it
+    /// would run whole. Parents of leaves run one after another, each with
+    /// its children in parallel: a parent's first children run lives that
+    /// the next parent's would end on.
+    fn siblings(
+        &self,
+        mut jobs: Vec<(Scenario, Vec<u32>, Start<'_, S::World>)>,
+        depth: usize,
+        run: &Run<'_>,
+        memos: &Memos<S::World>,
+    ) {
+        if self.tails && jobs.len() > 1 {
+            let parents = self.captures && depth + 1 == run.config.depth as usize;
+            let rest = if parents {
+                Vec::new()
+            } else {
+                jobs.split_off(FIRST_ALONE.min(jobs.len()))
+            };
+            for (sc, order, start) in jobs {
+                self.node(sc, order, start, run, memos);
+            }
+            jobs = rest;
+        }
         jobs.into_par_iter().for_each(|(sc, order, start)| {
-            self.node(sc, order, start, run, &memos);
+            self.node(sc, order, start, run, memos);
         });
     }
 
@@ -437,9 +474,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
                     (c, o, start)
                 })
                 .collect();
-            jobs.into_par_iter().for_each(|(c, o, start)| {
-                self.node(c, o, start, run, memos);
-            });
+            self.siblings(jobs, k + 1, run, memos);
         }
         start_tail
     }

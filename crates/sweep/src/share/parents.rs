@@ -178,10 +178,16 @@ impl<S: Subject> Shared<'_, '_, S> {
                 derived.push((i - own, c, o));
             }
         }
-        let tails: Vec<(usize, Option<StartTail<S::World>>)> = jobs
-            .into_par_iter()
+        // The first child alone, as for any siblings (`Shared::siblings`).
+        let rest = jobs.split_off(super::FIRST_ALONE.min(jobs.len()));
+        let mut tails: Vec<(usize, Option<StartTail<S::World>>)> = jobs
+            .into_iter()
             .map(|(i, c, o, start)| (i, self.node(c, o, start, run, memos)))
             .collect();
+        tails.par_extend(
+            rest.into_par_iter()
+                .map(|(i, c, o, start)| (i, self.node(c, o, start, run, memos))),
+        );
         if let Some((_, at, pos)) = &pr.on {
             derived.into_par_iter().for_each(|(j, c, o)| {
                 let theirs = pos
