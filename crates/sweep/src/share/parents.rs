@@ -216,6 +216,12 @@ impl<S: Subject> Shared<'_, '_, S> {
         theirs: Option<&StartTail<S::World>>,
         run: &Run<'_>,
     ) {
+        let depth = c.depth();
+        if !in_partition(&c, run.config.partition) {
+            // Not reported and no children: nothing to derive.
+            (run.progress)(Progress::Finished { depth });
+            return;
+        }
         let fin = theirs.and_then(|(start, tail)| {
             let now =
                 panic::catch_unwind(AssertUnwindSafe(|| self.share.shift(at, &pos.from, start)))
@@ -227,10 +233,7 @@ impl<S: Subject> Shared<'_, '_, S> {
             self.brute(c, o, run);
             return;
         };
-        let depth = c.depth();
-        if in_partition(&c, run.config.partition) {
-            self.emit(c, o, &fin, run);
-        }
+        self.emit(c, o, &fin, run);
         (run.progress)(Progress::Finished { depth });
     }
 
