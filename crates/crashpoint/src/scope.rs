@@ -68,6 +68,10 @@ struct State {
     /// The threads inside [`Handle::enter`] now: an id and a name each.
     entered: Vec<(u64, String)>,
     next_entry: u64,
+    /// How many threads wait in [`Handle::wait_threads`]: a thread leaving
+    /// signals only then (a signal is a system call even with no waiter,
+    /// and a sweep leaves a scope at every life and every judgement).
+    waiting: usize,
     /// The crash state the life runs in ([`Handle::set_crash_state`]).
     crash_state: Option<Arc<str>>,
     /// Each point passed, as compiled ([`Handle::sites`]), once.
@@ -381,6 +385,7 @@ impl Handle {
     /// that each dies at its next point.
     pub fn wait_threads(&self, until: Option<Instant>) -> Vec<String> {
         let mut st = self.state();
+        st.waiting += 1;
         while !st.entered.is_empty() {
             st = match until {
                 None => self.inner.left.wait(st).unwrap_or_else(|e| e.into_inner()),
@@ -397,6 +402,7 @@ impl Handle {
                 }
             };
         }
+        st.waiting -= 1;
         st.entered.iter().map(|(_, n)| n.clone()).collect()
     }
 }
@@ -421,8 +427,11 @@ impl Drop for Entered {
     fn drop(&mut self) {
         let mut st = self.handle.state();
         st.entered.retain(|(i, _)| *i != self.id);
+        let waiting = st.waiting > 0;
         drop(st);
-        self.handle.inner.left.notify_all();
+        if waiting {
+            self.handle.inner.left.notify_all();
+        }
     }
 }
 
