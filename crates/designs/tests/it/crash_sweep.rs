@@ -130,16 +130,21 @@ fn a_real_directory_gives_the_same_counts_as_memory() {
     }
 }
 
-/// The timeline `cargo xtask sweep --scenario` prints, reviewed with insta
-/// (`cargo insta review`): the crash after the tracker took issue A and
-/// before the turn's save files A twice.
+/// The timeline `cargo xtask sweep --scenario` prints, compared with its
+/// reviewed snapshot (`snapshots/the_timeline_of_a_duplicating_scenario.txt`
+/// beside this file; `CRASHSWEEP_BLESS=1` rewrites it): the crash after the
+/// tracker took issue A and before the turn's save files A twice.
 #[test]
 fn the_timeline_of_a_duplicating_scenario() {
     let subject = Design::SaveOncePerTurn.subject(&script(), Storage::Memory);
     let result = sweep::rerun(&subject, &sweep::Config::default(), "tracker accepted#1").unwrap();
     assert!(result.failure.is_none());
     assert_eq!(result.verdict.get("dups"), 1);
-    insta::assert_snapshot!(result.timeline());
+    let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it/snapshots/the_timeline_of_a_duplicating_scenario.txt");
+    if let Err(diff) = sweep::report::snapshot::check(&snapshot, &result.timeline()) {
+        panic!("{diff}");
+    }
 }
 
 /// The designs run any scripted job (`--script`): on a one-call job every
