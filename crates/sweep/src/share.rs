@@ -294,6 +294,26 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
         self.siblings(jobs, 1, run, &memos);
     }
 
+    /// Whether scenarios of depth `depth` share the tails of their final
+    /// lives as parents of leaves (see `parents`).
+    fn parents_of_leaves(&self, depth: usize, run: &Run<'_>) -> bool {
+        self.captures && self.tails && depth + 1 == run.config.depth as usize
+    }
+
+    /// Where a child crashed at its last hit in its parent's final life
+    /// starts: the capture taken there, or its parent's world.
+    fn child_start<'p>(
+        captures: &mut Captures<S::World>,
+        child: &Scenario,
+        parent: &'p Mutex<S::World>,
+    ) -> Start<'p, S::World> {
+        child
+            .hits
+            .last()
+            .and_then(|h| captures.remove(h))
+            .map_or(Start::Parent(parent), Start::Captured)
+    }
+
     /// Sibling scenarios of depth `depth`. When lives share tails, the
     /// first runs alone (its children in parallel) before the rest: it
     /// crashes earliest, so its final life passes nearly every state its
@@ -301,29 +321,29 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
     /// parent's once its children are too); siblings started beside it
     /// would run whole. Parents of leaves run one after another, each with
     /// its children in parallel: a parent's first children run lives that
-    /// the next parent's would end on.
+    /// the next parent's would end on. Returns what each sibling's
+    /// [`Shared::node`] returned, in the order of `jobs`.
     fn siblings(
         &self,
         mut jobs: Vec<(Scenario, Vec<u32>, Start<'_, S::World>)>,
         depth: usize,
         run: &Run<'_>,
         memos: &Memos<S::World>,
-    ) {
-        if self.tails && jobs.len() > 1 {
-            let parents = self.captures && depth + 1 == run.config.depth as usize;
-            let rest = if parents {
-                Vec::new()
-            } else {
-                jobs.split_off(FIRST_ALONE.min(jobs.len()))
-            };
-            for (sc, order, start) in jobs {
-                self.node(sc, order, start, run, memos);
-            }
-            jobs = rest;
-        }
-        jobs.into_par_iter().for_each(|(sc, order, start)| {
-            self.node(sc, order, start, run, memos);
-        });
+    ) -> Vec<Option<StartTail<S::World>>> {
+        let rest = match (self.tails, self.parents_of_leaves(depth, run)) {
+            (false, _) => std::mem::take(&mut jobs),
+            (true, true) => Vec::new(),
+            (true, false) => jobs.split_off(FIRST_ALONE.min(jobs.len())),
+        };
+        let mut tails: Vec<_> = jobs
+            .into_iter()
+            .map(|(sc, order, start)| self.node(sc, order, start, run, memos))
+            .collect();
+        tails.par_extend(
+            rest.into_par_iter()
+                .map(|(sc, order, start)| self.node(sc, order, start, run, memos)),
+        );
+        tails
     }
 
     /// `sc` and its children as without sharing (no tail to pass on).
@@ -387,7 +407,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             return self.brute(sc, order, run);
         };
         // A parent of leaves shares tails too (see `parents`).
-        if !leaf && self.captures && self.tails && k + 1 >= run.config.depth as usize {
+        if self.parents_of_leaves(k, run) {
             self.parent_node(sc, order, world, run, memos, wanted);
             return None;
         }
@@ -466,11 +486,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             let jobs: Vec<_> = children
                 .into_iter()
                 .map(|(c, o)| {
-                    let start = c
-                        .hits
-                        .last()
-                        .and_then(|h| captures.remove(h))
-                        .map_or(Start::Parent(&parent), Start::Captured);
+                    let start = Self::child_start(&mut captures, &c, &parent);
                     (c, o, start)
                 })
                 .collect();

@@ -30,7 +30,7 @@ use rayon::prelude::*;
 
 use super::memo::Memo;
 use super::tails::{returned, End, StartTail, Tail, TailKey, Then};
-use super::{lock, Captures, Final, Memos, Shared, Start};
+use super::{lock, Captures, Final, Memos, Shared};
 use crate::failure::Failure;
 use crate::plan::{expand, in_partition};
 use crate::progress::Progress;
@@ -164,32 +164,23 @@ impl<S: Subject> Shared<'_, '_, S> {
         let own = pr.on.as_ref().map_or(children.len(), |(n, ..)| *n);
         let mut captures = pr.captures;
         let parent = Mutex::new(world);
-        let mut jobs = Vec::new();
-        let mut derived = Vec::new();
-        for (i, (c, o)) in children.into_iter().enumerate() {
-            if i < own {
-                let start = c
-                    .hits
-                    .last()
-                    .and_then(|h| captures.remove(h))
-                    .map_or(Start::Parent(&parent), Start::Captured);
-                jobs.push((i, c, o, start));
-            } else {
-                derived.push((i - own, c, o));
-            }
-        }
-        // The first child alone, as for any siblings (`Shared::siblings`).
-        let rest = jobs.split_off(super::FIRST_ALONE.min(jobs.len()));
-        let mut tails: Vec<(usize, Option<StartTail<S::World>>)> = jobs
+        let mut jobs = children;
+        let derived: Vec<_> = jobs
+            .split_off(own.min(jobs.len()))
             .into_iter()
-            .map(|(i, c, o, start)| (i, self.node(c, o, start, run, memos)))
+            .enumerate()
             .collect();
-        tails.par_extend(
-            rest.into_par_iter()
-                .map(|(i, c, o, start)| (i, self.node(c, o, start, run, memos))),
-        );
+        let jobs: Vec<_> = jobs
+            .into_iter()
+            .map(|(c, o)| {
+                let start = Self::child_start(&mut captures, &c, &parent);
+                (c, o, start)
+            })
+            .collect();
+        // The children before the position, by index.
+        let tails = self.siblings(jobs, k + 1, run, memos);
         if let Some((_, at, pos)) = &pr.on {
-            derived.into_par_iter().for_each(|(j, c, o)| {
+            derived.into_par_iter().for_each(|(j, (c, o))| {
                 let theirs = pos
                     .life
                     .children
@@ -245,15 +236,10 @@ impl<S: Subject> Shared<'_, '_, S> {
         hits: Vec<Hit>,
         end: Arc<End<S::World>>,
         passed: Vec<Passed>,
-        tails: Vec<(usize, Option<StartTail<S::World>>)>,
+        mut children: Vec<Option<StartTail<S::World>>>,
     ) {
-        let mut children: Vec<Option<StartTail<S::World>>> = Vec::new();
+        // By hit (a life that ran to its end ran every child).
         children.resize_with(hits.len(), || None);
-        for (i, t) in tails {
-            if let Some(slot) = children.get_mut(i) {
-                *slot = t;
-            }
-        }
         // Positions from which every later child has a tail.
         let first = children
             .iter()
