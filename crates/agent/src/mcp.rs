@@ -131,6 +131,16 @@ impl McpClient {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
+        McpClient::over_boxed(Box::new(read), Box::new(write))
+    }
+
+    /// [`McpClient::over`] on boxed streams: the SDK's client service,
+    /// generic over its transport, is compiled once, here, whatever streams
+    /// the callers have.
+    fn over_boxed(
+        read: Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+        write: Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+    ) -> Result<Arc<McpClient>, McpError> {
         let runtime = runtime()?;
         let service = runtime
             .block_on(async { ().serve((read, write)).await })

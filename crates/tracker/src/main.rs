@@ -136,14 +136,14 @@ async fn serve(common: &Common, addr: SocketAddr) -> Result<(), String> {
 async fn mcp(common: &Common) -> Result<(), String> {
     let stop = stop_signal()?;
     let svc = Arc::new(common.open()?);
-    let running = tracker::mcp::McpServer::new(svc)
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| format!("MCP initialisation failed: {e}"))?;
-    tokio::select! {
-        r = running.waiting() => r.map(|_| ()).map_err(|e| format!("MCP service failed: {e}")),
-        () = stop => Ok(()),
-    }
+    tracker::mcp::serve_until(
+        tracker::mcp::McpServer::new(svc).into_dyn(),
+        Box::new(tokio::io::stdin()),
+        Box::new(tokio::io::stdout()),
+        Box::pin(stop),
+    )
+    .await
+    .map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {

@@ -33,7 +33,7 @@ use rmcp::model::{
     ToolAnnotations,
 };
 use rmcp::service::RequestContext;
-use rmcp::{RoleServer, ServerHandler};
+use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
 
 use crate::service::{Refusal, Service};
@@ -329,6 +329,87 @@ impl ServerHandler for McpServer {
             .map_err(|e| ErrorData::internal_error(format!("the call's task failed: {e}"), None))?
             .map(CallToolResponse::from)
     }
+}
+
+/// Any MCP server, boxed: [`McpServer`] or a handler of your own, made one
+/// with [`ServiceExt::into_dyn`].
+pub type Handler = Box<dyn rmcp::service::DynService<RoleServer>>;
+
+/// The stream a server reads its requests from.
+pub type Reader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+
+/// The stream a server writes its answers to.
+pub type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+
+/// Why serving stopped before the client went away.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The handshake (`initialize`) failed.
+    #[error("MCP initialisation failed: {0}")]
+    Start(String),
+    /// The service stopped with an error.
+    #[error("MCP service failed: {0}")]
+    Serve(String),
+    /// The in-process server's runtime could not start.
+    #[error("cannot start the MCP server's runtime: {0}")]
+    Runtime(#[from] std::io::Error),
+}
+
+/// Serve `handler` on `read` and `write` (newline-delimited JSON-RPC, as
+/// MCP's stdio transport) until the client hangs up or `stop` finishes.
+///
+/// Every server of the workspace runs through this one function (the
+/// binary's stdio, [`serve_in_process`]): the SDK's server, generic over
+/// its handler and its streams, is compiled once, here, for the boxed ones.
+pub async fn serve_until(
+    handler: Handler,
+    read: Reader,
+    write: Writer,
+    stop: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+) -> Result<(), ServeError> {
+    let running = handler
+        .serve((read, write))
+        .await
+        .map_err(|e| ServeError::Start(e.to_string()))?;
+    tokio::select! {
+        r = running.waiting() => r.map(|_| ()).map_err(|e| ServeError::Serve(e.to_string())),
+        () = stop => Ok(()),
+    }
+}
+
+/// Serve `handler` in this process on a pipe, from a thread of its own
+/// (with a current-thread runtime), and return the client's end of the
+/// pipe: for tests of an MCP client without a child process. The thread
+/// ends when the client's end is dropped.
+///
+/// ```
+/// use rmcp::ServiceExt;
+/// use tracker::mcp::{serve_in_process, McpServer};
+/// use tracker::service::{Options, Service};
+///
+/// let dir = tempfile::tempdir()?;
+/// let svc = Service::open(dir.path(), Options::keyed())?;
+/// let pipe = serve_in_process(McpServer::new(std::sync::Arc::new(svc)).into_dyn())?;
+/// let (_read, _write) = tokio::io::split(pipe);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn serve_in_process(handler: Handler) -> Result<tokio::io::DuplexStream, ServeError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (client_end, server_end) = tokio::io::duplex(1 << 16);
+    std::thread::spawn(move || {
+        let (read, write) = tokio::io::split(server_end);
+        // An error here has nowhere to go but the client, which sees the
+        // pipe close.
+        let _ = runtime.block_on(serve_until(
+            handler,
+            Box::new(read),
+            Box::new(write),
+            Box::pin(std::future::pending()),
+        ));
+    });
+    Ok(client_end)
 }
 
 #[cfg(test)]

@@ -5,12 +5,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, MetaObject, RequestMetaObject};
-use rmcp::service::ServiceError;
-use rmcp::transport::TokioChildProcess;
-use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tracker");
@@ -123,135 +118,174 @@ fn a_second_server_on_one_directory_fails_with_a_message() {
     drop(guard);
 }
 
-fn keyed(name: &'static str, args: Value, key: &str) -> CallToolRequestParams {
-    let mut meta = MetaObject::new();
-    meta.0
-        .insert(tracker::wire::MCP_META_KEY.into(), json!(key));
-    let mut p = CallToolRequestParams::new(name).with_arguments(match args {
-        Value::Object(o) => o,
-        _ => unreachable!("arguments are an object"),
-    });
-    p.meta = Some(RequestMetaObject(meta));
-    p
+/// The `tracker mcp` child, spoken to as MCP's stdio transport is:
+/// newline-delimited JSON-RPC. Raw JSON on purpose: this pins the wire
+/// the binary speaks (the SDK's own client talks to the same server in
+/// agent's MCP tests).
+struct Mcp {
+    child: Guard,
+    to: std::process::ChildStdin,
+    from: BufReader<std::process::ChildStdout>,
+    id: u64,
 }
 
-fn text(r: &rmcp::model::CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect()
+impl Mcp {
+    fn start(dir: &std::path::Path) -> Mcp {
+        let mut child = Command::new(BIN)
+            .args(["mcp", "--dir"])
+            .arg(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (to, from) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+        let mut mcp = Mcp {
+            child: Guard(Some(child)),
+            to,
+            from: BufReader::new(from),
+            id: 0,
+        };
+        let init = mcp.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "binary-test", "version": "0"}}),
+        );
+        assert!(
+            init["result"]["capabilities"]["tools"].is_object(),
+            "{init}"
+        );
+        mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.to, "{message}").unwrap();
+        self.to.flush().unwrap();
+    }
+
+    /// One request; its whole answer (`result` or `error`).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.id += 1;
+        let id = self.id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            assert_ne!(
+                self.from.read_line(&mut line).unwrap(),
+                0,
+                "the server hung up"
+            );
+            let answer: Value = serde_json::from_str(&line).unwrap();
+            if answer["id"] == json!(id) {
+                return answer;
+            }
+        }
+    }
+
+    /// `tools/call` of `name` with `meta` as the request's `_meta`.
+    fn call(&mut self, name: &str, arguments: Value, meta: Value) -> Value {
+        let mut params = json!({"name": name, "arguments": arguments});
+        if !meta.is_null() {
+            params["_meta"] = meta;
+        }
+        self.request("tools/call", params)
+    }
+}
+
+fn keyed(key: &str) -> Value {
+    json!({ tracker::wire::MCP_META_KEY: key })
+}
+
+/// A call's answer text (its text blocks, joined); fails on an error.
+fn text(answer: &Value) -> String {
+    let blocks = answer["result"]["content"].as_array();
+    let blocks = blocks.unwrap_or_else(|| panic!("not a result: {answer}"));
+    blocks.iter().filter_map(|c| c["text"].as_str()).collect()
 }
 
 #[test]
 fn mcp_round_trips_a_keyed_call_with_the_key_in_meta() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut cmd = tokio::process::Command::new(BIN);
-        cmd.args(["mcp", "--dir"]).arg(dir.path());
-        let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
-        let tools = client.list_all_tools().await.unwrap();
-        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-        assert_eq!(names, ["issue_file", "issue_comment", "search", "lookup"]);
-        let file = &tools[0];
-        assert_eq!(
-            file.meta
-                .as_ref()
-                .and_then(|m| m.0.get(tracker::wire::MCP_KEYS_META)),
-            Some(&json!({"ttl_secs": 86_400}))
-        );
-        assert_eq!(
-            tools[2].annotations.as_ref().and_then(|a| a.read_only_hint),
-            Some(true)
-        );
+    let mut mcp = Mcp::start(dir.path());
+    let listed = mcp.request("tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().unwrap().clone();
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["issue_file", "issue_comment", "search", "lookup"]);
+    assert_eq!(
+        tools[0]["_meta"][tracker::wire::MCP_KEYS_META],
+        json!({"ttl_secs": 86_400})
+    );
+    assert_eq!(tools[2]["annotations"]["readOnlyHint"], json!(true));
 
-        let args = json!({"title": "crash in parser", "body": "trace"});
-        let first = client
-            .call_tool(keyed("issue_file", args.clone(), "k1"))
-            .await
-            .unwrap();
-        assert_eq!(text(&first), r#"{"issue":1}"#);
-        let again = client
-            .call_tool(keyed("issue_file", args.clone(), "k1"))
-            .await
-            .unwrap();
-        assert_eq!(text(&again), text(&first));
-        let lookup = client
-            .call_tool(keyed(
-                "lookup",
-                json!({"tool": "issue_file", "arguments": args}),
-                "k1",
-            ))
-            .await
-            .unwrap();
-        assert_eq!(
-            text(&lookup),
-            r#"{"outcome":"found","response":{"issue":1}}"#
-        );
-        // The same key with other arguments: refused, as the HTTP 422.
-        let reused = client
-            .call_tool(keyed(
-                "issue_file",
-                json!({"title": "other", "body": "b"}),
-                "k1",
-            ))
-            .await
-            .unwrap_err();
-        match reused {
-            ServiceError::McpError(e) => assert_eq!(e.data, Some(json!({"code": "key_reused"}))),
-            other => panic!("{other:?}"),
-        }
-        // No key on a keyed tracker: refused, as the HTTP 400.
-        let p = CallToolRequestParams::new("issue_file").with_arguments(
-            match json!({"title": "t", "body": "b"}) {
-                Value::Object(o) => o,
-                _ => unreachable!(),
-            },
-        );
-        match client.call_tool(p).await.unwrap_err() {
-            ServiceError::McpError(e) => {
-                assert_eq!(e.data, Some(json!({"code": "missing_idempotency_key"})));
-                // In MCP's words: the `_meta` field, not the HTTP header.
-                assert!(
-                    e.message
-                        .contains("_meta field \"io.crashsweep/idempotency-key\""),
-                    "{}",
-                    e.message
-                );
-                assert!(!e.message.contains("header"), "{}", e.message);
-            }
-            other => panic!("{other:?}"),
-        }
-        // A fenced call: epoch 2 of run-1 files, then epoch 1 (a holder the
-        // run has moved past) is refused as stale, even with a fresh key.
-        let fenced = |key: &str, epoch: u64| {
-            let mut p = keyed("issue_file", json!({"title": "f", "body": key}), key);
-            let meta = &mut p.meta.as_mut().expect("keyed sets _meta").0 .0;
-            meta.insert(tracker::wire::MCP_RUN_META.into(), json!("run-1"));
-            meta.insert(tracker::wire::MCP_EPOCH_META.into(), json!(epoch));
-            p
-        };
-        client.call_tool(fenced("k2", 2)).await.unwrap();
-        match client.call_tool(fenced("k3", 1)).await.unwrap_err() {
-            ServiceError::McpError(e) => {
-                assert_eq!(
-                    e.data,
-                    Some(json!({"code": "stale_epoch"})),
-                    "{}",
-                    e.message
-                )
-            }
-            other => panic!("{other:?}"),
-        }
-        client.cancel().await.unwrap();
-    });
+    let args = json!({"title": "crash in parser", "body": "trace"});
+    let first = mcp.call("issue_file", args.clone(), keyed("k1"));
+    assert_eq!(text(&first), r#"{"issue":1}"#);
+    let again = mcp.call("issue_file", args.clone(), keyed("k1"));
+    assert_eq!(text(&again), text(&first));
+    let lookup = mcp.call(
+        "lookup",
+        json!({"tool": "issue_file", "arguments": args}),
+        keyed("k1"),
+    );
+    assert_eq!(
+        text(&lookup),
+        r#"{"outcome":"found","response":{"issue":1}}"#
+    );
+    // The same key with other arguments: refused, as the HTTP 422.
+    let reused = mcp.call(
+        "issue_file",
+        json!({"title": "other", "body": "b"}),
+        keyed("k1"),
+    );
+    assert_eq!(
+        reused["error"]["data"],
+        json!({"code": "key_reused"}),
+        "{reused}"
+    );
+    // No key on a keyed tracker: refused, as the HTTP 400.
+    let keyless = mcp.call(
+        "issue_file",
+        json!({"title": "t", "body": "b"}),
+        Value::Null,
+    );
+    let error = &keyless["error"];
+    assert_eq!(
+        error["data"],
+        json!({"code": "missing_idempotency_key"}),
+        "{keyless}"
+    );
+    // In MCP's words: the `_meta` field, not the HTTP header.
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("_meta field \"io.crashsweep/idempotency-key\""),
+        "{message}"
+    );
+    assert!(!message.contains("header"), "{message}");
+    // A fenced call: epoch 2 of run-1 files, then epoch 1 (a holder the
+    // run has moved past) is refused as stale, even with a fresh key.
+    let fenced = |key: &str, epoch: u64| {
+        let mut meta = keyed(key);
+        meta[tracker::wire::MCP_RUN_META] = json!("run-1");
+        meta[tracker::wire::MCP_EPOCH_META] = json!(epoch);
+        (json!({"title": "f", "body": key}), meta)
+    };
+    let (args, meta) = fenced("k2", 2);
+    text(&mcp.call("issue_file", args, meta));
+    let (args, meta) = fenced("k3", 1);
+    let stale = mcp.call("issue_file", args, meta);
+    assert_eq!(
+        stale["error"]["data"],
+        json!({"code": "stale_epoch"}),
+        "{stale}"
+    );
+    // Closing its stdin ends the server, which exits 0.
+    let Mcp { mut child, to, .. } = mcp;
+    drop(to);
+    let status = child.0.take().unwrap().wait().unwrap();
+    assert!(status.success(), "{status}");
     // Two issues on disk: the first filed once, the fenced one once.
     let file: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("tracker.json")).unwrap())
             .unwrap();
     assert_eq!(file["issues"].as_array().unwrap().len(), 2, "{file}");
-    let _ = Duration::ZERO;
 }
