@@ -51,7 +51,6 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, MetaObject, RequestMetaObject};
 use rmcp::service::{RunningService, ServiceError};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 
@@ -92,6 +91,10 @@ pub struct McpClient {
     runtime: tokio::runtime::Runtime,
     service: RunningService<RoleClient, ()>,
     timeout: Duration,
+    /// The server's process, when [`McpClient::spawn`] started it: killed
+    /// when the client goes (its stdin closes first, which ends a server
+    /// that reads to the end).
+    _child: Option<tokio::process::Child>,
 }
 
 impl fmt::Debug for McpClient {
@@ -110,19 +113,36 @@ fn runtime() -> Result<tokio::runtime::Runtime, McpError> {
         .map_err(|e| McpError::Start(format!("tokio runtime: {e}")))
 }
 
+/// The streams the client reads answers from and writes requests to.
+type Streams = (
+    Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+    Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+);
+
 impl McpClient {
     /// Start `command` as an MCP server on its stdin/stdout and shake hands.
+    /// Its stderr stays this process's.
     pub fn spawn(command: std::process::Command) -> Result<Arc<McpClient>, McpError> {
         let runtime = runtime()?;
         let program = command.get_program().to_string_lossy().into_owned();
-        let service = runtime.block_on(async {
-            let child = TokioChildProcess::new(tokio::process::Command::from(command))
-                .map_err(|e| McpError::Start(format!("cannot start {program}: {e}")))?;
-            ().serve(child)
-                .await
-                .map_err(|e| McpError::Start(format!("{program}: {e}")))
-        })?;
-        Ok(McpClient::from_parts(runtime, service))
+        let mut command = tokio::process::Command::from(command);
+        command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = {
+            let _in_runtime = runtime.enter();
+            command
+                .spawn()
+                .map_err(|e| McpError::Start(format!("cannot start {program}: {e}")))?
+        };
+        let (Some(write), Some(read)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(McpError::Start(format!(
+                "{program}: no pipe to its stdin or stdout"
+            )));
+        };
+        McpClient::start(runtime, (Box::new(read), Box::new(write)), Some(child))
+            .map_err(|e| McpError::Start(format!("{program}: {e}")))
     }
 
     /// Speak MCP over a byte pipe (`read` from the server, `write` to it).
@@ -131,32 +151,27 @@ impl McpClient {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        McpClient::over_boxed(Box::new(read), Box::new(write))
+        McpClient::start(runtime()?, (Box::new(read), Box::new(write)), None)
+            .map_err(McpError::Start)
     }
 
-    /// [`McpClient::over`] on boxed streams: the SDK's client service,
-    /// generic over its transport, is compiled once, here, whatever streams
-    /// the callers have.
-    fn over_boxed(
-        read: Box<dyn tokio::io::AsyncRead + Send + Unpin>,
-        write: Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
-    ) -> Result<Arc<McpClient>, McpError> {
-        let runtime = runtime()?;
-        let service = runtime
-            .block_on(async { ().serve((read, write)).await })
-            .map_err(|e| McpError::Start(e.to_string()))?;
-        Ok(McpClient::from_parts(runtime, service))
-    }
-
-    fn from_parts(
+    /// The handshake on boxed streams: every client (a child's pipes, any
+    /// caller's streams) runs through here, so the SDK's client service,
+    /// generic over its transport, is compiled once.
+    fn start(
         runtime: tokio::runtime::Runtime,
-        service: RunningService<RoleClient, ()>,
-    ) -> Arc<McpClient> {
-        Arc::new(McpClient {
+        streams: Streams,
+        child: Option<tokio::process::Child>,
+    ) -> Result<Arc<McpClient>, String> {
+        let service = runtime
+            .block_on(async { ().serve(streams).await })
+            .map_err(|e| e.to_string())?;
+        Ok(Arc::new(McpClient {
             runtime,
             service,
             timeout: Duration::from_secs(30),
-        })
+            _child: child,
+        }))
     }
 
     /// List the server's tools and wrap each as a [`Tool`] (see the module

@@ -129,3 +129,63 @@ fn a_run_crashed_after_the_tracker_filed_resumes_through_mcp_without_a_duplicate
             .unwrap();
     assert_eq!(on_disk["issues"].as_array().unwrap().len(), 1, "{on_disk}");
 }
+
+/// A server of a few lines of Python on stdin/stdout, as `McpClient::spawn`
+/// starts one: it lists one keyed tool and answers a call with the key the
+/// call carried in `_meta`, then exits when its stdin closes.
+const PY_SERVER: &str = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "py", "version": "0"}}
+    elif m["method"] == "tools/list":
+        r = {"tools": [{"name": "file", "inputSchema": {"type": "object"},
+                        "_meta": {"io.crashsweep/idempotency": {"ttl_secs": 60}}}]}
+    elif m["method"] == "tools/call":
+        key = m["params"].get("_meta", {}).get("io.crashsweep/idempotency-key")
+        r = {"content": [{"type": "text", "text": json.dumps({"key": key})}]}
+    else:
+        r = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"#;
+
+#[test]
+fn spawn_speaks_to_a_child_process_on_its_stdin_and_stdout() {
+    let mut server = std::process::Command::new("python3");
+    server.args(["-c", PY_SERVER]);
+    let tools = McpClient::spawn(server).unwrap().tools().unwrap();
+    let file = tools.get("file").unwrap();
+    assert_eq!(file.keys(), Keys::Honoured { keep_for: Some(60) });
+    let run = RunId::parse("run-1").unwrap();
+    let ctx = CallContext {
+        run: &run,
+        call_id: "c1",
+        key: Some("k-c1"),
+        epoch: 1,
+        messages: &[],
+    };
+    let answer = file.call(&ctx, &json!({})).unwrap();
+    assert_eq!(answer.output, r#"{"key": "k-c1"}"#);
+}
+
+#[test]
+fn spawn_names_a_program_that_cannot_start_or_hangs_up() {
+    let missing = std::process::Command::new("/nonexistent/mcp-server");
+    let err = McpClient::spawn(missing).unwrap_err().to_string();
+    assert!(
+        err.contains("cannot start /nonexistent/mcp-server"),
+        "{err}"
+    );
+    // A program that exits at once: the handshake fails, naming it.
+    let err = McpClient::spawn(std::process::Command::new("true"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("cannot start the MCP client: true: "),
+        "{err}"
+    );
+}
