@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Barrier};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use durable::store::{Claim, FileStore, PostgresStore, RunStore, SqliteStore};
 use durable::{Error, RunId};
@@ -17,12 +17,22 @@ use crate::{fast, run_id, Checkpoint, Phase};
 /// connection to it.
 type Workers = Box<dyn Fn() -> Arc<dyn RunStore>>;
 
+/// A lease that is certainly still held whenever a check asserts that it
+/// is, however loaded the machine: a check that needs it gone shortens it
+/// first ([`RunStore::renew`] to [`SHORT`]) and outlives that.
 const LONG: Duration = Duration::from_secs(60);
+/// A lease a check waits out: it is only ever asserted expired.
 const SHORT: Duration = Duration::from_millis(40);
+/// How far past its end a lease is waited out: the stores' clocks count
+/// whole milliseconds (files, SQLite) or the server's time (Postgres).
+const MARGIN: Duration = Duration::from_millis(80);
 
-/// Sleep until a lease of `SHORT` taken now has expired, whichever clock.
-fn outlive_short_lease() {
-    thread::sleep(SHORT * 3);
+/// Sleep until a lease of `SHORT` taken (or renewed) at `taken`, an instant
+/// read before the call that took it, has certainly expired, whichever
+/// clock: only what is left of it (and [`MARGIN`]) is slept.
+fn outlive_short_lease(taken: Instant) {
+    let end = taken + SHORT + MARGIN;
+    thread::sleep(end.saturating_duration_since(Instant::now()));
 }
 
 type Check = fn(&dyn Fn() -> Arc<dyn RunStore>);
@@ -209,11 +219,12 @@ fn one_of_two_wins(workers: &dyn Fn() -> Arc<dyn RunStore>) {
 fn stale_holder_fenced(workers: &dyn Fn() -> Arc<dyn RunStore>) {
     let (a, b) = (workers(), workers());
     let run = run_id("paused");
+    let taken = Instant::now();
     let stale = won(a.claim(&run, "a", SHORT).unwrap());
     a.save(&stale, b"a: step 1", false).unwrap();
     // `a` pauses (a GC, a stopped VM) past its lease; `b` rescues the run
     // and finishes it.
-    outlive_short_lease();
+    outlive_short_lease(taken);
     let fresh = won(b.claim(&run, "b", LONG).unwrap());
     assert_eq!(fresh.epoch, stale.epoch + 1);
     b.save(&fresh, b"b: step 2", false).unwrap();
@@ -235,6 +246,7 @@ fn stale_holder_fenced(workers: &dyn Fn() -> Arc<dyn RunStore>) {
 fn done_is_final(workers: &dyn Fn() -> Arc<dyn RunStore>) {
     let (a, b) = (workers(), workers());
     let run = run_id("final");
+    let taken = Instant::now();
     let lease = won(a.claim(&run, "a", SHORT).unwrap());
     a.save(&lease, b"done", true).unwrap();
     let finished = |r: durable::Result<()>| {
@@ -243,7 +255,7 @@ fn done_is_final(workers: &dyn Fn() -> Arc<dyn RunStore>) {
     finished(a.save(&lease, b"after", false));
     finished(a.save(&lease, b"after", true));
     finished(a.renew(&lease, LONG));
-    outlive_short_lease();
+    outlive_short_lease(taken);
     // The lease has expired: a rescue finds the run done, not claimable.
     assert_eq!(
         b.claim(&run, "b", LONG).unwrap(),
@@ -264,14 +276,25 @@ fn done_is_final(workers: &dyn Fn() -> Arc<dyn RunStore>) {
 /// completion lands first (the rescue finds the run done) or the rescue
 /// does (the completion is fenced); never both, and a completed run is
 /// never claimed or written again.
+///
+/// Worker `a` takes all sixteen runs first and their leases are outlived
+/// once, together; then each round races one of them.
 fn rescue_races_completion(workers: &dyn Fn() -> Arc<dyn RunStore>) {
-    let (mut completed, mut rescued) = (0, 0);
-    for round in 0..16 {
+    const ROUNDS: usize = 16;
+    let a = workers();
+    let mut leases = Vec::with_capacity(ROUNDS);
+    let mut last_taken = Instant::now();
+    for round in 0..ROUNDS {
         let run = run_id(&format!("rescue-{round}"));
-        let (a, b) = (workers(), workers());
+        last_taken = Instant::now();
         let lease = won(a.claim(&run, "a", SHORT).unwrap());
         a.save(&lease, b"a: working", false).unwrap();
-        outlive_short_lease();
+        leases.push((run, lease));
+    }
+    outlive_short_lease(last_taken);
+    let (mut completed, mut rescued) = (0, 0);
+    for (round, (run, lease)) in leases.into_iter().enumerate() {
+        let (a, b) = (a.clone(), workers());
         let barrier = Arc::new(Barrier::new(2));
         let finisher = {
             let (barrier, lease) = (barrier.clone(), lease.clone());
@@ -392,13 +415,32 @@ fn checkpoint_on_store(workers: &dyn Fn() -> Arc<dyn RunStore>) {
         .unwrap()
         .unwrap();
     assert!(saved.is_none() && rec.owner.is_none() && rec.epoch == 0);
-    let mut first = open("a", SHORT).unwrap();
+    // The lease `open_store` is given is the one that expires: a run opened
+    // for `SHORT` is opened again, resumed, once that has passed.
+    let brief = run_id("brief-run");
+    let taken = Instant::now();
+    let mut lapsed =
+        Checkpoint::open_store(workers(), &brief, "x", SHORT, fast(), Default::default).unwrap();
+    lapsed.state.phase = Phase::Tools;
+    lapsed.checkpoint.save(&lapsed.state).unwrap();
+    let mut first = open("a", LONG).unwrap();
     assert!(!first.resumed);
     assert_eq!(first.checkpoint.epoch(), 1);
     first.state.phase = Phase::Tools;
     first.checkpoint.save(&first.state).unwrap();
     assert!(matches!(open("b", LONG), Err(Error::Leased { owner, .. }) if owner == "a"));
-    outlive_short_lease();
+    // `a` stalls: its lease runs out (shortened to `SHORT` from now, as
+    // a holder that stopped renewing lets it) and `b` takes the run over.
+    let shortened = Instant::now();
+    first.checkpoint.renew(SHORT).unwrap();
+    // (The brief run's lease was taken earlier: it is gone by then too.)
+    debug_assert!(taken <= shortened);
+    outlive_short_lease(shortened);
+    let rescued =
+        Checkpoint::open_store(workers(), &brief, "y", LONG, fast(), Default::default).unwrap();
+    assert!(rescued.resumed);
+    assert_eq!((rescued.resumes, rescued.checkpoint.epoch()), (1, 2));
+    assert_eq!(rescued.state.phase, Phase::Tools);
     let mut second = open("b", LONG).unwrap();
     assert!(second.resumed);
     assert_eq!((second.resumes, second.checkpoint.epoch()), (1, 2));
