@@ -66,11 +66,23 @@ const CHECKS: &[(&str, Check)] = &[
 ];
 
 fn conformance(store: &str, fresh: &dyn Fn(usize) -> Workers) {
-    for (i, (name, check)) in CHECKS.iter().enumerate() {
-        let workers = fresh(i);
-        eprintln!("{store}: {name}");
-        check(&*workers);
-    }
+    own_points(|| {
+        for (i, (name, check)) in CHECKS.iter().enumerate() {
+            let workers = fresh(i);
+            eprintln!("{store}: {name}");
+            check(&*workers);
+        }
+    });
+}
+
+/// Run `f` with the stores' crash points it passes (outside any life)
+/// counted for a watch of its own, on this thread and the threads it
+/// starts (`crashpoint::spawn` carries the watch): a store sweep running
+/// meanwhile in this binary (`store_sweep.rs`) refuses points passed
+/// outside its lives while only its lives run, and would count these.
+fn own_points<R>(f: impl FnOnce() -> R) -> R {
+    let watch = crashpoint::unscoped::watch_unscoped();
+    watch.owner().enter(f)
 }
 
 #[test]
@@ -111,6 +123,10 @@ fn the_postgres_store_conforms() {
 /// refuses with a typed error instead, before connecting and after.
 #[test]
 fn the_postgres_store_refuses_inside_a_tokio_runtime() {
+    own_points(refuses_inside_a_tokio_runtime);
+}
+
+fn refuses_inside_a_tokio_runtime() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -190,7 +206,7 @@ fn one_of_two_wins(workers: &dyn Fn() -> Arc<dyn RunStore>) {
             .into_iter()
             .map(|who| {
                 let (store, run, barrier) = (workers(), run.clone(), barrier.clone());
-                thread::spawn(move || {
+                crashpoint::spawn(move || {
                     barrier.wait();
                     store.claim(&run, who, LONG).unwrap()
                 })
@@ -298,14 +314,14 @@ fn rescue_races_completion(workers: &dyn Fn() -> Arc<dyn RunStore>) {
         let barrier = Arc::new(Barrier::new(2));
         let finisher = {
             let (barrier, lease) = (barrier.clone(), lease.clone());
-            thread::spawn(move || {
+            crashpoint::spawn(move || {
                 barrier.wait();
                 a.save(&lease, b"a: done", true)
             })
         };
         let rescuer = {
             let (barrier, run, b) = (barrier.clone(), run.clone(), b.clone());
-            thread::spawn(move || {
+            crashpoint::spawn(move || {
                 barrier.wait();
                 let claim = b.claim(&run, "b", LONG).unwrap();
                 if let Claim::Won { lease, .. } = &claim {
@@ -380,7 +396,7 @@ fn claim_next_pool(workers: &dyn Fn() -> Arc<dyn RunStore>) {
     let handles: Vec<_> = (0..4)
         .map(|w| {
             let store = workers();
-            thread::spawn(move || {
+            crashpoint::spawn(move || {
                 let mut mine = Vec::new();
                 while let Some((lease, _)) = store.claim_next(&format!("w{w}"), LONG).unwrap() {
                     store.save(&lease, b"done", true).unwrap();
@@ -474,6 +490,10 @@ fn checkpoint_on_store(workers: &dyn Fn() -> Arc<dyn RunStore>) {
 /// committed is lost, and the holder goes on under the same lease.
 #[test]
 fn the_database_stopped_mid_save_and_started_again_loses_nothing() {
+    own_points(stopped_mid_save_and_started_again);
+}
+
+fn stopped_mid_save_and_started_again() {
     use crashpoint::scope::Handle;
     use crashpoint::Hit;
     let Some(cluster) = PgCluster::start(true) else {
