@@ -14,9 +14,10 @@
 //! service.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use durable::{Dir, RunId};
-use tracker::client::HttpTracker;
+use tracker::client::{HttpTracker, Retry};
 use tracker::{Issue, Mode, Tracker};
 use triage_tools::Backend;
 
@@ -62,6 +63,47 @@ pub enum RunTracker {
     Http(Arc<HttpTracker>),
 }
 
+/// The variable that shortens how long a tracker service that refuses
+/// connections is tried before it counts as gone: milliseconds, for the
+/// run's calls and for the check before a run is made alike. Unset: a run
+/// tries for [`RUN_UNREACHABLE`] (a restarting service comes back) and the
+/// check for [`CHECK_UNREACHABLE`]. For tests of a service that is gone,
+/// so they do not wait those out; anything but a whole number of
+/// milliseconds is refused (exit 2).
+pub const UNREACHABLE_ENV: &str = "TRIAGE_TRACKER_UNREACHABLE_MS";
+
+/// How long a run tries a service that refuses connections.
+pub const RUN_UNREACHABLE: Duration = Duration::from_secs(5);
+
+/// How long the check before a run is made tries a service that refuses
+/// connections.
+pub const CHECK_UNREACHABLE: Duration = Duration::from_secs(2);
+
+/// The client's retries, trying a service that refuses connections for
+/// `default` unless [`UNREACHABLE_ENV`] says otherwise.
+fn retry(default: Duration) -> Result<Retry, Failure> {
+    let unreachable = match std::env::var(UNREACHABLE_ENV) {
+        Err(std::env::VarError::NotPresent) => default,
+        Ok(ms) => ms.trim().parse().map(Duration::from_millis).map_err(|_| {
+            Failure::usage(
+                "usage",
+                format!("{UNREACHABLE_ENV}={ms:?}: expected a whole number of milliseconds"),
+            )
+            .hint(format!(
+                "unset it to wait the default ({} s)",
+                default.as_secs()
+            ))
+        })?,
+        Err(e) => {
+            return Err(Failure::usage("usage", format!("{UNREACHABLE_ENV}: {e}")));
+        }
+    };
+    Ok(Retry {
+        unreachable,
+        ..Retry::default()
+    })
+}
+
 /// `--tracker URL` must be an `http://` URL: checked before anything is
 /// created.
 pub fn check_url(url: &str) -> Result<(), Failure> {
@@ -81,11 +123,7 @@ pub fn check_url(url: &str) -> Result<(), Failure> {
 /// nothing listens (its URL is recorded for good when it is made).
 pub fn check_answers(url: &str) -> Result<(), Failure> {
     check_url(url)?;
-    let retry = tracker::client::Retry {
-        unreachable: std::time::Duration::from_secs(2),
-        ..tracker::client::Retry::default()
-    };
-    HttpTracker::connect_with(url, retry).map_err(|e| {
+    HttpTracker::connect_with(url, retry(CHECK_UNREACHABLE)?).map_err(|e| {
         Failure::run(
             "tracker",
             format!("the tracker at {url} does not answer: {e}; nothing was created"),
@@ -126,7 +164,7 @@ impl RunTracker {
             };
             return Ok((RunTracker::Local(tracker), None));
         };
-        let http = HttpTracker::connect(url).map_err(|e| {
+        let http = HttpTracker::connect_with(url, retry(RUN_UNREACHABLE)?).map_err(|e| {
             let failure = unreachable(url, e);
             let hint = failure.hint.clone().unwrap_or_default();
             failure.hint(format!(

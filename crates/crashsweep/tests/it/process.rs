@@ -144,9 +144,13 @@ fn a_point_on_a_second_thread_is_a_hit_and_can_be_crashed() {
 #[test]
 fn a_hung_program_is_killed_at_its_limit() {
     let s = subject("payouts --hang-on-restart", &["--hang-on-restart"]);
+    // Every restart hangs until the limit, idle: a thread for each
+    // scenario (more than there are) lets those waits overlap instead of
+    // following one another two at a time.
     let cfg = Config {
         scenario_timeout: Some(Duration::from_millis(1000)),
         rerun_failures: false,
+        threads: Some(16),
         ..config(1)
     };
     let r = sweep::run(&s, &cfg).unwrap();

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Barrier};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use durable::store::{Claim, FileStore, PostgresStore, RunStore, SqliteStore};
 use durable::{Error, RunId};
@@ -17,12 +17,22 @@ use crate::{fast, run_id, Checkpoint, Phase};
 /// connection to it.
 type Workers = Box<dyn Fn() -> Arc<dyn RunStore>>;
 
+/// A lease that is certainly still held whenever a check asserts that it
+/// is, however loaded the machine: a check that needs it gone shortens it
+/// first ([`RunStore::renew`] to [`SHORT`]) and outlives that.
 const LONG: Duration = Duration::from_secs(60);
+/// A lease a check waits out: it is only ever asserted expired.
 const SHORT: Duration = Duration::from_millis(40);
+/// How far past its end a lease is waited out: the stores' clocks count
+/// whole milliseconds (files, SQLite) or the server's time (Postgres).
+const MARGIN: Duration = Duration::from_millis(80);
 
-/// Sleep until a lease of `SHORT` taken now has expired, whichever clock.
-fn outlive_short_lease() {
-    thread::sleep(SHORT * 3);
+/// Sleep until a lease of `SHORT` taken (or renewed) at `taken`, an instant
+/// read before the call that took it, has certainly expired, whichever
+/// clock: only what is left of it (and [`MARGIN`]) is slept.
+fn outlive_short_lease(taken: Instant) {
+    let end = taken + SHORT + MARGIN;
+    thread::sleep(end.saturating_duration_since(Instant::now()));
 }
 
 type Check = fn(&dyn Fn() -> Arc<dyn RunStore>);
@@ -56,11 +66,23 @@ const CHECKS: &[(&str, Check)] = &[
 ];
 
 fn conformance(store: &str, fresh: &dyn Fn(usize) -> Workers) {
-    for (i, (name, check)) in CHECKS.iter().enumerate() {
-        let workers = fresh(i);
-        eprintln!("{store}: {name}");
-        check(&*workers);
-    }
+    own_points(|| {
+        for (i, (name, check)) in CHECKS.iter().enumerate() {
+            let workers = fresh(i);
+            eprintln!("{store}: {name}");
+            check(&*workers);
+        }
+    });
+}
+
+/// Run `f` with the stores' crash points it passes (outside any life)
+/// counted for a watch of its own, on this thread and the threads it
+/// starts (`crashpoint::spawn` carries the watch): a store sweep running
+/// meanwhile in this binary (`store_sweep.rs`) refuses points passed
+/// outside its lives while only its lives run, and would count these.
+fn own_points<R>(f: impl FnOnce() -> R) -> R {
+    let watch = crashpoint::unscoped::watch_unscoped();
+    watch.owner().enter(f)
 }
 
 #[test]
@@ -101,6 +123,10 @@ fn the_postgres_store_conforms() {
 /// refuses with a typed error instead, before connecting and after.
 #[test]
 fn the_postgres_store_refuses_inside_a_tokio_runtime() {
+    own_points(refuses_inside_a_tokio_runtime);
+}
+
+fn refuses_inside_a_tokio_runtime() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -180,7 +206,7 @@ fn one_of_two_wins(workers: &dyn Fn() -> Arc<dyn RunStore>) {
             .into_iter()
             .map(|who| {
                 let (store, run, barrier) = (workers(), run.clone(), barrier.clone());
-                thread::spawn(move || {
+                crashpoint::spawn(move || {
                     barrier.wait();
                     store.claim(&run, who, LONG).unwrap()
                 })
@@ -209,11 +235,12 @@ fn one_of_two_wins(workers: &dyn Fn() -> Arc<dyn RunStore>) {
 fn stale_holder_fenced(workers: &dyn Fn() -> Arc<dyn RunStore>) {
     let (a, b) = (workers(), workers());
     let run = run_id("paused");
+    let taken = Instant::now();
     let stale = won(a.claim(&run, "a", SHORT).unwrap());
     a.save(&stale, b"a: step 1", false).unwrap();
     // `a` pauses (a GC, a stopped VM) past its lease; `b` rescues the run
     // and finishes it.
-    outlive_short_lease();
+    outlive_short_lease(taken);
     let fresh = won(b.claim(&run, "b", LONG).unwrap());
     assert_eq!(fresh.epoch, stale.epoch + 1);
     b.save(&fresh, b"b: step 2", false).unwrap();
@@ -235,6 +262,7 @@ fn stale_holder_fenced(workers: &dyn Fn() -> Arc<dyn RunStore>) {
 fn done_is_final(workers: &dyn Fn() -> Arc<dyn RunStore>) {
     let (a, b) = (workers(), workers());
     let run = run_id("final");
+    let taken = Instant::now();
     let lease = won(a.claim(&run, "a", SHORT).unwrap());
     a.save(&lease, b"done", true).unwrap();
     let finished = |r: durable::Result<()>| {
@@ -243,7 +271,7 @@ fn done_is_final(workers: &dyn Fn() -> Arc<dyn RunStore>) {
     finished(a.save(&lease, b"after", false));
     finished(a.save(&lease, b"after", true));
     finished(a.renew(&lease, LONG));
-    outlive_short_lease();
+    outlive_short_lease(taken);
     // The lease has expired: a rescue finds the run done, not claimable.
     assert_eq!(
         b.claim(&run, "b", LONG).unwrap(),
@@ -264,25 +292,36 @@ fn done_is_final(workers: &dyn Fn() -> Arc<dyn RunStore>) {
 /// completion lands first (the rescue finds the run done) or the rescue
 /// does (the completion is fenced); never both, and a completed run is
 /// never claimed or written again.
+///
+/// Worker `a` takes all sixteen runs first and their leases are outlived
+/// once, together; then each round races one of them.
 fn rescue_races_completion(workers: &dyn Fn() -> Arc<dyn RunStore>) {
-    let (mut completed, mut rescued) = (0, 0);
-    for round in 0..16 {
+    const ROUNDS: usize = 16;
+    let a = workers();
+    let mut leases = Vec::with_capacity(ROUNDS);
+    let mut last_taken = Instant::now();
+    for round in 0..ROUNDS {
         let run = run_id(&format!("rescue-{round}"));
-        let (a, b) = (workers(), workers());
+        last_taken = Instant::now();
         let lease = won(a.claim(&run, "a", SHORT).unwrap());
         a.save(&lease, b"a: working", false).unwrap();
-        outlive_short_lease();
+        leases.push((run, lease));
+    }
+    outlive_short_lease(last_taken);
+    let (mut completed, mut rescued) = (0, 0);
+    for (round, (run, lease)) in leases.into_iter().enumerate() {
+        let (a, b) = (a.clone(), workers());
         let barrier = Arc::new(Barrier::new(2));
         let finisher = {
             let (barrier, lease) = (barrier.clone(), lease.clone());
-            thread::spawn(move || {
+            crashpoint::spawn(move || {
                 barrier.wait();
                 a.save(&lease, b"a: done", true)
             })
         };
         let rescuer = {
             let (barrier, run, b) = (barrier.clone(), run.clone(), b.clone());
-            thread::spawn(move || {
+            crashpoint::spawn(move || {
                 barrier.wait();
                 let claim = b.claim(&run, "b", LONG).unwrap();
                 if let Claim::Won { lease, .. } = &claim {
@@ -357,7 +396,7 @@ fn claim_next_pool(workers: &dyn Fn() -> Arc<dyn RunStore>) {
     let handles: Vec<_> = (0..4)
         .map(|w| {
             let store = workers();
-            thread::spawn(move || {
+            crashpoint::spawn(move || {
                 let mut mine = Vec::new();
                 while let Some((lease, _)) = store.claim_next(&format!("w{w}"), LONG).unwrap() {
                     store.save(&lease, b"done", true).unwrap();
@@ -392,13 +431,32 @@ fn checkpoint_on_store(workers: &dyn Fn() -> Arc<dyn RunStore>) {
         .unwrap()
         .unwrap();
     assert!(saved.is_none() && rec.owner.is_none() && rec.epoch == 0);
-    let mut first = open("a", SHORT).unwrap();
+    // The lease `open_store` is given is the one that expires: a run opened
+    // for `SHORT` is opened again, resumed, once that has passed.
+    let brief = run_id("brief-run");
+    let taken = Instant::now();
+    let mut lapsed =
+        Checkpoint::open_store(workers(), &brief, "x", SHORT, fast(), Default::default).unwrap();
+    lapsed.state.phase = Phase::Tools;
+    lapsed.checkpoint.save(&lapsed.state).unwrap();
+    let mut first = open("a", LONG).unwrap();
     assert!(!first.resumed);
     assert_eq!(first.checkpoint.epoch(), 1);
     first.state.phase = Phase::Tools;
     first.checkpoint.save(&first.state).unwrap();
     assert!(matches!(open("b", LONG), Err(Error::Leased { owner, .. }) if owner == "a"));
-    outlive_short_lease();
+    // `a` stalls: its lease runs out (shortened to `SHORT` from now, as
+    // a holder that stopped renewing lets it) and `b` takes the run over.
+    let shortened = Instant::now();
+    first.checkpoint.renew(SHORT).unwrap();
+    // (The brief run's lease was taken earlier: it is gone by then too.)
+    debug_assert!(taken <= shortened);
+    outlive_short_lease(shortened);
+    let rescued =
+        Checkpoint::open_store(workers(), &brief, "y", LONG, fast(), Default::default).unwrap();
+    assert!(rescued.resumed);
+    assert_eq!((rescued.resumes, rescued.checkpoint.epoch()), (1, 2));
+    assert_eq!(rescued.state.phase, Phase::Tools);
     let mut second = open("b", LONG).unwrap();
     assert!(second.resumed);
     assert_eq!((second.resumes, second.checkpoint.epoch()), (1, 2));
@@ -432,6 +490,10 @@ fn checkpoint_on_store(workers: &dyn Fn() -> Arc<dyn RunStore>) {
 /// committed is lost, and the holder goes on under the same lease.
 #[test]
 fn the_database_stopped_mid_save_and_started_again_loses_nothing() {
+    own_points(stopped_mid_save_and_started_again);
+}
+
+fn stopped_mid_save_and_started_again() {
     use crashpoint::scope::Handle;
     use crashpoint::Hit;
     let Some(cluster) = PgCluster::start(true) else {

@@ -196,13 +196,22 @@ impl Subject for Worker {
 /// restart after a crash sleeps until the crashed worker's lease expires
 /// (about [`LEASE`], about 1.5 s of CPU in a sweep of 13 s on one thread
 /// per core), so more threads than cores overlap those waits; the report
-/// is the same bytes with any number of threads.
-const THREADS: usize = 16;
+/// is the same bytes with any number of threads. A Postgres sweep keeps
+/// to [`PG_THREADS`]: each thread's worker holds a connection, and the
+/// throwaway cluster allows 40.
+const THREADS: usize = 32;
+
+/// [`THREADS`] for the Postgres store.
+const PG_THREADS: usize = 16;
 
 fn sweep_store(kind: Kind, points: &[&str]) {
+    let threads = match kind {
+        Kind::Postgres(_) => PG_THREADS,
+        _ => THREADS,
+    };
     let worker = Worker(kind);
     let config = Config {
-        threads: Some(THREADS),
+        threads: Some(threads),
         ..Config::default()
     };
     let report = sweep::run(&worker, &config).expect("the clean run finishes");

@@ -421,7 +421,10 @@ impl Subject for Slow {
     }
     fn life(&self, done: &mut u32) -> Result<(), sweep::LifeError> {
         while *done < 3 {
-            std::thread::sleep(std::time::Duration::from_millis(100));
+            // A life lasts 150 ms: longer than the watchdog's tick (at
+            // most 100 ms), so a deadline that came too early would be
+            // seen and the life stopped.
+            std::thread::sleep(std::time::Duration::from_millis(50));
             *done += 1;
             crashpoint::point!("step");
         }
@@ -449,23 +452,32 @@ impl sweep::sharing::Share<u32> for Slow {
 /// deadline is its start plus the limit.
 #[test]
 fn a_distant_time_limit_stops_no_life() {
-    for share in [true, false] {
-        let limited = Config {
-            scenario_timeout: Some(std::time::Duration::from_secs(600)),
-            share,
-            ..config(1)
-        };
-        let r = sweep::run(&Slow, &limited).unwrap();
-        let stats = r.stats;
-        assert_eq!(stats.shared, share);
-        assert_eq!(r.scenarios.len(), 3);
-        assert_eq!(
-            r.failures().count(),
-            0,
-            "share {share}: {:?}",
-            r.failures().next()
-        );
-    }
+    // The two sweeps only wait on their lives' sleeps: run side by side.
+    std::thread::scope(|scope| {
+        let sweeps: Vec<_> = [true, false]
+            .into_iter()
+            .map(|share| {
+                let limited = Config {
+                    scenario_timeout: Some(std::time::Duration::from_secs(600)),
+                    share,
+                    ..config(1)
+                };
+                (share, scope.spawn(move || sweep::run(&Slow, &limited)))
+            })
+            .collect();
+        for (share, sweep) in sweeps {
+            let r = sweep.join().unwrap().unwrap();
+            let stats = r.stats;
+            assert_eq!(stats.shared, share);
+            assert_eq!(r.scenarios.len(), 3);
+            assert_eq!(
+                r.failures().count(),
+                0,
+                "share {share}: {:?}",
+                r.failures().next()
+            );
+        }
+    });
 }
 
 /// Changes its world only once its life is over: a crash at any of its
@@ -663,16 +675,18 @@ fn a_shared_life_stopped_by_the_time_limit_fails_as_hung() {
         ..config(2)
     };
     let s = Lives { slow_second: true };
-    let shared = sweep::run(&s, &limited).unwrap();
+    // The two sweeps mostly wait on the slow lives: run side by side.
+    let brute_config = Config {
+        share: false,
+        ..limited.clone()
+    };
+    let (shared, brute) = std::thread::scope(|scope| {
+        let shared = scope.spawn(|| sweep::run(&s, &limited));
+        let brute = scope.spawn(|| sweep::run(&s, &brute_config));
+        (shared.join().unwrap(), brute.join().unwrap())
+    });
+    let (shared, brute) = (shared.unwrap(), brute.unwrap());
     let stats = shared.stats;
-    let brute = sweep::run(
-        &s,
-        &Config {
-            share: false,
-            ..limited.clone()
-        },
-    )
-    .unwrap();
     assert!(stats.shared);
     let names =
         |r: &Report| -> Vec<String> { r.failures().map(|f| f.scenario.to_string()).collect() };

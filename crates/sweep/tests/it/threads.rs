@@ -71,6 +71,9 @@ struct Log {
     writes: Vec<(u64, u64)>,
 }
 
+/// How long [`SlowWorker`]'s worker waits before it writes.
+const WORKER_PAUSE: Duration = Duration::from_millis(100);
+
 /// A life whose worker thread writes to the world a while after the life's
 /// own crash point; a restart is slow.
 struct SlowWorker;
@@ -92,16 +95,17 @@ impl Subject for SlowWorker {
             log.lives
         };
         if me > 1 {
-            // A restart takes its time: long enough for a worker of the
-            // crashed life to act meanwhile, if it could.
-            std::thread::sleep(Duration::from_millis(600));
+            // A restart takes its time: twice the worker's pause, long
+            // enough for a worker of the crashed life to act meanwhile, if
+            // it could.
+            std::thread::sleep(WORKER_PAUSE * 2);
         }
         let (tx, rx) = std::sync::mpsc::channel();
         let log = Arc::clone(w);
         let worker = crashpoint::spawn(move || {
             crashpoint::point!("worker started");
             let _ = tx.send(());
-            std::thread::sleep(Duration::from_millis(300));
+            std::thread::sleep(WORKER_PAUSE);
             let mut l = log.lock().unwrap();
             let now = l.lives;
             l.writes.push((me, now));

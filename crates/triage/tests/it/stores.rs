@@ -560,7 +560,9 @@ fn bad_store_input_is_refused_and_creates_nothing() {
         ),
     ];
     for (args, code, text) in cases {
-        let out = common::triage(&args);
+        // A tracker that is gone is refused as it is after the seconds a
+        // restarting one is given; the others never reach a tracker.
+        let out = common::triage_gone_tracker(&args);
         assert_eq!(out.code(), Some(code), "{args:?}: {out:?}");
         assert!(
             out.stderr.contains(text),
@@ -569,6 +571,32 @@ fn bad_store_input_is_refused_and_creates_nothing() {
         );
         let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
         assert!(left.is_empty(), "{args:?} created {left:?}");
+    }
+    // How long to try a tracker: whole milliseconds, or a clear refusal.
+    let args = [
+        "--store",
+        &sqlite,
+        "--state",
+        w,
+        "--task",
+        m1,
+        "--tracker",
+        tracker,
+    ];
+    for bad in ["soon", "-1", "1.5", ""] {
+        let mut cmd = common::command(&args);
+        cmd.env(common::UNREACHABLE_ENV, bad);
+        let out = common::wait_or_hang(cmd, &args, WAIT);
+        assert_eq!(out.code(), Some(2), "{bad:?}: {out:?}");
+        assert!(
+            out.stderr.contains(&format!(
+                "TRIAGE_TRACKER_UNREACHABLE_MS={bad:?}: expected a whole number of milliseconds"
+            )),
+            "{bad:?}: {}",
+            out.stderr
+        );
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+        assert!(left.is_empty(), "{bad:?} created {left:?}");
     }
 }
 
@@ -765,10 +793,8 @@ fn a_worker_counts_a_run_whose_tracker_is_gone_once() {
     let svc = Svc::start(true);
     let run = enqueue(&queue, &worlds, "m1-done-after-delete", &svc.url);
     drop(svc);
-    let out = common::triage_or_hang(
-        &["worker", "--store", &queue, "--state", arg(&worlds)],
-        WAIT,
-    );
+    let worker = ["worker", "--store", &queue, "--state", arg(&worlds)];
+    let out = common::wait_or_hang(common::command_gone_tracker(&worker), &worker, WAIT);
     out.expect_code(5)
         .expect_stdout(&format!("run {run} ended: run_error (exit 5)"))
         .expect_stdout("ran 1 run(s), gave back 1 it could not finish; exit 5")

@@ -111,6 +111,9 @@ pub fn command(args: &[&str]) -> Command {
     for var in LIVE_VARS {
         cmd.env_remove(var);
     }
+    // The tracker is tried as long as a user's run tries it, unless a test
+    // says otherwise ([`triage_gone_tracker`]).
+    cmd.env_remove(UNREACHABLE_ENV);
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -118,9 +121,37 @@ pub fn command(args: &[&str]) -> Command {
     cmd
 }
 
+/// `TRIAGE_TRACKER_UNREACHABLE_MS`, which shortens how long a tracker
+/// service that refuses connections is tried.
+pub const UNREACHABLE_ENV: &str = "TRIAGE_TRACKER_UNREACHABLE_MS";
+
+/// How long [`triage_gone_tracker`] lets a process try a tracker that
+/// refuses connections: a service that is gone never comes back, so any
+/// wait proves the same refusal; this one is short.
+pub const GONE_TRACKER_MS: &str = "200";
+
 /// Run `triage ARGS` to the end.
 pub fn triage(args: &[&str]) -> Out {
-    let out = command(args).output().expect("run the triage binary");
+    output(command(args))
+}
+
+/// [`command`] for a process whose tracker service is gone: it is tried
+/// for [`GONE_TRACKER_MS`] instead of the seconds a restarting service is
+/// given.
+pub fn command_gone_tracker(args: &[&str]) -> Command {
+    let mut cmd = command(args);
+    cmd.env(UNREACHABLE_ENV, GONE_TRACKER_MS);
+    cmd
+}
+
+/// [`triage`] for a process whose tracker service is gone
+/// ([`command_gone_tracker`]).
+pub fn triage_gone_tracker(args: &[&str]) -> Out {
+    output(command_gone_tracker(args))
+}
+
+fn output(mut cmd: Command) -> Out {
+    let out = cmd.output().expect("run the triage binary");
     Out {
         status: out.status,
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -132,7 +163,12 @@ pub fn triage(args: &[&str]) -> Out {
 /// test fails: for a process that must not wait (on a lock), so that waiting
 /// shows up as a failure instead of a hung test. Not a speed check.
 pub fn triage_or_hang(args: &[&str], limit: Duration) -> Out {
-    let mut child = command(args)
+    wait_or_hang(command(args), args, limit)
+}
+
+/// [`triage_or_hang`] of a command made here (`args` names it).
+pub fn wait_or_hang(mut cmd: Command, args: &[&str], limit: Duration) -> Out {
+    let mut child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
