@@ -1,5 +1,5 @@
 //! Integration tests of the agent crate, in one binary so they link once
-//! (`tests/state` is the checkpointed state's own binary).
+//! (the checkpointed state's tests are its `state` module).
 
 mod agent_loop;
 mod guide;
@@ -11,3 +11,4 @@ mod mcp_tools;
 mod pipe;
 #[cfg(all(feature = "openai", feature = "anthropic"))]
 mod provider;
+mod state;

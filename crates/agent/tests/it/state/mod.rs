@@ -50,15 +50,6 @@ pub fn snapshot(dir: &dyn Dir) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-/// Names of the leftover temp files in `dir`.
-pub fn temp_files(dir: &dyn Dir) -> Vec<String> {
-    dir.list()
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.ends_with(".tmp"))
-        .collect()
-}
-
 /// A realistic state: a few messages, calls, results and markers.
 pub fn populated(run: &RunId) -> State {
     use agent::state::{Attempt, Message, Phase, Role, ToolCall, ToolResult, Usage};

@@ -5,7 +5,7 @@ use agent::state::Checkpoint;
 use durable::testing::MemDir;
 use durable::{Dir, Error};
 
-use crate::{fast, open, run_id, snapshot};
+use super::{fast, open, run_id, snapshot};
 
 /// A checkpoint exactly as the previous release wrote it.
 const VERSION_1: &str = r#"{

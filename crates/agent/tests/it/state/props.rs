@@ -9,7 +9,7 @@ use agent::state::{Attempt, Checkpoint, Message, Phase, Role, State, ToolCall, T
 use durable::testing::MemDir;
 use durable::{Dir, Error};
 
-use crate::{fast, file_bytes, open, populated, run_id, snapshot};
+use super::{fast, file_bytes, open, populated, run_id, snapshot};
 
 fn load_bytes(
     bytes: &[u8],

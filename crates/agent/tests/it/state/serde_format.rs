@@ -5,7 +5,7 @@ use serde_json::json;
 use agent::state::{Attempt, Checkpoint, Message, Phase, Role, State, ToolCall, ToolResult, Usage};
 use durable::testing::MemDir;
 
-use crate::{fast, open, populated, run_id};
+use super::{fast, open, populated, run_id};
 
 #[test]
 fn an_empty_state_is_just_its_phase() {
