@@ -10,8 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent::mcp::IN_FLIGHT_TRIES;
-use agent::tool::{CallContext, Lookup, ToolError, ToolOutput, Tools};
-use durable::RunId;
+use agent::tool::{Lookup, ToolError, ToolOutput, Tools};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, JsonObject,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -122,25 +121,7 @@ fn scripted(with_lookup: bool, busy_for: u32) -> Scripted {
 }
 
 use crate::pipe;
-use pipe::connect;
-
-/// What `f` makes of the tool `name` in a call context of run `run-1`,
-/// call `c1`, key `k-c1`.
-fn with_tool<R>(
-    tools: &Tools,
-    name: &str,
-    f: impl FnOnce(&dyn agent::tool::Tool, &CallContext<'_>) -> R,
-) -> R {
-    let run = RunId::parse("run-1").unwrap();
-    let ctx = CallContext {
-        run: &run,
-        call_id: "c1",
-        key: Some("k-c1"),
-        epoch: 1,
-        messages: &[],
-    };
-    f(tools.get(name).unwrap(), &ctx)
-}
+use pipe::{connect, with_tool};
 
 fn ctx_call(tools: &Tools, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
     with_tool(tools, name, |t, ctx| t.call(ctx, &args))

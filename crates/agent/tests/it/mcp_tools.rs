@@ -160,15 +160,7 @@ fn spawn_speaks_to_a_child_process_on_its_stdin_and_stdout() {
     let tools = McpClient::spawn(server).unwrap().tools().unwrap();
     let file = tools.get("file").unwrap();
     assert_eq!(file.keys(), Keys::Honoured { keep_for: Some(60) });
-    let run = RunId::parse("run-1").unwrap();
-    let ctx = CallContext {
-        run: &run,
-        call_id: "c1",
-        key: Some("k-c1"),
-        epoch: 1,
-        messages: &[],
-    };
-    let answer = file.call(&ctx, &json!({})).unwrap();
+    let answer = pipe::with_tool(&tools, "file", |file, ctx| file.call(ctx, &json!({}))).unwrap();
     assert_eq!(answer.output, r#"{"key": "k-c1"}"#);
 }
 
