@@ -133,12 +133,28 @@ async fn serve(common: &Common, addr: SocketAddr) -> Result<(), String> {
         .map_err(|e| format!("serving on {local}: {e}"))
 }
 
+/// Stdin, copied by a thread of its own into a pipe the runtime polls.
+/// Tokio's own stdin reads on the runtime's blocking pool, and the runtime
+/// waits for that read when it shuts down: a stop (SIGTERM) before the
+/// client hung up would wait for ever. The copying thread instead ends with
+/// the process.
+fn stdin_reader() -> std::io::Result<tracker::mcp::Reader> {
+    let (read, mut write) = std::io::pipe()?;
+    std::thread::spawn(move || {
+        // It ends when stdin does (the client hung up: the pipe closes and
+        // the server sees the end) or the server closed the pipe.
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut write);
+    });
+    let read = tokio::net::unix::pipe::Receiver::from_owned_fd(read.into())?;
+    Ok(Box::new(read))
+}
+
 async fn mcp(common: &Common) -> Result<(), String> {
     let stop = stop_signal()?;
     let svc = Arc::new(common.open()?);
     tracker::mcp::serve_until(
         tracker::mcp::McpServer::new(svc).into_dyn(),
-        Box::new(tokio::io::stdin()),
+        stdin_reader().map_err(|e| format!("cannot read stdin: {e}"))?,
         Box::new(tokio::io::stdout()),
         Box::pin(stop),
     )

@@ -356,7 +356,8 @@ pub enum ServeError {
 }
 
 /// Serve `handler` on `read` and `write` (newline-delimited JSON-RPC, as
-/// MCP's stdio transport) until the client hangs up or `stop` finishes.
+/// MCP's stdio transport) until the client hangs up or `stop` finishes
+/// (before the handshake too).
 ///
 /// Every server of the workspace runs through this one function (the
 /// binary's stdio, [`serve_in_process`]): the SDK's server, generic over
@@ -367,12 +368,21 @@ pub async fn serve_until(
     write: Writer,
     stop: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
 ) -> Result<(), ServeError> {
-    let running = handler
-        .serve((read, write))
-        .await
-        .map_err(|e| ServeError::Start(e.to_string()))?;
+    // `stop` ends the handshake too: a server no client spoke to yet
+    // still stops on SIGTERM.
+    let serve = async move {
+        let running = handler
+            .serve((read, write))
+            .await
+            .map_err(|e| ServeError::Start(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| ServeError::Serve(e.to_string()))
+    };
     tokio::select! {
-        r = running.waiting() => r.map(|_| ()).map_err(|e| ServeError::Serve(e.to_string())),
+        r = serve => r,
         () = stop => Ok(()),
     }
 }

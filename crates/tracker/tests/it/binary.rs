@@ -5,6 +5,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -91,6 +92,42 @@ fn serve_prints_its_address_first_and_stops_cleanly_on_sigterm() {
         .read_line(&mut line)
         .unwrap();
     assert!(line.starts_with("listening on http://127.0.0.1:"), "{line}");
+}
+
+#[test]
+fn mcp_stops_on_sigterm_before_any_client_spoke() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(BIN)
+        .args(["mcp", "--dir"])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut guard = Guard(Some(child));
+    // The service takes its lock after the signal handlers are in place.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dir.path().join("tracker.lock").exists() {
+        assert!(Instant::now() < deadline, "the service never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let child = guard.0.as_mut().unwrap();
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) on our own child's pid, with a valid signal number.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "`tracker mcp` ignored SIGTERM while waiting for a client's handshake"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    guard.0 = None;
+    assert!(status.success(), "{status:?}");
 }
 
 #[test]
