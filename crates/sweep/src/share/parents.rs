@@ -29,7 +29,7 @@ use crashpoint::Hit;
 use rayon::prelude::*;
 
 use super::memo::Memo;
-use super::tails::{returned, End, StartTail, Tail, TailKey, Then};
+use super::tails::{read, returned, End, StartTail, Tail, TailKey, Then};
 use super::{lock, Captures, Final, Memos, Shared};
 use crate::failure::Failure;
 use crate::plan::{expand, in_partition};
@@ -301,8 +301,7 @@ impl<S: Subject> Shared<'_, '_, S> {
             passed: Vec::new(),
             ended_on: None,
         };
-        if let Ok(Some((fp, at))) = panic::catch_unwind(AssertUnwindSafe(|| probe.take())) {
-            let key = (life, None, fp.key());
+        if let Some((key, at)) = read(&probe, life, None) {
             let at = Arc::new(at);
             match parents.memo.get(&key) {
                 // The whole life is an earlier one's.
@@ -327,11 +326,9 @@ impl<S: Subject> Shared<'_, '_, S> {
                 if let Ok(Some(w)) = panic::catch_unwind(AssertUnwindSafe(|| copy.take())) {
                     lock(&into).insert(hit.clone(), w);
                 }
-                let Ok(Some((fp, tally))) = panic::catch_unwind(AssertUnwindSafe(|| probe.take()))
-                else {
+                let Some((key, tally)) = read(&probe, life, Some(hit.point.clone())) else {
                     return false;
                 };
-                let key = (life, Some(hit.point.clone()), fp.key());
                 let found = parents.memo.get(&key);
                 let mut s = lock(&watched);
                 if s.ended_on.is_some() {

@@ -37,6 +37,18 @@ use crate::subject::Subject;
 /// the counts.
 pub(super) type TailKey = (usize, Option<Cow<'static, str>>, (u128, u128));
 
+/// The probe's reading keyed as the memo keys positions: `point` of `life`
+/// (`None`: the life's start), with the tallies then. Nothing when the
+/// probe saw nothing or panicked (no position, the life runs on).
+pub(super) fn read(
+    probe: &crate::sharing::Probe,
+    life: usize,
+    point: Option<Cow<'static, str>>,
+) -> Option<(TailKey, Tally)> {
+    let (fp, tally) = panic::catch_unwind(AssertUnwindSafe(|| probe.take())).ok()??;
+    Some(((life, point, fp.key()), tally))
+}
+
 /// How a life that ran to its end ended: the world it left (behind a lock,
 /// as worlds are `Send` but not `Sync`) and its failure, if it stopped with
 /// an error of its own.
@@ -130,8 +142,7 @@ impl<S: Subject> Shared<'_, '_, S> {
         // The life's start is a position too (before the boot, with nothing
         // in the program's memory): a whole life shared.
         let mut passed = Vec::new();
-        if let Ok(Some((fp, at))) = panic::catch_unwind(AssertUnwindSafe(|| probe.take())) {
-            let key = (life, None, fp.key());
+        if let Some((key, at)) = read(&probe, life, None) {
             match tails.memo.get(&key) {
                 Some(tail) => {
                     let fin = self.grafted(&at, &tail)?;
@@ -152,11 +163,9 @@ impl<S: Subject> Shared<'_, '_, S> {
                 if threads != 1 {
                     return false;
                 }
-                let Ok(Some((fp, tally))) = panic::catch_unwind(AssertUnwindSafe(|| probe.take()))
-                else {
+                let Some((key, tally)) = read(&probe, life, Some(hit.point.clone())) else {
                     return false;
                 };
-                let key = (life, Some(hit.point.clone()), fp.key());
                 let found = tails.memo.get(&key);
                 let mut s = lock(&seen);
                 if s.ended_on.is_some() {

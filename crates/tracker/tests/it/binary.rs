@@ -94,6 +94,19 @@ fn serve_prints_its_address_first_and_stops_cleanly_on_sigterm() {
     assert!(line.starts_with("listening on http://127.0.0.1:"), "{line}");
 }
 
+/// What `ready` gives once it gives something, polled every 10 ms; fails
+/// with `what` after 20 s.
+fn within_20_s<T>(what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(t) = ready() {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn mcp_stops_on_sigterm_before_any_client_spoke() {
     let dir = tempfile::tempdir().unwrap();
@@ -106,26 +119,16 @@ fn mcp_stops_on_sigterm_before_any_client_spoke() {
         .unwrap();
     let mut guard = Guard(Some(child));
     // The service takes its lock after the signal handlers are in place.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !dir.path().join("tracker.lock").exists() {
-        assert!(Instant::now() < deadline, "the service never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let lock = dir.path().join("tracker.lock");
+    within_20_s("the service never started", || lock.exists().then_some(()));
     let child = guard.0.as_mut().unwrap();
     let pid = i32::try_from(child.id()).unwrap();
     // SAFETY: kill(2) on our own child's pid, with a valid signal number.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "`tracker mcp` ignored SIGTERM while waiting for a client's handshake"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = within_20_s(
+        "`tracker mcp` ignored SIGTERM while waiting for a client's handshake",
+        || child.try_wait().unwrap(),
+    );
     guard.0 = None;
     assert!(status.success(), "{status:?}");
 }
