@@ -49,14 +49,14 @@ fn the_zombie_table_matches_its_reviewed_snapshot() {
 }
 
 #[test]
-fn the_readme_quotes_the_zombie_table_as_it_is() {
+fn our_sweeps_page_quotes_the_zombie_table_as_it_is() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let page = std::fs::read_to_string(root.join("docs/our-sweeps.md")).unwrap();
     let snapshot = std::fs::read_to_string(root.join("snapshots/zombie.txt")).unwrap();
     for row in snapshot.lines().filter(|l| l.starts_with('|')) {
         assert!(
-            readme.contains(row),
-            "README.md does not quote snapshots/zombie.txt's row:\n{row}"
+            page.contains(row),
+            "docs/our-sweeps.md does not quote snapshots/zombie.txt's row:\n{row}"
         );
     }
 }
