@@ -269,7 +269,7 @@ ratios (same invocation):"
 }
 
 /// `cargo xtask` builds in the dev profile, shared with `cargo test`;
-/// timings are taken from a release build, the one the README quotes.
+/// timings are taken from a release build, the one docs/benchmarks.md quotes.
 fn in_release(args: &BenchArgs) -> Result<(), String> {
     eprintln!("note: timing a release build: cargo run --release --package xtask -- bench");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());

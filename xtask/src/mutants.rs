@@ -8,8 +8,8 @@
 //! reads each run's `mutants.out/outcomes.json` to print caught, missed,
 //! unviable and timeouts, and the score caught ÷ (caught + missed).
 //! Exclusions and timeouts live in `.cargo/mutants.toml`, which
-//! `cargo mutants` reads itself. Not part of CI: see the README's
-//! "Mutation testing".
+//! `cargo mutants` reads itself. Not part of CI: see
+//! docs/mutation-testing.md.
 //!
 //! `--fast-first` runs a crate with a quick subset of its tests first
 //! ([`FAST_TESTS`]: the crates whose every test run is a whole sweep), then
