@@ -501,7 +501,7 @@ fn duplicates_are_calls_that_went_out_and_were_made_again_blind() {
             assert!(!blind_after_sending, "{d:?}");
         }
     }
-    // The one scenario of the timeline snapshot (crash_sweep.rs), in words.
+    // The one scenario of the timeline snapshot (five_designs.rs), in words.
     let (_, r) = &seed()[0];
     let s = r
         .scenarios
