@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use designs::variants::{self, DesignVariant};
 use designs::{Design, ModelBehaviour, Script, Storage, Writer};
-use durable::testing::CrashState;
+use durable::testing::DiskState;
 use sweep::cli::DynSubject;
 
 use crate::compose::spec::{Dim, Spec};
@@ -186,7 +186,7 @@ pub fn entries() -> Vec<Entry> {
     }
     for d in Design::ALL {
         for w in designs::WRITERS {
-            for s in CrashState::ALL {
+            for s in DiskState::ALL {
                 let mut spec = Spec::new(d.slug()).with(Dim::CrashState, s.slug());
                 if w != Writer::Real {
                     spec = spec.with(Dim::Mutation, w.slug());

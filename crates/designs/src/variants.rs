@@ -13,7 +13,7 @@
 //! assert_eq!(subject.name(), "keys and markers | real writer | lose");
 //! ```
 
-use durable::testing::CrashState;
+use durable::testing::DiskState;
 use sweep::DynSubject;
 
 use crate::design::Design;
@@ -62,7 +62,7 @@ impl DesignVariant {
 
 /// A power-loss variant: `design`'s checkpoints written by `writer`, each
 /// crash a power cut keeping what `state` says.
-pub fn power(design: Design, writer: Writer, state: CrashState) -> DesignVariant {
+pub fn power(design: Design, writer: Writer, state: DiskState) -> DesignVariant {
     DesignVariant::new(
         format!("power-{}-{}-{}", writer.slug(), state.slug(), design.slug()),
         design,
@@ -182,12 +182,12 @@ pub fn person_variants() -> Vec<DesignVariant> {
 pub fn power_variants() -> Vec<DesignVariant> {
     let mut v = Vec::new();
     for writer in WRITERS {
-        for state in CrashState::ALL {
+        for state in DiskState::ALL {
             v.push(power(Design::KeysMarkers, writer, state));
         }
     }
     for writer in [Writer::Real, Writer::SyncsOff, Writer::NoDirSync] {
-        for state in CrashState::ALL {
+        for state in DiskState::ALL {
             v.push(power(Design::Markers, writer, state));
         }
     }
@@ -199,7 +199,7 @@ fn space() -> Vec<DesignVariant> {
     let mut v = Vec::new();
     for design in Design::ALL {
         for writer in WRITERS {
-            for state in CrashState::ALL {
+            for state in DiskState::ALL {
                 v.push(power(design, writer, state));
             }
         }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use agent::model::TranscriptError;
-use durable::testing::CrashState;
+use durable::testing::DiskState;
 
 use crate::variant::VARIANTS;
 
@@ -11,7 +11,7 @@ use crate::variant::VARIANTS;
 #[derive(Debug, thiserror::Error)]
 pub enum SubjectError {
     /// No variant has this slug.
-    #[error("unknown loop variant {slug:?}; known: {}, and loop-keyed-power-STATE, loop-keyless-power-STATE (STATE: {}; add -no-file-fsync or -no-dir-fsync for a mutated writer)", VARIANTS.iter().map(|v| v.slug()).collect::<Vec<_>>().join(", "), CrashState::ALL.iter().map(|s| s.slug()).collect::<Vec<_>>().join(", "))]
+    #[error("unknown loop variant {slug:?}; known: {}, and loop-keyed-power-STATE, loop-keyless-power-STATE (STATE: {}; add -no-file-fsync or -no-dir-fsync for a mutated writer)", VARIANTS.iter().map(|v| v.slug()).collect::<Vec<_>>().join(", "), DiskState::ALL.iter().map(|s| s.slug()).collect::<Vec<_>>().join(", "))]
     UnknownVariant {
         /// The slug asked for.
         slug: String,

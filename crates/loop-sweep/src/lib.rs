@@ -27,7 +27,7 @@
 //!
 //! **Power loss** ([`power_variants`], on the real loop): the
 //! plain job, keyed and keyless, with the checkpoint directory and the
-//! workspace in [`PowerDir`](durable::testing::PowerDir)s of one [`CrashState`](durable::testing::CrashState). Each life boots them
+//! workspace in [`PowerDir`](durable::testing::PowerDir)s of one [`DiskState`](durable::testing::DiskState). Each life boots them
 //! and shuts them down when it ends without a crash, so the boot after a
 //! crash cuts the power first; saves and patches are fsynced. The checkpoint
 //! is written by the real writer or through a directory that drops one
@@ -112,7 +112,7 @@ pub fn subjects(transcript: Option<&Path>) -> Result<Vec<LoopSubject>, SubjectEr
 }
 
 /// The power-loss subjects whose writer is `writer`, keyed then keyless,
-/// each in [`CrashState::ALL`](durable::testing::CrashState::ALL) order, sharing one
+/// each in [`DiskState::ALL`](durable::testing::DiskState::ALL) order, sharing one
 /// transcript.
 pub fn power_subjects(
     writer: Writer,

@@ -1,7 +1,7 @@
 //! The variants of the loop's sweep: which tracker, which situation, and
 //! whether crashes are power cuts.
 
-use durable::testing::CrashState;
+use durable::testing::DiskState;
 
 use crate::power::{Power, Writer, WRITERS};
 
@@ -60,14 +60,14 @@ pub fn variants() -> Vec<LoopVariant> {
 }
 
 /// The power-loss variants: the plain job, keyed and keyless, for each
-/// writer ([`WRITERS`](crate::WRITERS)) and each crash state ([`CrashState::ALL`]).
+/// writer ([`WRITERS`](crate::WRITERS)) and each crash state ([`DiskState::ALL`]).
 /// The real writer's slugs are `loop-keyed-power-<state>` (titles `loop
 /// keyed | power: <state>`); a mutation's add `-<writer>` (` | <writer>`).
 pub fn power_variants() -> Vec<LoopVariant> {
     let mut v = Vec::new();
     for writer in WRITERS {
         for keyed in [true, false] {
-            for state in CrashState::ALL {
+            for state in DiskState::ALL {
                 v.push(LoopVariant {
                     keyed,
                     situation: Situation::Plain,

@@ -8,7 +8,7 @@ use designs::labels::{self, Settlement, Stage};
 use designs::tables;
 use designs::variants::{self, DesignVariant};
 use designs::{Design, Script, Writer};
-use durable::testing::CrashState;
+use durable::testing::DiskState;
 use sweep::{Config, Report};
 
 fn script() -> Script {
@@ -100,7 +100,7 @@ fn power_section() -> String {
     let p = power();
     let mut out = String::from("## 1. Power loss\n\n");
     out.push_str("Crash states (what a power cut keeps of the operations not yet synced):\n");
-    for s in CrashState::ALL {
+    for s in DiskState::ALL {
         out.push_str(&format!("  {:<9} {}\n", s.slug(), s.title()));
     }
     out.push_str(
@@ -114,7 +114,7 @@ fn power_section() -> String {
     out.push_str(&rows_table(p.iter().filter(|(v, _)| {
         v.modes
             .power
-            .is_some_and(|x| x.state == CrashState::LoseUnsynced)
+            .is_some_and(|x| x.state == DiskState::LoseUnsynced)
     })));
     out.push_str("\nThe real writer in full:\n");
     out.push_str(&rows_table(p.iter().filter(|(v, _)| {
@@ -248,7 +248,7 @@ fn the_real_writer_survives_every_crash_state() {
             v.slug
         );
     }
-    assert_eq!(seen, 2 * CrashState::ALL.len());
+    assert_eq!(seen, 2 * DiskState::ALL.len());
 }
 
 /// A panic keeps the page cache: the chapter-style sweep passes every writer,
@@ -256,10 +256,7 @@ fn the_real_writer_survives_every_crash_state() {
 #[test]
 fn a_process_crash_cannot_tell_a_missing_fsync() {
     for (v, r) in power() {
-        if v.modes
-            .power
-            .is_some_and(|p| p.state == CrashState::Process)
-        {
+        if v.modes.power.is_some_and(|p| p.state == DiskState::Process) {
             assert_eq!(r.failures().count(), 0, "{}", v.slug);
         }
     }
@@ -467,7 +464,8 @@ fn every_crash_is_labelled_and_settled() {
             assert_eq!(l.len(), s.scenario.depth(), "{} {}", r.subject, s.scenario);
             if s.failure.is_none() {
                 assert!(
-                    l.iter().all(|(_, rung)| *rung != Settlement::Unsettled),
+                    l.iter()
+                        .all(|(_, settlement)| *settlement != Settlement::Unsettled),
                     "{} {}",
                     r.subject,
                     s.scenario
@@ -486,9 +484,9 @@ fn duplicates_are_calls_that_went_out_and_were_made_again_blind() {
         for s in r.scenarios.iter().filter(|s| r.value(s, "dups") > 0) {
             let l = labels_of(s);
             assert!(
-                l.iter().any(|(stage, rung)| {
+                l.iter().any(|(stage, settlement)| {
                     matches!(stage, Stage::Sent | Stage::Acknowledged)
-                        && matches!(rung, Settlement::Blind | Settlement::ReplyLost)
+                        && matches!(settlement, Settlement::Blind | Settlement::ReplyLost)
                 }),
                 "{d:?} {}: {l:?}",
                 s.scenario

@@ -230,7 +230,7 @@ fn memory_worlds_share_lives_and_disk_or_power_worlds_do_not() {
     let power = designs::variants::power(
         Design::KeysMarkers,
         designs::Writer::Real,
-        durable::testing::CrashState::LoseUnsynced,
+        durable::testing::DiskState::LoseUnsynced,
     );
     let stats = sweep::run(&power.subject(&script()), &shallow)
         .unwrap()
@@ -438,7 +438,7 @@ fn a_clean_shutdown_is_no_power_cut() {
         inner: designs::variants::power(
             Design::KeysMarkers,
             designs::Writer::Real,
-            durable::testing::CrashState::LoseUnsynced,
+            durable::testing::DiskState::LoseUnsynced,
         )
         .subject(&script()),
         cuts: Mutex::new(Vec::new()),
@@ -476,7 +476,7 @@ fn a_cut_by_hand_is_counted() {
     let s = designs::variants::power(
         Design::KeysMarkers,
         designs::Writer::Real,
-        durable::testing::CrashState::LoseUnsynced,
+        durable::testing::DiskState::LoseUnsynced,
     )
     .subject(&script());
     let mut w = s.world().unwrap();

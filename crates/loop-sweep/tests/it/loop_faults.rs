@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use durable::testing::{CrashState, Fault};
+use durable::testing::{DiskState, Fault};
 use loop_sweep::{LoopSubject, LoopVariant, Power, Situation, Writer};
 use sweep::power::faults::{check_every_site, fault_run, FaultOutcome};
 use sweep::power::PowerCuts;
@@ -23,7 +23,7 @@ fn subject(faults: Vec<Fault>) -> LoopSubject {
         keyed: true,
         situation: Situation::Plain,
         power: Some(Power {
-            state: CrashState::LoseUnsynced,
+            state: DiskState::LoseUnsynced,
             writer: Writer::Real,
         }),
     };
@@ -85,7 +85,7 @@ fn only_a_power_loss_world_syncs_its_saves() {
     };
     assert_eq!(syncs(None), (0, 0));
     let (sync, sync_dir) = syncs(Some(Power {
-        state: CrashState::LoseUnsynced,
+        state: DiskState::LoseUnsynced,
         writer: Writer::Real,
     }));
     assert!(sync > 0 && sync_dir > 0, "{sync} {sync_dir}");
