@@ -84,8 +84,7 @@ pub enum Writer {
 }
 
 impl Writer {
-    /// The command-line name (a mutation's is appended to its variant's
-    /// slug).
+    /// The command-line name (the value of `--mutation`).
     pub fn slug(self) -> &'static str {
         match self {
             Writer::Real => "real",

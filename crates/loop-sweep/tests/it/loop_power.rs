@@ -54,7 +54,7 @@ fn sweep_all(writer: Writer, depth: u32) -> Vec<(LoopSubject, Report)> {
         .collect()
 }
 
-/// The variant `s` with crash state `state` (its row, its slug).
+/// The variant `s` with crash state `state`.
 fn in_state(s: &LoopSubject, state: DiskState) -> LoopVariant {
     let mut v = s.variant();
     if let Some(p) = &mut v.power {
