@@ -498,3 +498,39 @@ fn a_cut_by_hand_is_counted() {
     w.power_cut();
     assert!(!plain.describe(&w).contains("power cuts"));
 }
+
+/// The five designs share one loop: each passes every point of it but those
+/// on branches it never takes (a marker save, a save after each result), and
+/// names those, so a strict sweep of its clean run passes and `cargo xtask
+/// sweep` prints no warning. Each name it gives is a point of the loop.
+#[test]
+fn every_design_passes_its_points_or_names_the_branch_it_never_takes() {
+    use sweep::Subject;
+    let strict = Config {
+        depth: 0,
+        strict_points: true,
+        ..Config::default()
+    };
+    let linked = crashpoint::points::linked();
+    let mut named = 0;
+    for design in Design::ALL {
+        let subject = design.subject(&script(), Storage::Memory);
+        let report = sweep::run(&subject, &strict).unwrap_or_else(|e| panic!("{design:?}: {e}"));
+        assert!(
+            report.never_passed.is_empty(),
+            "{design:?}: {:?}",
+            report.never_passed
+        );
+        for name in subject.points_not_taken() {
+            named += 1;
+            assert!(
+                linked
+                    .iter()
+                    .any(|s| s.name == name && s.module.starts_with("designs::")),
+                "{design:?} names {name:?}, no point of the loop"
+            );
+        }
+    }
+    // save once per turn: neither; save after the reply and + keys: no marker.
+    assert_eq!(named, 4);
+}
