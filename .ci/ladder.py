@@ -82,6 +82,7 @@ KNOWN_HARNESS = [
     "outbox",
     "xtask",
     "test-provider",
+    "same-build",
 ]
 
 
