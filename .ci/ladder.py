@@ -6,7 +6,7 @@ Invariants (ARCHITECTURE.md states them; this script is their check):
 
 1. A production crate depends (normally: not as a dev- or build-dependency)
    only on production crates below it on the ladder. The ladder is
-   PRODUCTION, bottom rung first; every other workspace crate is a harness
+   PRODUCTION, bottom layer first; every other workspace crate is a harness
    crate (it exists to test, sweep or demonstrate) and no production crate
    may depend on it. Optional dependencies count: a feature can turn them on.
 2. No workspace crates depend on each other in a circle through normal and
@@ -64,7 +64,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-# The single source of truth: the production crates, bottom rung first. A
+# The single source of truth: the production crates, bottom layer first. A
 # crate here may normally depend only on crates before it in this list.
 # Every workspace crate not listed is a harness crate.
 PRODUCTION = ["crashpoint", "durable", "agent"]
@@ -82,6 +82,7 @@ KNOWN_HARNESS = [
     "outbox",
     "xtask",
     "test-provider",
+    "same-build",
 ]
 
 
@@ -190,20 +191,20 @@ def check(metadata, production=PRODUCTION):
                 f"production crate `{crate}` is not a workspace crate: "
                 f"update PRODUCTION in .ci/ladder.py (workspace: {', '.join(sorted(graph))})"
             )
-    rung = {c: i for i, c in enumerate(production)}
+    layer = {c: i for i, c in enumerate(production)}
     for crate in production:
         for dep, kind, optional in graph.get(crate, []):
             if kind != "normal":
                 continue
             how = "an optional (feature-gated) normal" if optional else "a normal"
-            if dep not in rung:
+            if dep not in layer:
                 known = "" if dep in KNOWN_HARNESS else ", as is every workspace crate not in PRODUCTION"
                 errors.append(
                     f"production crate `{crate}` has {how} dependency on `{dep}`, "
                     f"a harness crate{known}: move the code that needs `{dep}` into a "
                     f"harness crate, or make `{dep}` a dev-dependency of `{crate}`"
                 )
-            elif rung[dep] >= rung[crate]:
+            elif layer[dep] >= layer[crate]:
                 errors.append(
                     f"production crate `{crate}` has {how} dependency on `{dep}`, "
                     f"which is not below it on the ladder ({' < '.join(production)})"

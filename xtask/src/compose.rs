@@ -137,7 +137,7 @@ impl Registry {
     /// The entry `spec` names, or why there is none.
     pub fn resolve(&self, spec: &Spec) -> Result<Resolved, String> {
         let Some(info) = self.subject(&spec.subject) else {
-            return self.resolve_legacy(spec);
+            return Err(self.unknown(spec));
         };
         let family = info.family;
         let name = spec.subject.as_str();
@@ -209,38 +209,22 @@ impl Registry {
         }
     }
 
-    /// An unknown subject: an old one-word name (refused, naming the
-    /// composed form that replaced it), or a misspelling.
-    fn resolve_legacy(&self, spec: &Spec) -> Result<Resolved, String> {
+    /// Why `spec`'s subject is no subject: its closest subject, if any.
+    fn unknown(&self, spec: &Spec) -> String {
         let name = spec.subject.as_str();
-        if let Some(e) = self.entries.iter().find(|e| e.legacy == name) {
-            let now = e.spec.command();
-            return Err(format!(
-                "{name:?} is an old one-word variant name; variants are composed now: write `{now}`"
-            ));
-        }
         let subjects = self.subjects.iter().map(|s| s.name.as_str());
-        let legacy = self.entries.iter().map(|e| e.legacy.as_str());
-        let hint = match suggest::closest(name, subjects.chain(legacy)) {
-            Some(c) => match self.subject(c) {
-                Some(_) => format!("; did you mean {c:?}?"),
-                None => self
-                    .entries
-                    .iter()
-                    .find(|e| e.legacy == c)
-                    .map(|e| format!("; did you mean `{}`?", e.spec.command()))
-                    .unwrap_or_default(),
-            },
+        let hint = match suggest::closest(name, subjects) {
+            Some(c) => format!("; did you mean {c:?}?"),
             None => String::new(),
         };
-        Err(format!(
+        format!(
             "unknown variant {name:?}{hint} (subjects: {}; see --list)",
             self.subjects
                 .iter()
                 .map(|s| s.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
-        ))
+        )
     }
 
     /// Refuse a run-wide flag (`--storage`, `--script`) that does not apply
@@ -290,6 +274,12 @@ impl Registry {
             .map(|s| s.name.len())
             .max()
             .unwrap_or(0);
+        let fam_width = self
+            .subjects
+            .iter()
+            .map(|s| s.family.name().len())
+            .max()
+            .unwrap_or(0);
         let mut last = None;
         for info in &self.subjects {
             let fam = if last == Some(info.family) {
@@ -299,7 +289,7 @@ impl Registry {
             };
             last = Some(info.family);
             s.push_str(&format!(
-                "  {fam:<8} {:<width$}  {}\n",
+                "  {fam:<fam_width$}  {:<width$}  {}\n",
                 info.name, info.title
             ));
         }
@@ -520,20 +510,13 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn every_variant_resolves_by_its_spec_and_an_old_name_is_refused_with_it() {
+    fn every_variant_resolves_by_its_spec() {
         let registry = Registry::load();
         let mut titles = Vec::new();
         for e in &registry.entries {
             let by_spec = registry.resolve(&e.spec).unwrap();
-            assert_eq!(by_spec.entry.legacy, e.legacy);
-            if e.legacy == e.spec.subject {
-                // A subject's own name is not an old name.
-                assert!(e.spec.dims.is_empty(), "{}", e.legacy);
-            } else {
-                let refused = registry.resolve(&Spec::new(&e.legacy)).err();
-                let refused = refused.unwrap_or_else(|| panic!("{} resolved", e.legacy));
-                assert!(refused.contains(&e.spec.command()), "{refused}");
-            }
+            assert_eq!(by_spec.entry.spec, e.spec);
+            assert_eq!(by_spec.entry.title(), e.title());
             titles.push(e.title());
         }
         let n = titles.len();
@@ -544,50 +527,69 @@ pub(crate) mod tests {
         assert_eq!(registry.spec_of_title(&e.title()), Some(e.spec.clone()));
     }
 
+    /// The composed form builds the variant the crates build from the same
+    /// parts (named by its row title).
     #[test]
-    fn the_composed_form_names_the_old_slug() {
+    fn the_composed_form_builds_the_crates_variant() {
+        use designs::{variants, Design, ModelBehaviour, Writer};
+        use durable::testing::DiskState;
+        use loop_sweep::{LoopVariant, Power, Situation};
         let registry = Registry::load();
-        for (s, legacy) in [
+        let looped = |keyed, situation, power| {
+            LoopVariant {
+                keyed,
+                situation,
+                power,
+            }
+            .title()
+        };
+        for (s, title) in [
             (
                 spec(
                     "loop-keyed",
                     &[(Dim::CrashState, "lose"), (Dim::Mutation, "no-dir-fsync")],
                 ),
-                "loop-keyed-power-lose-no-dir-fsync",
+                looped(
+                    true,
+                    Situation::Plain,
+                    Some(Power {
+                        state: DiskState::LoseUnsynced,
+                        writer: loop_sweep::Writer::NoDirSync,
+                    }),
+                ),
             ),
             (
                 spec("loop-keyless", &[(Dim::Situation, "approval-gate")]),
-                "loop-keyless-approval",
+                looped(false, Situation::ApprovalGate, None),
             ),
             (
                 spec("keys-markers", &[(Dim::CrashState, "lose")]),
-                "power-real-lose-keys-markers",
+                variants::power(Design::KeysMarkers, Writer::Real, DiskState::LoseUnsynced).title(),
             ),
             (
                 spec(
                     "markers",
                     &[(Dim::CrashState, "torn"), (Dim::Mutation, "syncs-off")],
                 ),
-                "power-syncs-off-torn-markers",
+                variants::power(Design::Markers, Writer::SyncsOff, DiskState::TornContents).title(),
             ),
             (
                 spec(
                     "save-once-per-turn",
                     &[(Dim::Model, "new-ids"), (Dim::PlusKeys, ON)],
                 ),
-                "model-new-ids-save-once-per-turn-plus-keys",
+                variants::model(Design::SaveOncePerTurn, true, ModelBehaviour::NewIds).title(),
             ),
             (
                 spec("markers", &[(Dim::PersonWrong, "2")]),
-                "person-wrong-2-markers",
+                variants::person(Design::Markers, 2).title(),
             ),
             (
                 spec("keys", &[(Dim::Tracker, "crashes-keys-in-index")]),
-                "tracker-crash-keys-in-index-keys",
+                variants::tracker_crash(Design::Keys, tracker::LogLayout::KeysInIndexOnly).title(),
             ),
-            (spec("bank-buggy", &[]), "bank-buggy"),
         ] {
-            assert_eq!(registry.resolve(&s).unwrap().entry.legacy, legacy, "{s}");
+            assert_eq!(registry.resolve(&s).unwrap().entry.title(), title, "{s}");
         }
     }
 
@@ -704,32 +706,17 @@ pub(crate) mod tests {
         );
     }
 
+    /// An old one-word name (`loop-keyed-power-lose`) is no subject: it is
+    /// refused as any unknown name is, with the closest subject.
     #[test]
-    fn an_old_name_is_refused_with_its_composed_form() {
+    fn a_one_word_variant_name_is_an_unknown_variant() {
         let registry = Registry::load();
         let e = refused(&registry, &Spec::new("loop-keyed-power-lose-no-dir-fsync"));
-        assert_eq!(
-            e,
-            "\"loop-keyed-power-lose-no-dir-fsync\" is an old one-word variant name; variants are composed now: write `--variant loop-keyed --crash-state lose --mutation no-dir-fsync`"
-        );
-        let e = refused(
-            &registry,
-            &spec("power-real-lose-keys", &[(Dim::Model, "new-ids")]),
-        );
         assert!(
-            e.contains("write `--variant keys --crash-state lose`"),
+            e.starts_with("unknown variant \"loop-keyed-power-lose-no-dir-fsync\""),
             "{e}"
         );
-    }
-
-    /// The entry whose old one-word name is `name` (for tests that check
-    /// the crates' own slugs against the registry).
-    pub(crate) fn by_legacy<'a>(registry: &'a Registry, name: &str) -> &'a Entry {
-        registry
-            .entries
-            .iter()
-            .find(|e| e.legacy == name)
-            .unwrap_or_else(|| panic!("no entry with the old name {name:?}"))
+        assert!(e.contains("see --list"), "{e}");
     }
 
     #[test]

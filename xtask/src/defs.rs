@@ -123,14 +123,17 @@ pub fn listing() -> Result<String, String> {
     for (f, rel) in files.iter().zip(&rels) {
         let text = match Definition::load(f) {
             Ok(d) => format!(
-                "{} ({} variants, depth {})",
-                d.description,
+                "{} variants, depth {}: {}",
                 d.variants.len(),
-                d.depth
+                d.depth,
+                d.description
             ),
             Err(e) => format!("INVALID: {e}"),
         };
-        s.push_str(&wrap(&format!("  {rel:<width$}  "), &text, WIDTH));
+        let lead = format!("  {rel:<width$}  ");
+        s.push_str(&lead);
+        s.push_str(&fit(&text, WIDTH.saturating_sub(lead.chars().count())));
+        s.push('\n');
     }
     Ok(s)
 }
@@ -138,27 +141,41 @@ pub fn listing() -> Result<String, String> {
 /// The width `--list` keeps to.
 const WIDTH: usize = 100;
 
-/// `text` after `lead`, wrapped at word boundaries to `width` columns, the
-/// lines after the first indented as far as `lead`.
-fn wrap(lead: &str, text: &str, width: usize) -> String {
-    let indent = " ".repeat(lead.chars().count());
-    let mut out = String::new();
-    let mut line = lead.to_owned();
-    let mut empty = true;
-    for word in text.split_whitespace() {
-        if !empty && line.chars().count() + 1 + word.chars().count() > width {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line = indent.clone();
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        line.push_str(word);
-        empty = false;
+/// `text` in at most `room` characters: whole, or cut at a word boundary
+/// and ended with `…` (`--list` gives a definition one line; its file has
+/// the rest).
+fn fit(text: &str, room: usize) -> String {
+    if text.chars().count() <= room {
+        return text.to_owned();
     }
-    out.push_str(line.trim_end());
-    out.push('\n');
+    let mut out = String::new();
+    for word in text.split_whitespace() {
+        let next = if out.is_empty() {
+            word.chars().count()
+        } else {
+            out.chars().count() + 1 + word.chars().count()
+        };
+        if next + 1 > room {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out.push('…');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit;
+
+    #[test]
+    fn a_long_text_is_cut_at_a_word_and_marked() {
+        assert_eq!(fit("two words", 9), "two words");
+        assert_eq!(fit("two words", 8), "two…");
+        assert_eq!(fit("two words", 3), "…");
+        assert!(fit(&"word ".repeat(40), 30).chars().count() <= 30);
+    }
 }

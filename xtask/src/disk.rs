@@ -25,7 +25,7 @@
 use std::sync::Arc;
 
 use designs::{Design, DesignSubject, Modes, Script, Storage};
-use durable::testing::{CrashState, FaultDir, Power, Writer};
+use durable::testing::{DiskState, FaultDir, Power, Writer};
 use durable::Dir;
 use loop_sweep::{LoopSubject, LoopWorld, ENUMERATED};
 use sweep::power::faults::fault_run;
@@ -43,7 +43,7 @@ pub fn design(writer: Writer, script: &Script) -> DesignSubject {
         .with_modes(Modes {
             power: Some(Power {
                 writer,
-                state: CrashState::LoseUnsynced,
+                state: DiskState::LoseUnsynced,
             }),
             ..Modes::default()
         })
@@ -280,7 +280,7 @@ mod tests {
             .with_modes(Modes {
                 power: Some(Power {
                     writer: Writer::Real,
-                    state: CrashState::LoseUnsynced,
+                    state: DiskState::LoseUnsynced,
                 }),
                 ..Modes::default()
             })

@@ -104,8 +104,8 @@ struct SweepArgs {
     /// Run the disk table (enumerated crash states and I/O errors of the
     /// keyed design and the real loop) and compare it with
     /// snapshots/disk.txt (--bless rewrites it). Rerun one of its scenarios
-    /// with --variant and --scenario, e.g. `--variant
-    /// power-real-lose-keys-markers --scenario "enumerated: mid-save#3 (disk 0)"`.
+    /// with --variant, --crash-state and --scenario, e.g. `--variant
+    /// keys-markers --crash-state lose --scenario "enumerated: mid-save#3 (disk 0)"`.
     #[arg(long, conflicts_with_all = ["variants", "file"])]
     disk: bool,
     /// Skip the double pass (same as --depth 1).
@@ -748,51 +748,41 @@ mod tests {
         assert!(plan_of(&["--variant", "keys", "--storage", "disk"]).is_ok());
     }
 
-    /// The shipped definitions name, in order, the variants they named
-    /// before variants were composed (so their tables cannot change).
+    /// The shipped definitions name, in order, the variants of the tables
+    /// their snapshots review (by the row titles the crates give them).
     #[test]
-    fn the_definitions_expand_to_their_old_variant_lists() {
+    fn the_definitions_expand_to_their_reviewed_variants() {
         let registry = Registry::load();
-        let states = ["process", "lose", "entries", "torn", "contents", "in-order"];
-        let mut power: Vec<String> = Vec::new();
-        for k in ["keyed", "keyless"] {
-            power.extend(states.iter().map(|s| format!("loop-{k}-power-{s}")));
-        }
-        for (file, old) in [
-            (
-                "sweeps/five-designs.sweep.json",
-                vec![
-                    "save-once-per-turn",
-                    "save-after-reply",
-                    "keys",
-                    "markers",
-                    "keys-markers",
-                ],
-            ),
-            ("sweeps/bank.sweep.json", vec!["bank", "bank-buggy"]),
-            (
-                "sweeps/loop.sweep.json",
-                vec![
-                    "loop-keyed",
-                    "loop-keyless",
-                    "loop-keyed-fail-after-accept",
-                    "loop-keyed-approval",
-                    "loop-keyless-fail-after-accept",
-                    "loop-keyless-approval",
-                ],
-            ),
-            (
-                "sweeps/loop-power.sweep.json",
-                power.iter().map(String::as_str).collect(),
-            ),
+        let designs: Vec<String> = designs::Design::ALL
+            .iter()
+            .map(|d| d.title().to_owned())
+            .collect();
+        let looped: Vec<String> = loop_sweep::VARIANTS.iter().map(|v| v.title()).collect();
+        let power: Vec<String> = loop_sweep::power_variants()
+            .into_iter()
+            .filter(|v| {
+                v.power
+                    .is_some_and(|p| p.writer == loop_sweep::Writer::Real)
+            })
+            .map(|v| v.title())
+            .collect();
+        let bank: Vec<String> = registry::bank_variants()
+            .into_iter()
+            .map(|(_, b)| sweep::Subject::name(&bank::Payday(b)))
+            .collect();
+        for (file, want) in [
+            ("sweeps/five-designs.sweep.json", designs),
+            ("sweeps/bank.sweep.json", bank),
+            ("sweeps/loop.sweep.json", looped),
+            ("sweeps/loop-power.sweep.json", power),
         ] {
             let d = defs::Definition::load(&root().join(file)).unwrap();
-            let legacy: Vec<String> = d
+            let titles: Vec<String> = d
                 .variants
                 .iter()
-                .map(|s| registry.resolve(s).unwrap().entry.legacy)
+                .map(|s| registry.resolve(s).unwrap().entry.title())
                 .collect();
-            assert_eq!(legacy, old, "{file}");
+            assert_eq!(titles, want, "{file}");
         }
     }
 

@@ -1,6 +1,6 @@
 //! The registry of sweepable subjects: every variant `cargo xtask sweep`
-//! can run, as a subject plus dimensions, with its old one-word slug, its
-//! row title and how to build it.
+//! can run, as a subject plus dimensions, with its row title and how to
+//! build it.
 //!
 //! This is the only module of xtask that names the types of the crates it
 //! sweeps (`designs`, the loop's sweep, `bank`); everything else (parsing,
@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use designs::variants::{self, DesignVariant};
 use designs::{Design, ModelBehaviour, Script, Storage, Writer};
-use durable::testing::CrashState;
+use durable::testing::DiskState;
 use sweep::cli::DynSubject;
 
 use crate::compose::spec::{Dim, Spec};
@@ -59,8 +59,6 @@ pub struct Entry {
     /// The subject and its dimensions.
     pub spec: Spec,
     pub family: Family,
-    /// The one-word name it had before variants were composed.
-    pub legacy: String,
     /// Whether `--storage` chooses where its worlds keep checkpoints.
     pub storage: bool,
     /// Whether it runs another job file (`--script`).
@@ -144,7 +142,7 @@ fn loop_subject(keyed: bool) -> &'static str {
     }
 }
 
-fn bank_variants() -> [(&'static str, bank::Variant); 2] {
+pub(crate) fn bank_variants() -> [(&'static str, bank::Variant); 2] {
     [
         ("bank", bank::Variant::SaveRunFirst),
         ("bank-buggy", bank::Variant::FirstSaveAfterPayment),
@@ -175,7 +173,6 @@ pub fn entries() -> Vec<Entry> {
         v.push(Entry {
             spec: Spec::new(d.slug()),
             family: Family::Designs,
-            legacy: d.slug().to_owned(),
             storage: true,
             job: true,
             build: Rc::new(move |job, s| {
@@ -186,7 +183,7 @@ pub fn entries() -> Vec<Entry> {
     }
     for d in Design::ALL {
         for w in designs::WRITERS {
-            for s in CrashState::ALL {
+            for s in DiskState::ALL {
                 let mut spec = Spec::new(d.slug()).with(Dim::CrashState, s.slug());
                 if w != Writer::Real {
                     spec = spec.with(Dim::Mutation, w.slug());
@@ -228,15 +225,14 @@ pub fn entries() -> Vec<Entry> {
                 spec = spec.with(Dim::Mutation, p.writer.slug());
             }
         }
-        let (slug, title) = (l.slug(), l.title());
+        let title = l.title();
         v.push(Entry {
             spec,
             family: Family::Loop,
-            legacy: slug.clone(),
             storage: false,
             job: true,
             build: Rc::new(move |job, _| {
-                loop_sweep::subject(&slug, job)
+                loop_sweep::subject(l, job)
                     .map(|s| Box::new(s) as Box<dyn DynSubject>)
                     .map_err(|e| e.to_string())
             }),
@@ -247,7 +243,6 @@ pub fn entries() -> Vec<Entry> {
         v.push(Entry {
             spec: Spec::new(name),
             family: Family::Process,
-            legacy: name.to_owned(),
             storage: false,
             job: false,
             build: Rc::new(move |_, _| {
@@ -261,7 +256,6 @@ pub fn entries() -> Vec<Entry> {
         v.push(Entry {
             spec: Spec::new(name),
             family: Family::Bank,
-            legacy: name.to_owned(),
             storage: false,
             job: false,
             build: Rc::new(move |_, _| Ok(Box::new(subject) as Box<dyn DynSubject>)),
@@ -272,12 +266,10 @@ pub fn entries() -> Vec<Entry> {
 }
 
 fn design_entry(spec: Spec, variant: DesignVariant) -> Entry {
-    let legacy = variant.slug.clone();
     let titled = variant.clone();
     Entry {
         spec,
         family: Family::Designs,
-        legacy,
         storage: false,
         job: true,
         build: Rc::new(move |job, _| {
@@ -354,37 +346,22 @@ mod tests {
     use super::*;
     use crate::compose::Registry;
 
-    /// Every variant the crates list, by the slug they give it, is in the
-    /// table under that old name, with the title the crates give it.
+    /// Every variant the crates list is in the table, found by the title
+    /// the crates give it.
     #[test]
     fn every_variant_the_crates_list_is_reachable_with_its_title() {
         let registry = Registry::load();
-        let mut listed: Vec<(String, String)> = Design::ALL
-            .iter()
-            .map(|d| (d.slug().to_owned(), d.title().to_owned()))
-            .collect();
-        listed.extend(loop_sweep::variants().iter().map(|l| (l.slug(), l.title())));
-        listed.extend(variants::variants());
-        for (slug, b) in bank_variants() {
-            listed.push((slug.to_owned(), sweep::Subject::name(&bank::Payday(b))));
+        let mut listed: Vec<String> = Design::ALL.iter().map(|d| d.title().to_owned()).collect();
+        listed.extend(loop_sweep::variants().iter().map(|l| l.title()));
+        listed.extend(variants::variants().iter().map(DesignVariant::title));
+        for (_, b) in bank_variants() {
+            listed.push(sweep::Subject::name(&bank::Payday(b)));
         }
-        for (slug, title) in listed {
-            let e = crate::compose::tests::by_legacy(&registry, &slug);
-            assert_eq!(e.title(), title, "{slug}");
-            assert_eq!(registry.resolve(&e.spec).unwrap().entry.legacy, slug);
-        }
-    }
-
-    /// The designs' entries are exactly the slugs `designs` accepts.
-    #[test]
-    fn the_designs_entries_are_the_designs_own_variants() {
-        for e in entries()
-            .iter()
-            .filter(|e| e.family == Family::Designs && !e.spec.dims.is_empty())
-        {
-            let v = variants::variant(&e.legacy)
-                .unwrap_or_else(|| panic!("{} unknown to designs", e.legacy));
-            assert_eq!(v.title(), e.title());
+        for title in listed {
+            let spec = registry
+                .spec_of_title(&title)
+                .unwrap_or_else(|| panic!("no variant is titled {title:?}"));
+            assert_eq!(registry.resolve(&spec).unwrap().entry.title(), title);
         }
     }
 

@@ -6,12 +6,12 @@ use serde_json::Value;
 
 use crate::agent::Agent;
 use crate::approve::{Approval, Decision};
+use crate::drive::Driver;
 use crate::error::Error;
-use crate::life::Life;
 use crate::observe::{Event, Returned};
 use crate::tool::{CallContext, Effect, Tool, ToolError, ToolOutput};
 
-impl Life<'_> {
+impl Driver<'_> {
     /// Get one unanswered call's result: run it, or, if it has a marker
     /// (an earlier life may have sent it), settle it on the ladder.
     pub(crate) fn settle(&mut self, call: &ToolCall) -> Result<ToolOutput, Error> {

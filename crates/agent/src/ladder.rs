@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use crate::agent::Agent;
 use crate::approve::{Answer, Question};
+use crate::drive::Driver;
 use crate::error::Error;
-use crate::life::Life;
 use crate::observe::{Event, Rung};
 use crate::tool::{CallContext, Effect, Lookup, Tool, ToolOutput};
 
@@ -20,7 +20,7 @@ enum Step {
     Settled(ToolOutput),
 }
 
-impl Life<'_> {
+impl Driver<'_> {
     /// Settle a call that may have acted and has no result: climb the
     /// ladder, rerun when it says so, and climb again if the rerun's outcome
     /// is unknown too (bounded by [`Agent::UNKNOWN_TRIES`]).

@@ -135,9 +135,9 @@ mod agent;
 pub mod approve;
 mod call;
 pub mod clock;
+mod drive;
 mod error;
 mod ladder;
-mod life;
 mod limits;
 #[cfg(feature = "mcp-tools")]
 pub mod mcp;

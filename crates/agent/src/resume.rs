@@ -1,5 +1,5 @@
 //! Starting or resuming a run: open (and lock) its checkpoint, check the
-//! workspace, and hand the state to a [`Life`].
+//! workspace, and hand the state to a [`Driver`].
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -8,8 +8,8 @@ use crate::state::{Checkpoint, Message, Phase, Role, State};
 use serde_json::Value;
 
 use crate::agent::Agent;
+use crate::drive::Driver;
 use crate::error::Error;
-use crate::life::Life;
 use crate::observe::Event;
 use crate::result::RunResult;
 
@@ -35,7 +35,7 @@ impl Agent {
                 State::default,
             )?,
         };
-        let mut life = Life {
+        let mut driver = Driver {
             agent: self,
             checkpoint: opened.checkpoint,
             st: opened.state,
@@ -43,39 +43,39 @@ impl Agent {
         if opened.resumed {
             self.emit(Event::Resumed {
                 run: self.run.to_string(),
-                phase: life.st.phase,
-                resumes: life.checkpoint.resumes(),
-                turns: life.st.turns,
+                phase: driver.st.phase,
+                resumes: driver.checkpoint.resumes(),
+                turns: driver.st.turns,
             });
         } else {
             self.emit(Event::Started {
                 run: self.run.to_string(),
             });
         }
-        if life.st.phase == Phase::Done {
+        if driver.st.phase == Phase::Done {
             self.emit(Event::Done {
-                answer: life.st.answer.clone().unwrap_or_default(),
+                answer: driver.st.answer.clone().unwrap_or_default(),
             });
-            return Ok(RunResult::from_state(&life.checkpoint, &life.st));
+            return Ok(RunResult::from_state(&driver.checkpoint, &driver.st));
         }
         if opened.resumed {
-            self.check_workspace(&life.st)?;
+            self.check_workspace(&driver.st)?;
         }
-        if life.st.mode.is_none() {
-            life.st.mode.clone_from(&self.mode);
+        if driver.st.mode.is_none() {
+            driver.st.mode.clone_from(&self.mode);
         }
-        if life.st.messages.is_empty() {
+        if driver.st.messages.is_empty() {
             // Every field spelled out: the role is also `Message::default()`'s,
             // and a `..Message::default()` base would make deleting it an
             // equivalent mutant.
-            life.st.messages.push(Message {
+            driver.st.messages.push(Message {
                 role: Role::User,
                 text: self.task.clone(),
                 calls: Vec::new(),
                 call_id: None,
             });
         }
-        life.drive()
+        driver.drive()
     }
 
     /// Every file the state recorded must still hold what the run wrote,

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! crashsweep [--depth N] [--format json] --world DIR --judge 'CMD' -- PROGRAM ARGS…
+//! crashsweep merge [--format json] FILE…
 //! ```
 //!
 //! Each scenario copies `DIR` to a fresh directory, runs `PROGRAM ARGS…` in
@@ -37,6 +38,9 @@ Exit codes:
   2  the command could not run: bad flags, an unreadable world, a program or
      judge that fails its clean run, --bless refused under CI
 
+Shards: `--partition K/N --format json` writes one shard's partial report;
+`crashsweep merge FILE…` merges them into the sweep's table, running nothing.
+
 Example:
   crashsweep --world clients/examples/world \\
       --judge \"python3 $PWD/clients/examples/judge.py\" \\
@@ -60,12 +64,8 @@ struct Args {
     worlds_in: Option<PathBuf>,
     /// The judge: a shell command run in the world copy after the final
     /// life, printing one JSON object of counters.
-    #[arg(long, value_name = "CMD", required_unless_present = "merge")]
-    judge: Option<String>,
-    /// Merge the partial JSON reports written by `--partition K/N --format
-    /// json` into the sweep's table, running nothing.
-    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["program", "partition"])]
-    merge: Vec<PathBuf>,
+    #[arg(long, value_name = "CMD")]
+    judge: String,
     /// The restart after a crash, as a shell command (default: the program's
     /// command again).
     #[arg(long, value_name = "CMD")]
@@ -99,8 +99,21 @@ struct Args {
     #[command(flatten)]
     flags: SweepFlags,
     /// The program and its arguments.
-    #[arg(last = true, required_unless_present = "merge", value_name = "PROGRAM")]
+    #[arg(last = true, required = true, value_name = "PROGRAM")]
     program: Vec<OsString>,
+}
+
+/// `crashsweep merge`: the subcommand every sweep command line of the
+/// workspace has (`sweep::cli`'s `merge`), with the same arguments.
+#[derive(Parser, Debug)]
+#[command(name = "crashsweep merge")]
+struct MergeArgs {
+    /// Partial reports written by `--partition K/N --format json`.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: sweep::cli::Format,
 }
 
 fn parse_env(s: &str) -> Result<(String, String), String> {
@@ -112,6 +125,15 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
 
 fn main() -> ExitCode {
     let raw: Vec<OsString> = std::env::args_os().collect();
+    if raw.get(1).is_some_and(|a| a == "merge") {
+        return match MergeArgs::try_parse_from(&raw[1..]) {
+            Ok(m) => ExitCode::from(merge(&m)),
+            Err(e) => {
+                let _ = e.print();
+                ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { 0 })
+            }
+        };
+    }
     let args = match Args::try_parse_from(&raw) {
         Ok(a) => a,
         Err(e) => {
@@ -123,10 +145,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args, raw: &[OsString]) -> u8 {
-    if !args.merge.is_empty() {
-        return merge(args);
-    }
-    let judge = args.judge.clone().unwrap_or_default();
+    let judge = args.judge.clone();
     let name = args.name.clone().unwrap_or_else(|| {
         let program = PathBuf::from(&args.program[0]);
         let last = args.program.last().map(PathBuf::from).unwrap_or_default();
@@ -199,16 +218,16 @@ fn run(args: &Args, raw: &[OsString]) -> u8 {
     )
 }
 
-/// `--merge FILE…`: the shards' table, and their failures.
-fn merge(args: &Args) -> u8 {
-    let merged = match sweep::cli::merge_files(&args.merge) {
+/// `merge FILE…`: the shards' table, and their failures.
+fn merge(args: &MergeArgs) -> u8 {
+    let merged = match sweep::cli::merge_files(&args.files) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("error: {e}");
             return EXIT_USAGE;
         }
     };
-    print!("{}", sweep::cli::render(&merged, args.flags.format, false));
+    print!("{}", sweep::cli::render(&merged, args.format, false));
     let rerun =
         |_: usize, sc: &Scenario| format!("crashsweep … --scenario {}", quote(&sc.to_string()));
     let (lines, failed) = sweep::cli::failure_lines(&merged, &rerun);

@@ -65,6 +65,19 @@ impl Design {
     pub(crate) fn marks(self) -> bool {
         matches!(self, Design::Markers | Design::KeysMarkers)
     }
+    /// The loop's points on branches this design never takes: the five
+    /// designs share one loop, and only some save a marker or each result
+    /// (`sweep::Subject::points_not_taken`).
+    pub(crate) fn points_not_taken(self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if !self.marks() {
+            v.push("marker saved");
+        }
+        if !self.saves_each_step() {
+            v.push("result saved");
+        }
+        v
+    }
     /// Whether the design, run with `modes`, sends idempotency keys: its own
     /// or added by [`Modes::keys`].
     pub(crate) fn sends_keys_with(self, modes: &Modes) -> bool {

@@ -9,7 +9,7 @@
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Modes {
     /// Checkpoints live in a [`PowerDir`](durable::testing::PowerDir) whose crashes are power cuts in a
-    /// chosen [`CrashState`](durable::testing::CrashState), written by a chosen [`Writer`]. `None`: the
+    /// chosen [`DiskState`](durable::testing::DiskState), written by a chosen [`Writer`]. `None`: the
     /// book chapter's world (a panic is the only crash, saves unsynced).
     pub power: Option<Power>,
     /// Who settles a call whose outcome the loop cannot know.

@@ -168,6 +168,10 @@ impl Subject for DesignSubject {
         Some(self)
     }
 
+    fn points_not_taken(&self) -> Vec<&'static str> {
+        self.design.points_not_taken()
+    }
+
     fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<World>> {
         Some(self)
     }

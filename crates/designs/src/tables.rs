@@ -2,7 +2,7 @@
 //! failing sweeps with their first failing scenario, rows summed into one;
 //! drawn by sweep's one renderer ([`sweep::report::Table`]).
 
-use durable::testing::CrashState;
+use durable::testing::DiskState;
 use sweep::report::Table;
 use sweep::Report;
 
@@ -15,7 +15,7 @@ use crate::variants::DesignVariant;
 /// or stopped on a checkpoint it could not read) out of those run.
 pub fn power_grid(reports: &[(DesignVariant, Report)]) -> String {
     let mut header = vec!["failing scenarios: design | writer".to_owned()];
-    header.extend(CrashState::ALL.iter().map(|s| s.slug().to_owned()));
+    header.extend(DiskState::ALL.iter().map(|s| s.slug().to_owned()));
     let mut table = Table::new(header);
     let mut keys: Vec<(Design, Writer)> = Vec::new();
     for (v, _) in reports {
@@ -27,7 +27,7 @@ pub fn power_grid(reports: &[(DesignVariant, Report)]) -> String {
     }
     for (design, writer) in keys {
         let mut row = vec![format!("{} | {}", design.title(), writer.title())];
-        for state in CrashState::ALL {
+        for state in DiskState::ALL {
             let cell = reports
                 .iter()
                 .find(|(v, _)| v.design == design && v.modes.power == Some(Power { writer, state }))

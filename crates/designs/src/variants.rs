@@ -1,20 +1,22 @@
 //! The named variants beyond the book chapter's table: each is one
 //! of the five designs run with [`Modes`] — power loss instead of a panic, a
 //! person who errs, a model that answers a repeated question differently, a
-//! tracker that crashes. Its slug is what `cargo xtask sweep --variant`
-//! takes, and its title is its row's name; [`variants`] lists the reviewed
-//! snapshot's, and [`variant`] finds any combination by slug.
+//! tracker that crashes. Its title is its row's name; [`variants`] lists
+//! the reviewed snapshot's. A command line names one by its design and its
+//! dimensions (`cargo xtask sweep --variant keys-markers --crash-state lose`).
 //!
 //! ```
+//! use designs::{variants, Design, Writer};
+//! use durable::testing::DiskState;
+//!
 //! let script = designs::Script::load(designs::default_script_path()).unwrap();
-//! let slug = "power-real-lose-keys-markers";
-//! assert!(designs::variants::variants().iter().any(|(s, _)| s == slug));
-//! let subject = designs::variants::subject(slug, &script).unwrap();
-//! assert_eq!(subject.name(), "keys and markers | real writer | lose");
+//! let v = variants::power(Design::KeysMarkers, Writer::Real, DiskState::LoseUnsynced);
+//! assert!(variants::variants().contains(&v));
+//! let subject = v.subject(&script);
+//! assert_eq!(sweep::Subject::name(&subject), "keys and markers | real writer | lose");
 //! ```
 
-use durable::testing::CrashState;
-use sweep::DynSubject;
+use durable::testing::DiskState;
 
 use crate::design::Design;
 use crate::modes::{ModelBehaviour, Modes, Person, Power, Writer, WRITERS};
@@ -22,11 +24,9 @@ use crate::script::Script;
 use crate::subject::DesignSubject;
 use crate::world::Storage;
 
-/// One sweepable variant: a design with modes, and its names.
+/// One sweepable variant: a design with modes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DesignVariant {
-    /// The command-line name.
-    pub slug: String,
     /// The design.
     pub design: Design,
     /// What it runs with.
@@ -34,12 +34,8 @@ pub struct DesignVariant {
 }
 
 impl DesignVariant {
-    fn new(slug: String, design: Design, modes: Modes) -> DesignVariant {
-        DesignVariant {
-            slug,
-            design,
-            modes,
-        }
+    fn new(design: Design, modes: Modes) -> DesignVariant {
+        DesignVariant { design, modes }
     }
 
     /// The subject running `script`.
@@ -62,9 +58,8 @@ impl DesignVariant {
 
 /// A power-loss variant: `design`'s checkpoints written by `writer`, each
 /// crash a power cut keeping what `state` says.
-pub fn power(design: Design, writer: Writer, state: CrashState) -> DesignVariant {
+pub fn power(design: Design, writer: Writer, state: DiskState) -> DesignVariant {
     DesignVariant::new(
-        format!("power-{}-{}-{}", writer.slug(), state.slug(), design.slug()),
         design,
         Modes {
             power: Some(Power { writer, state }),
@@ -76,7 +71,6 @@ pub fn power(design: Design, writer: Writer, state: CrashState) -> DesignVariant
 /// A person who answers the `k`-th question of each scenario wrong.
 pub fn person(design: Design, k: u64) -> DesignVariant {
     DesignVariant::new(
-        format!("person-wrong-{k}-{}", design.slug()),
         design,
         Modes {
             person: Person::WrongAt(k),
@@ -91,12 +85,6 @@ pub fn person(design: Design, k: u64) -> DesignVariant {
 pub fn model(design: Design, keys: bool, model: ModelBehaviour) -> DesignVariant {
     let keys = keys && !design.sends_keys();
     DesignVariant::new(
-        format!(
-            "model-{}-{}{}",
-            model.slug(),
-            design.slug(),
-            if keys { "-plus-keys" } else { "" }
-        ),
         design,
         Modes {
             model: Some(model),
@@ -128,14 +116,7 @@ pub fn model_variants() -> Vec<DesignVariant> {
 /// well as the loop's) and restarts from its files, keeping keys as `layout`
 /// says.
 pub fn tracker_crash(design: Design, layout: tracker::LogLayout) -> DesignVariant {
-    let slug = match layout {
-        tracker::LogLayout::KeysInLog => format!("tracker-crash-{}", design.slug()),
-        tracker::LogLayout::KeysInIndexOnly => {
-            format!("tracker-crash-keys-in-index-{}", design.slug())
-        }
-    };
     DesignVariant::new(
-        slug,
         design,
         Modes {
             tracker: Some(layout),
@@ -182,77 +163,24 @@ pub fn person_variants() -> Vec<DesignVariant> {
 pub fn power_variants() -> Vec<DesignVariant> {
     let mut v = Vec::new();
     for writer in WRITERS {
-        for state in CrashState::ALL {
+        for state in DiskState::ALL {
             v.push(power(Design::KeysMarkers, writer, state));
         }
     }
     for writer in [Writer::Real, Writer::SyncsOff, Writer::NoDirSync] {
-        for state in CrashState::ALL {
+        for state in DiskState::ALL {
             v.push(power(Design::Markers, writer, state));
         }
     }
     v
 }
 
-/// Every variant any slug can name (a superset of [`variants`]).
-fn space() -> Vec<DesignVariant> {
-    let mut v = Vec::new();
-    for design in Design::ALL {
-        for writer in WRITERS {
-            for state in CrashState::ALL {
-                v.push(power(design, writer, state));
-            }
-        }
-        for k in 1..=9 {
-            v.push(person(design, k));
-        }
-        v.push(tracker_crash(design, tracker::LogLayout::KeysInLog));
-        v.push(tracker_crash(design, tracker::LogLayout::KeysInIndexOnly));
-        for m in ModelBehaviour::ALL {
-            v.push(model(design, false, m));
-            if !design.sends_keys() {
-                v.push(model(design, true, m));
-            }
-        }
-    }
-    v
-}
-
-/// `(slug, title)` of every variant of the reviewed snapshot
-/// `snapshots/beyond.txt`, in its order.
-pub fn variants() -> Vec<(String, String)> {
-    curated()
-        .into_iter()
-        .map(|v| {
-            let title = v.title();
-            (v.slug, title)
-        })
-        .collect()
-}
-
-fn curated() -> Vec<DesignVariant> {
+/// Every variant of the reviewed snapshot `snapshots/beyond.txt`, in its
+/// order.
+pub fn variants() -> Vec<DesignVariant> {
     let mut v = power_variants();
     v.extend(person_variants());
     v.extend(model_variants());
     v.extend(tracker_variants());
     v
-}
-
-/// The variant named `slug`: any combination the slugs can spell, not only
-/// those of [`variants`].
-pub fn variant(slug: &str) -> Option<DesignVariant> {
-    space().into_iter().find(|v| v.slug == slug)
-}
-
-/// The subject of the variant named `slug`, running `script`.
-pub fn subject(slug: &str, script: &Script) -> Option<Box<dyn DynSubject>> {
-    variant(slug).map(|v| Box::new(v.subject(script)) as Box<dyn DynSubject>)
-}
-
-/// The slug of the variant whose row title is `title`.
-pub fn slug_of(title: &str) -> Option<String> {
-    space()
-        .into_iter()
-        .find(|v| v.title() == title)
-        .map(|v| v.slug)
 }

@@ -178,7 +178,7 @@ impl World {
 
     /// The runner boots the power-loss directory before each life: after a
     /// crash, the power is cut in `state` first.
-    pub(crate) fn power_boot(&mut self, state: durable::testing::CrashState) {
+    pub(crate) fn power_boot(&mut self, state: durable::testing::DiskState) {
         if let Some(p) = &self.power {
             p.boot_in(state);
         }

@@ -27,7 +27,7 @@
 //!
 //! **Power loss** ([`power_variants`], on the real loop): the
 //! plain job, keyed and keyless, with the checkpoint directory and the
-//! workspace in [`PowerDir`](durable::testing::PowerDir)s of one [`CrashState`](durable::testing::CrashState). Each life boots them
+//! workspace in [`PowerDir`](durable::testing::PowerDir)s of one [`DiskState`](durable::testing::DiskState). Each life boots them
 //! and shuts them down when it ends without a crash, so the boot after a
 //! crash cuts the power first; saves and patches are fsynced. The checkpoint
 //! is written by the real writer or through a directory that drops one
@@ -44,7 +44,9 @@
 //! person and the clock `agent`'s test doubles (its `testing` feature).
 //!
 //! ```
-//! let subject = loop_sweep::subject("loop-keyed", None).unwrap();
+//! use loop_sweep::{plain, Situation};
+//!
+//! let subject = loop_sweep::subject(plain(true, Situation::Plain), None).unwrap();
 //! let config = sweep::Config { depth: 1, ..sweep::Config::default() };
 //! let report = sweep::run(&subject, &config).unwrap();
 //! assert_eq!(report.failures().count(), 0);
@@ -71,7 +73,7 @@ pub mod zombie;
 pub use error::SubjectError;
 pub use power::{Power, Writer, WRITERS};
 pub use subject::{LoopSubject, ModelFactory, ENUMERATED};
-pub use variant::{power_variants, variants, LoopVariant, Situation, VARIANTS};
+pub use variant::{plain, power_variants, variants, LoopVariant, Situation, VARIANTS};
 pub use world::LoopWorld;
 
 /// The run ID every scenario uses (each scenario has its own world).
@@ -92,12 +94,12 @@ pub fn transcript(path: Option<&Path>) -> Result<Transcript, SubjectError> {
     })
 }
 
-/// The subject for `slug`, running the transcript at `transcript`
+/// The subject of `variant`, running the transcript at `transcript`
 /// (default: the built-in [`JOB`]).
-pub fn subject(slug: &str, transcript: Option<&Path>) -> Result<LoopSubject, SubjectError> {
-    let variant = LoopVariant::from_slug(slug).ok_or_else(|| SubjectError::UnknownVariant {
-        slug: slug.to_owned(),
-    })?;
+pub fn subject(
+    variant: LoopVariant,
+    transcript: Option<&Path>,
+) -> Result<LoopSubject, SubjectError> {
     LoopSubject::new(variant, Arc::new(crate::transcript(transcript)?))
 }
 
@@ -112,7 +114,7 @@ pub fn subjects(transcript: Option<&Path>) -> Result<Vec<LoopSubject>, SubjectEr
 }
 
 /// The power-loss subjects whose writer is `writer`, keyed then keyless,
-/// each in [`CrashState::ALL`](durable::testing::CrashState::ALL) order, sharing one
+/// each in [`DiskState::ALL`](durable::testing::DiskState::ALL) order, sharing one
 /// transcript.
 pub fn power_subjects(
     writer: Writer,

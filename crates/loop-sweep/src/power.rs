@@ -1,6 +1,6 @@
 //! Power loss for the loop's sweep: the checkpoint directory and the
 //! workspace are [`PowerDir`](durable::testing::PowerDir)s whose crashes are power cuts in a chosen
-//! [`CrashState`](durable::testing::CrashState), the checkpoint written by the real writer or a mutation
+//! [`DiskState`](durable::testing::DiskState), the checkpoint written by the real writer or a mutation
 //! of it, and a watch on the checkpoint file that sees a restart resume from
 //! an older checkpoint than the last save that returned.
 //!
@@ -59,7 +59,7 @@ pub(crate) fn watch(inner: Arc<dyn Dir>, run: Option<&durable::RunId>) -> SaveWa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use durable::testing::{CrashState, PowerDir};
+    use durable::testing::{DiskState, PowerDir};
     use durable::write::{write_atomic, WriteOptions};
 
     const SYNCED: WriteOptions = WriteOptions {
@@ -67,7 +67,7 @@ mod tests {
         points: false,
     };
 
-    fn watched(writer: Writer, state: CrashState) -> (PowerDir, SaveWatch) {
+    fn watched(writer: Writer, state: DiskState) -> (PowerDir, SaveWatch) {
         let dir = PowerDir::new(state);
         let run = durable::RunId::parse("r").unwrap();
         (dir.clone(), watch(writer.wrap(dir), Some(&run)))
@@ -84,7 +84,7 @@ mod tests {
 
     #[test]
     fn the_real_writer_loses_no_returned_save() {
-        for s in CrashState::ALL {
+        for s in DiskState::ALL {
             let (dir, w) = watched(Writer::Real, s);
             dir.boot();
             write_atomic(&w, "r.json", &state(1), SYNCED).unwrap();
@@ -98,7 +98,7 @@ mod tests {
 
     #[test]
     fn a_writer_without_the_directory_fsync_loses_a_returned_save() {
-        let (dir, w) = watched(Writer::NoDirSync, CrashState::LoseUnsynced);
+        let (dir, w) = watched(Writer::NoDirSync, DiskState::LoseUnsynced);
         dir.boot();
         write_atomic(&w, "r.json", &state(1), SYNCED).unwrap();
         dir.power_cut();
@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn the_save_under_way_may_be_found_and_only_the_first_read_counts() {
-        let (dir, w) = watched(Writer::Real, CrashState::Process);
+        let (dir, w) = watched(Writer::Real, DiskState::Process);
         dir.boot();
         write_atomic(&w, "r.json", &state(1), SYNCED).unwrap();
         // A save dies after its rename, before the directory fsync.

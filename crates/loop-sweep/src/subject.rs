@@ -12,7 +12,7 @@ use agent::state::{Checkpoint, Phase, Role};
 use agent::testing::{ManualClock, ScriptedApprover};
 use agent::tool::{Gated, Tools};
 use agent::Agent;
-use durable::testing::CrashState as DiskState;
+use durable::testing::DiskState;
 use durable::testing::{MemDir, PersistenceModel, PowerDir};
 use durable::{Dir, Options};
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! The variants of the loop's sweep: which tracker, which situation, and
 //! whether crashes are power cuts.
 
-use durable::testing::CrashState;
+use durable::testing::DiskState;
 
 use crate::power::{Power, Writer, WRITERS};
 
@@ -19,8 +19,8 @@ pub enum Situation {
 
 /// One row of the loop's table: the triage job against a tracker that
 /// honours keys or not, in a [`Situation`], with crashes as panics or as
-/// power cuts. Its command-line name and row title follow from its parts
-/// ([`LoopVariant::slug`], [`LoopVariant::title`]).
+/// power cuts. Its command line and row title follow from its parts
+/// ([`LoopVariant::command_args`], [`LoopVariant::title`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LoopVariant {
     /// Whether the tracker honours keys.
@@ -35,7 +35,8 @@ pub struct LoopVariant {
     pub power: Option<Power>,
 }
 
-const fn plain(keyed: bool, situation: Situation) -> LoopVariant {
+/// The variant of `keyed` and `situation` whose crashes are panics.
+pub const fn plain(keyed: bool, situation: Situation) -> LoopVariant {
     LoopVariant {
         keyed,
         situation,
@@ -60,14 +61,14 @@ pub fn variants() -> Vec<LoopVariant> {
 }
 
 /// The power-loss variants: the plain job, keyed and keyless, for each
-/// writer ([`WRITERS`](crate::WRITERS)) and each crash state ([`CrashState::ALL`]).
-/// The real writer's slugs are `loop-keyed-power-<state>` (titles `loop
-/// keyed | power: <state>`); a mutation's add `-<writer>` (` | <writer>`).
+/// writer ([`WRITERS`](crate::WRITERS)) and each crash state ([`DiskState::ALL`]).
+/// The real writer's titles are `loop keyed | power: <state>`; a
+/// mutation's add ` | <writer>`.
 pub fn power_variants() -> Vec<LoopVariant> {
     let mut v = Vec::new();
     for writer in WRITERS {
         for keyed in [true, false] {
-            for state in CrashState::ALL {
+            for state in DiskState::ALL {
                 v.push(LoopVariant {
                     keyed,
                     situation: Situation::Plain,
@@ -80,36 +81,12 @@ pub fn power_variants() -> Vec<LoopVariant> {
 }
 
 impl LoopVariant {
-    /// The variant whose [`slug`](LoopVariant::slug) is `slug`.
-    pub fn from_slug(slug: &str) -> Option<LoopVariant> {
-        variants().into_iter().find(|v| v.slug() == slug)
-    }
-
     fn keys_word(self) -> &'static str {
         if self.keyed {
             "keyed"
         } else {
             "keyless"
         }
-    }
-
-    /// The command-line name (`cargo xtask sweep --variant …`):
-    /// `loop-keyed`, `loop-keyless-approval`, `loop-keyed-power-lose`,
-    /// `loop-keyed-power-lose-no-dir-fsync`, …
-    pub fn slug(self) -> String {
-        let mut slug = format!("loop-{}", self.keys_word());
-        match self.situation {
-            Situation::Plain => {}
-            Situation::FailAfterAccept => slug.push_str("-fail-after-accept"),
-            Situation::ApprovalGate => slug.push_str("-approval"),
-        }
-        if let Some(p) = self.power {
-            slug.push_str(&format!("-power-{}", p.state.slug()));
-            if p.writer != Writer::Real {
-                slug.push_str(&format!("-{}", p.writer.slug()));
-            }
-        }
-        slug
     }
 
     /// The command line that sweeps this variant alone, in composed form
@@ -155,32 +132,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slugs_and_titles_are_unique_and_name_their_parts() {
+    fn titles_and_commands_are_unique_and_name_their_parts() {
         let all = variants();
-        let slugs: std::collections::BTreeSet<String> = all.iter().map(|v| v.slug()).collect();
         let titles: std::collections::BTreeSet<String> = all.iter().map(|v| v.title()).collect();
-        assert_eq!(slugs.len(), all.len());
+        let commands: std::collections::BTreeSet<String> =
+            all.iter().map(|v| v.command_args()).collect();
         assert_eq!(titles.len(), all.len());
-        let table: Vec<String> = VARIANTS.iter().map(|v| v.slug()).collect();
+        assert_eq!(commands.len(), all.len());
+        let table: Vec<String> = VARIANTS.iter().map(|v| v.command_args()).collect();
         assert_eq!(
             table,
             [
-                "loop-keyed",
-                "loop-keyless",
-                "loop-keyed-fail-after-accept",
-                "loop-keyed-approval",
-                "loop-keyless-fail-after-accept",
-                "loop-keyless-approval"
+                "--variant loop-keyed",
+                "--variant loop-keyless",
+                "--variant loop-keyed --situation fail-after-accept",
+                "--variant loop-keyed --situation approval-gate",
+                "--variant loop-keyless --situation fail-after-accept",
+                "--variant loop-keyless --situation approval-gate"
             ]
         );
-        let v = LoopVariant::from_slug("loop-keyless-power-lose-no-dir-fsync").unwrap();
+        let v = LoopVariant {
+            keyed: false,
+            situation: Situation::Plain,
+            power: Some(Power {
+                state: DiskState::LoseUnsynced,
+                writer: Writer::NoDirSync,
+            }),
+        };
         assert_eq!(v.title(), "loop keyless | power: lose | no dir fsync");
         assert_eq!(
-            LoopVariant::from_slug("loop-keyed-power-lose")
-                .unwrap()
-                .title(),
-            "loop keyed | power: lose"
+            v.command_args(),
+            "--variant loop-keyless --crash-state lose --mutation no-dir-fsync"
         );
-        assert_eq!(LoopVariant::from_slug("loop-keyd"), None);
     }
 }

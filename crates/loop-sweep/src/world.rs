@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use agent::state::Checkpoint;
-use durable::testing::{CrashState, PersistenceModel, PowerDir};
+use durable::testing::{DiskState, PersistenceModel, PowerDir};
 use durable::{Dir, RunId};
 use tracker::Tracker;
 
@@ -124,7 +124,7 @@ impl LoopWorld {
     /// The runner boots the power-loss directories before each life (the
     /// sweep's `PowerCuts::boot`): if the previous life crashed, the power is
     /// cut now in `state` (both directories), before anything is read.
-    pub(crate) fn power_boot(&mut self, state: CrashState) {
+    pub(crate) fn power_boot(&mut self, state: DiskState) {
         if let Some(p) = &self.power {
             let cut = p.checkpoints.boot_in(state);
             let ws_cut = p.workspace.boot_in(state);
@@ -234,7 +234,7 @@ mod tests {
             keyed: true,
             situation: Situation::Plain,
             power: Some(Power {
-                state: durable::testing::CrashState::LoseUnsynced,
+                state: durable::testing::DiskState::LoseUnsynced,
                 writer: Writer::Real,
             }),
         };

@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex};
 
 use crashpoint::point;
-use durable::testing::{CrashState, PowerDir};
+use durable::testing::{DiskState, PowerDir};
 use durable::{Checkpoint, Durable, Options, RunId};
 use serde::{Deserialize, Serialize};
 use sweep::power::{Boot, PowerCuts};
@@ -131,7 +131,7 @@ impl Subject for Relay {
 
     fn world(&self) -> Result<World, LifeError> {
         Ok(World {
-            dir: PowerDir::new(CrashState::Process),
+            dir: PowerDir::new(DiskState::Process),
             receiver: Receiver::default(),
         })
     }
@@ -171,7 +171,7 @@ impl Subject for Relay {
 
 impl PowerCuts<World> for Relay {
     fn crash_states(&self) -> Vec<sweep::power::CrashState> {
-        CrashState::ALL.map(Into::into).to_vec()
+        DiskState::ALL.map(Into::into).to_vec()
     }
 
     fn default_crash_states(&self) -> Vec<sweep::power::CrashState> {

@@ -99,8 +99,8 @@
 //! `thrice`, `4 times`, …) and then each counter's columns in table order,
 //! their titles with `+` spelt `_plus` and any other character that is not a
 //! letter or digit spelt `_`. With `--scenario`, it prints
-//! `{ "scenarios": [ SCENARIO, … ] }`, one per subject, each as
-//! [`scenario_json`] describes: `subject`, `scenario`, `passed`, `failure`
+//! `{ "scenarios": [ SCENARIO, … ] }`, one per subject, each with
+//! `subject`, `scenario`, `passed`, `failure`
 //! (text or null), `lives` (each `{ "crash": HIT or null, "hits": [HIT…],
 //! "end": TEXT }`), `counts` (counter name → value), `notes`, `world`.
 
@@ -114,10 +114,19 @@ mod output;
 use std::io::IsTerminal;
 
 pub use crate::dyn_subject::DynSubject;
-pub use app::{main, slug, App};
+pub use app::{main, App};
+
+// The pieces the workspace's other command lines (`crashsweep`, xtask) are
+// built from: public for them, hidden from this page, which is [`App`]'s.
+#[doc(hidden)]
+pub use app::slug;
+#[doc(hidden)]
 pub use args::{parse_partition, Format, SweepFlags};
+#[doc(hidden)]
 pub use bar::Levels;
+#[doc(hidden)]
 pub use execute::{execute, Plan};
+#[doc(hidden)]
 pub use output::{failure_lines, failures_json, merge_files, render, scenario_json, MergeError};
 
 /// Every scenario passed.

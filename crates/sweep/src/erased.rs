@@ -75,6 +75,7 @@ pub(crate) trait ErasedSubject: Sync {
     fn describe(&self, world: &AnyWorld) -> String;
     fn power_cuts(&self) -> Option<&dyn PowerCuts<AnyWorld>>;
     fn share(&self) -> Option<&dyn Share<AnyWorld>>;
+    fn points_not_taken(&self) -> Vec<&'static str>;
 }
 
 /// Any subject, seen through [`AnyWorld`]. It is its own [`PowerCuts`] and
@@ -107,6 +108,9 @@ impl<S: Subject> ErasedSubject for Adapter<'_, S> {
     }
     fn share(&self) -> Option<&dyn Share<AnyWorld>> {
         self.0.share().map(|_| self as &dyn Share<AnyWorld>)
+    }
+    fn points_not_taken(&self) -> Vec<&'static str> {
+        self.0.points_not_taken()
     }
 }
 
@@ -213,6 +217,9 @@ impl Subject for Erased<'_> {
     }
     fn share(&self) -> Option<&dyn Share<AnyWorld>> {
         self.0.share()
+    }
+    fn points_not_taken(&self) -> Vec<&'static str> {
+        self.0.points_not_taken()
     }
 }
 

@@ -247,7 +247,7 @@ pub enum Error {
     /// ([`Config::refuse_unscoped`](crate::Config::refuse_unscoped)).
     #[error(
         "{subject:?} passed crash points on threads without a scope, where no crash can reach them: {}.\n\
-         Carry the life's scope into every thread and task a life starts: crashpoint::spawn for threads, crashpoint::task::spawn_task for tokio tasks, and for a server's own worker threads take crashpoint::scope::current() in the life and run each request in Handle::enter (the guide's rungs 5 and 6). To only warn, set Config::refuse_unscoped = false (--allow-unscoped)",
+         Carry the life's scope into every thread and task a life starts: crashpoint::spawn for threads, crashpoint::task::spawn_task for tokio tasks, and for a server's own worker threads take crashpoint::scope::current() in the life and run each request in Handle::enter (the guide's steps 5 and 6). To only warn, set Config::refuse_unscoped = false (--allow-unscoped)",
         points.iter().map(|(n, c)| format!("{n} ({c}×)")).collect::<Vec<_>>().join(", ")
     )]
     Unscoped {

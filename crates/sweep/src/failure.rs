@@ -10,18 +10,18 @@ use serde::{Deserialize, Serialize};
 /// Which life of a scenario: a crashing one (1-based) or the final one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Life {
+pub enum WhichLife {
     /// The `n`-th life (1-based), which was to crash.
     Crashing(usize),
     /// The final life (its number, 1-based), which was to finish.
     Final(usize),
 }
 
-impl fmt::Display for Life {
+impl fmt::Display for WhichLife {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Life::Crashing(n) => write!(f, "life {n}"),
-            Life::Final(n) => write!(f, "final life {n}"),
+            WhichLife::Crashing(n) => write!(f, "life {n}"),
+            WhichLife::Final(n) => write!(f, "final life {n}"),
         }
     }
 }
@@ -35,7 +35,7 @@ pub enum Failure {
     /// whose hits differ between runs shows up here, or as flaky).
     CrashDidNotFire {
         /// The life.
-        life: Life,
+        life: WhichLife,
         /// The hit it was to crash at.
         #[serde(with = "hit_text")]
         target: Hit,
@@ -43,7 +43,7 @@ pub enum Failure {
     /// A life stopped with an error of the program's own.
     Stopped {
         /// The life.
-        life: Life,
+        life: WhichLife,
         /// The hit it was to crash at (`None` for the final life).
         #[serde(
             default,
@@ -57,7 +57,7 @@ pub enum Failure {
     /// A life panicked for real (not an injected crash).
     Panicked {
         /// The life.
-        life: Life,
+        life: WhichLife,
         /// The panic's message.
         message: String,
     },
@@ -65,7 +65,7 @@ pub enum Failure {
     /// payload raised by the program itself).
     Uninjected {
         /// The life.
-        life: Life,
+        life: WhichLife,
         /// Where.
         #[serde(with = "hit_text")]
         hit: Hit,
@@ -74,7 +74,7 @@ pub enum Failure {
     /// point ([`Config::scenario_timeout`](crate::Config::scenario_timeout)).
     Hung {
         /// The life.
-        life: Life,
+        life: WhichLife,
         /// The last hit it passed: where it was stopped.
         #[serde(with = "hit_text")]
         last_hit: Hit,
@@ -89,7 +89,7 @@ pub enum Failure {
     /// was made to die at its next point.
     Outlived {
         /// The life.
-        life: Life,
+        life: WhichLife,
         /// The threads, each by its name (`the thread started at
         /// src/flush.rs:12`, `thread "flusher"`, or `an unnamed thread`).
         threads: Vec<String>,
@@ -197,7 +197,7 @@ impl fmt::Display for Failure {
                 "{life}: hung: still running after the scenario time limit of {limit_ms} ms; stopped at {last_hit}"
             ),
             Failure::Outlived {
-                life: life @ Life::Final(_),
+                life: life @ WhichLife::Final(_),
                 threads,
             } => write!(
                 f,
@@ -276,14 +276,14 @@ mod tests {
 
     #[test]
     fn a_life_reads_as_its_number() {
-        assert_eq!(Life::Crashing(2).to_string(), "life 2");
-        assert_eq!(Life::Final(3).to_string(), "final life 3");
+        assert_eq!(WhichLife::Crashing(2).to_string(), "life 2");
+        assert_eq!(WhichLife::Final(3).to_string(), "final life 3");
     }
 
     #[test]
     fn the_cause_is_the_short_form_of_each_failure() {
         let stopped = Failure::Stopped {
-            life: Life::Final(2),
+            life: WhichLife::Final(2),
             before: None,
             error: "disk full".into(),
         };
@@ -322,17 +322,17 @@ mod tests {
         let hit = |s: &str| s.parse::<Hit>().unwrap();
         for f in [
             Failure::Stopped {
-                life: Life::Crashing(1),
+                life: WhichLife::Crashing(1),
                 before: Some(hit("mid-save#2")),
                 error: "no".into(),
             },
             Failure::Stopped {
-                life: Life::Final(2),
+                life: WhichLife::Final(2),
                 before: None,
                 error: "no".into(),
             },
             Failure::Hung {
-                life: Life::Final(1),
+                life: WhichLife::Final(1),
                 last_hit: hit("sent#3"),
                 limit_ms: 60_000,
             },

@@ -11,7 +11,7 @@ use crashpoint::scope::Handle;
 use crashpoint::{Hit, Outcome};
 
 use crate::config::Config;
-use crate::failure::{Failure, Life};
+use crate::failure::{Failure, WhichLife};
 use crate::judge::{verdict_failure, Counter, Verdict};
 use crate::power::Boot;
 use crate::report::{LifeTrace, ScenarioResult};
@@ -210,7 +210,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
         Ok(Lived { life, outlived })
     }
 
-    fn hung(&self, handle: &Handle, life: Life) -> Option<Failure> {
+    fn hung(&self, handle: &Handle, life: WhichLife) -> Option<Failure> {
         let last_hit = handle.cancelled()?;
         Some(Failure::Hung {
             life,
@@ -238,7 +238,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
             let ctx = Boot::new(scenario.state.clone(), n + 1, after_crash)
                 .with_disk(scenario.disk_after(n));
             let handle = Handle::new(Some(target.clone()));
-            let which = Life::Crashing(n + 1);
+            let which = WhichLife::Crashing(n + 1);
             let (life, outlived) = match self.life(
                 &mut world,
                 &ctx,
@@ -341,8 +341,8 @@ impl<'a, S: Subject> Replayer<'a, S> {
     /// its first life (and the sweep ends with [`Replayer::world_failed`]).
     fn no_world(&self, scenario: &Scenario, order: Vec<u32>, error: String) -> Ran {
         let life = match scenario.hits.first() {
-            Some(_) => Life::Crashing(1),
-            None => Life::Final(1),
+            Some(_) => WhichLife::Crashing(1),
+            None => WhichLife::Final(1),
         };
         Ran {
             result: ScenarioResult {
@@ -390,7 +390,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
         handle: Handle,
     ) -> FinalRun {
         let n = scenario.depth() + 1;
-        let which = Life::Final(n);
+        let which = WhichLife::Final(n);
         let ctx =
             Boot::new(scenario.state.clone(), n, after_crash).with_disk(scenario.disk_after(n - 1));
         match self.life(world, &ctx, &handle, deadline, scenario, cut_disks) {

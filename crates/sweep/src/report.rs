@@ -8,7 +8,7 @@ pub mod snapshot;
 
 pub use crate::config::OnProgress;
 pub use crate::error::Divergence;
-pub use crate::failure::{Failure, Life};
+pub use crate::failure::{Failure, WhichLife};
 pub use crate::judge::Baseline;
 pub use crate::progress::{Progress, Stats};
 pub use crate::table::{depth_title, markdown, Row, Table};

@@ -61,6 +61,18 @@ pub trait Subject: Sync {
     fn share(&self) -> Option<&dyn Share<Self::World>> {
         None
     }
+
+    /// The points this subject never passes by design: points of code it
+    /// shares with other subjects, on a branch this one never takes (a
+    /// design that saves no marker, in a loop whose other designs do). The
+    /// check of points never passed
+    /// ([`Report::never_passed`](crate::Report::never_passed),
+    /// [`Config::strict_points`](crate::Config::strict_points)) leaves them
+    /// out; every other point its clean run leaves out is still reported.
+    /// Default: none.
+    fn points_not_taken(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
 }
 
 /// `subject`'s [`PowerCuts`], or the process state alone.

@@ -1,5 +1,5 @@
 //! A test hook for a disk that answers with errors: the environment variable
-//! `TRIAGE_TRACKER_FAULTS` (e.g. `write!1,write!2`) makes those calls of
+//! `TRIAGE_TRACKER_FAULTS` (e.g. `write#1,write#2`) makes those calls of
 //! the tracker's file store fail once each — `ENOSPC` on a create or write,
 //! `EIO` on an fsync, a rename, or anything else — as a full or failing
 //! disk would, through `durable::testing::FaultDir`. Hits count from this
@@ -27,7 +27,7 @@ pub fn tracker_dir(dir: Arc<DiskDir>) -> Result<Arc<dyn Dir>, Failure> {
         let fault = Fault::parse(part).ok_or_else(|| {
             Failure::run(
                 "usage",
-                format!("{ENV}: {part:?} is not CALL!HIT (e.g. write!1, fsync!2)"),
+                format!("{ENV}: {part:?} is not CALL#K, the k-th call of a kind (e.g. write#1, fsync#2)"),
             )
         })?;
         faults.push(fault);

@@ -231,7 +231,7 @@ fn shards_merge_into_the_whole_table_and_threads_change_nothing() {
         files.push(f);
     }
     let merged = Command::new(env!("CARGO_BIN_EXE_crashsweep"))
-        .arg("--merge")
+        .arg("merge")
         .args(&files)
         .output()
         .unwrap();

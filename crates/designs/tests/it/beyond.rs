@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 use designs::labels::{self, Settlement, Stage};
 use designs::tables;
 use designs::variants::{self, DesignVariant};
-use designs::{Design, Script, Writer};
-use durable::testing::CrashState;
+use designs::{Design, ModelBehaviour, Script, Writer};
+use durable::testing::DiskState;
 use sweep::{Config, Report};
 
 fn script() -> Script {
@@ -71,12 +71,12 @@ fn trackers() -> &'static [(DesignVariant, Report)] {
     CELL.get_or_init(|| run_all(variants::tracker_variants()))
 }
 
-fn report(reports: &'static [(DesignVariant, Report)], slug: &str) -> &'static Report {
+fn report(reports: &'static [(DesignVariant, Report)], want: &DesignVariant) -> &'static Report {
     reports
         .iter()
-        .find(|(v, _)| v.slug == slug)
+        .find(|(v, _)| v == want)
         .map(|(_, r)| r)
-        .unwrap_or_else(|| panic!("no sweep {slug}"))
+        .unwrap_or_else(|| panic!("no sweep {}", want.title()))
 }
 
 fn first_failure(r: &Report) -> Option<(String, String)> {
@@ -100,7 +100,7 @@ fn power_section() -> String {
     let p = power();
     let mut out = String::from("## 1. Power loss\n\n");
     out.push_str("Crash states (what a power cut keeps of the operations not yet synced):\n");
-    for s in CrashState::ALL {
+    for s in DiskState::ALL {
         out.push_str(&format!("  {:<9} {}\n", s.slug(), s.title()));
     }
     out.push_str(
@@ -114,7 +114,7 @@ fn power_section() -> String {
     out.push_str(&rows_table(p.iter().filter(|(v, _)| {
         v.modes
             .power
-            .is_some_and(|x| x.state == CrashState::LoseUnsynced)
+            .is_some_and(|x| x.state == DiskState::LoseUnsynced)
     })));
     out.push_str("\nThe real writer in full:\n");
     out.push_str(&rows_table(p.iter().filter(|(v, _)| {
@@ -237,18 +237,18 @@ fn the_real_writer_survives_every_crash_state() {
             .take(3)
             .map(|s| format!("{}: {:?}", s.scenario, s.failure))
             .collect();
-        assert!(failed.is_empty(), "{}: {failed:?}", v.slug);
+        assert!(failed.is_empty(), "{}: {failed:?}", v.title());
         let row = r.row();
         for col in ["dups", "missing", "lost saves", "stopped"] {
-            assert_eq!(row.cell(col), Some(0), "{} {col}", v.slug);
+            assert_eq!(row.cell(col), Some(0), "{} {col}", v.title());
         }
         assert!(
             row.depth_counts[1] > 0,
             "{} crashed the restart too",
-            v.slug
+            v.title()
         );
     }
-    assert_eq!(seen, 2 * CrashState::ALL.len());
+    assert_eq!(seen, 2 * DiskState::ALL.len());
 }
 
 /// A panic keeps the page cache: the chapter-style sweep passes every writer,
@@ -256,11 +256,8 @@ fn the_real_writer_survives_every_crash_state() {
 #[test]
 fn a_process_crash_cannot_tell_a_missing_fsync() {
     for (v, r) in power() {
-        if v.modes
-            .power
-            .is_some_and(|p| p.state == CrashState::Process)
-        {
-            assert_eq!(r.failures().count(), 0, "{}", v.slug);
+        if v.modes.power.is_some_and(|p| p.state == DiskState::Process) {
+            assert_eq!(r.failures().count(), 0, "{}", v.title());
         }
     }
 }
@@ -270,10 +267,26 @@ fn a_process_crash_cannot_tell_a_missing_fsync() {
 #[test]
 fn a_writer_without_the_file_fsync_is_caught() {
     let p = power();
-    let (sc, why) = first_failure(report(p, "power-no-file-fsync-entries-keys-markers")).unwrap();
+    let (sc, why) = first_failure(report(
+        p,
+        &variants::power(
+            Design::KeysMarkers,
+            Writer::NoFileSync,
+            DiskState::KeepEntries,
+        ),
+    ))
+    .unwrap();
     assert_eq!(sc, "entries: after rename#1");
     assert!(why.contains("truncated checkpoint"), "{why}");
-    let (sc, why) = first_failure(report(p, "power-no-file-fsync-lose-keys-markers")).unwrap();
+    let (sc, why) = first_failure(report(
+        p,
+        &variants::power(
+            Design::KeysMarkers,
+            Writer::NoFileSync,
+            DiskState::LoseUnsynced,
+        ),
+    ))
+    .unwrap();
     assert_eq!(sc, "lose: reply arrived#1");
     assert!(why.contains("truncated checkpoint"), "{why}");
 }
@@ -284,10 +297,21 @@ fn a_writer_without_the_file_fsync_is_caught() {
 #[test]
 fn a_writer_without_the_directory_fsync_is_caught() {
     let p = power();
-    let (sc, why) = first_failure(report(p, "power-no-dir-fsync-lose-keys-markers")).unwrap();
+    let (sc, why) = first_failure(report(
+        p,
+        &variants::power(
+            Design::KeysMarkers,
+            Writer::NoDirSync,
+            DiskState::LoseUnsynced,
+        ),
+    ))
+    .unwrap();
     assert_eq!(sc, "lose: mid-save#3");
     assert!(why.contains("lost saves = 1"), "{why}");
-    let r = report(p, "power-no-dir-fsync-lose-markers");
+    let r = report(
+        p,
+        &variants::power(Design::Markers, Writer::NoDirSync, DiskState::LoseUnsynced),
+    );
     let dup = r.failures().find(|s| r.value(s, "dups") > 0).unwrap();
     assert_eq!(dup.scenario.to_string(), "lose: tracker accepted#1");
     assert!(
@@ -296,12 +320,27 @@ fn a_writer_without_the_directory_fsync_is_caught() {
         dup.verdict
     );
     // Keys hide the lost marker from the duplicate count, not from the judge.
-    let row = report(p, "power-no-dir-fsync-lose-keys-markers").row();
+    let row = report(
+        p,
+        &variants::power(
+            Design::KeysMarkers,
+            Writer::NoDirSync,
+            DiskState::LoseUnsynced,
+        ),
+    )
+    .row();
     assert_eq!(row.cell("dups"), Some(0));
     assert!(row.cell("lost saves").unwrap() > 0);
     // Each scenario that lost saves says so in words, with how many; the
     // others say nothing of it.
-    let r = report(p, "power-no-dir-fsync-lose-keys-markers");
+    let r = report(
+        p,
+        &variants::power(
+            Design::KeysMarkers,
+            Writer::NoDirSync,
+            DiskState::LoseUnsynced,
+        ),
+    );
     assert!(
         counted_in_words(
             r,
@@ -336,25 +375,34 @@ fn counted_in_words(r: &Report, counter: &str, words: &str) -> usize {
 #[test]
 fn a_writer_that_overwrites_in_place_is_caught() {
     let p = power();
-    let (sc, why) = first_failure(report(p, "power-in-place-torn-keys-markers")).unwrap();
+    let in_place = |state| variants::power(Design::KeysMarkers, Writer::InPlace, state);
+    let (sc, why) = first_failure(report(p, &in_place(DiskState::TornContents))).unwrap();
     assert_eq!(sc, "torn: mid-overwrite#1");
     assert!(why.contains("truncated checkpoint"), "{why}");
-    for state in ["process", "lose", "contents", "in-order"] {
-        let r = report(p, &format!("power-in-place-{state}-keys-markers"));
-        assert_eq!(r.failures().count(), 0, "{state}");
+    for state in [
+        DiskState::Process,
+        DiskState::LoseUnsynced,
+        DiskState::KeepContents,
+        DiskState::InOrderHalf,
+    ] {
+        let r = report(p, &in_place(state));
+        assert_eq!(r.failures().count(), 0, "{state:?}");
     }
 }
 
+/// Each variant of the reviewed snapshot has a row title of its own, the
+/// name of the subject it builds.
 #[test]
-fn every_variant_has_a_slug_that_builds_it() {
+fn every_variant_has_a_title_of_its_own() {
     let script = script();
-    for (slug, title) in variants::variants() {
-        let s = variants::subject(&slug, &script).unwrap_or_else(|| panic!("{slug}"));
-        assert_eq!(s.name(), title);
-        assert_eq!(variants::slug_of(&title).as_deref(), Some(slug.as_str()));
+    let all = variants::variants();
+    let mut titles: Vec<String> = all.iter().map(DesignVariant::title).collect();
+    for (v, title) in all.iter().zip(&titles) {
+        assert_eq!(&sweep::Subject::name(&v.subject(&script)), title);
     }
-    assert!(variants::subject("no-such-variant", &script).is_none());
-    let _ = Design::ALL;
+    titles.sort();
+    titles.dedup();
+    assert_eq!(titles.len(), all.len());
 }
 
 /// The person variants cover every question asked: no scenario of the
@@ -375,16 +423,16 @@ fn a_wrong_person_costs_the_keyless_loop_and_not_the_keyed_one() {
         match v.design {
             Design::KeysMarkers => {
                 for col in ["dups", "missing", "asks", "wrong answers", "stopped"] {
-                    assert_eq!(row.cell(col), Some(0), "{} {col}", v.slug);
+                    assert_eq!(row.cell(col), Some(0), "{} {col}", v.title());
                 }
             }
             _ => {
-                assert!(row.cell("wrong answers").unwrap() > 0, "{}", v.slug);
+                assert!(row.cell("wrong answers").unwrap() > 0, "{}", v.title());
             }
         }
     }
     // The first question of the markers design, answered wrong, files twice.
-    let r = report(person(), "person-wrong-1-markers");
+    let r = report(person(), &variants::person(Design::Markers, 1));
     let s = r.scenarios.iter().find(|s| r.value(s, "dups") > 0).unwrap();
     assert_eq!(s.scenario.to_string(), "tracker accepted#1");
 }
@@ -394,29 +442,31 @@ fn a_wrong_person_costs_the_keyless_loop_and_not_the_keyed_one() {
 #[test]
 fn a_model_that_changes_its_mind_hurts_only_the_loop_that_asks_again() {
     let m = models();
-    let dups = |slug: &str| report(m, slug).row().cell("dups").unwrap();
+    use ModelBehaviour::{NewCalls, NewIds, Scripted};
+    let once = Design::SaveOncePerTurn;
+    let dups = |design, keys, model| {
+        let v = variants::model(design, keys, model);
+        report(m, &v).row().cell("dups").unwrap()
+    };
     // Keys rescue `save once per turn` only while the model repeats its IDs.
-    assert_eq!(dups("model-scripted-save-once-per-turn-plus-keys"), 0);
-    assert_eq!(
-        dups("model-new-ids-save-once-per-turn-plus-keys"),
-        dups("model-scripted-save-once-per-turn")
-    );
+    assert_eq!(dups(once, true, Scripted), 0);
+    assert_eq!(dups(once, true, NewIds), dups(once, false, Scripted));
     // Other calls: more duplicates, and every one of them worded differently
     // from the first, so no lookup by arguments would find it.
-    assert!(dups("model-new-calls-save-once-per-turn") > dups("model-scripted-save-once-per-turn"));
+    assert!(dups(once, false, NewCalls) > dups(once, false, Scripted));
     // A loop that saves the reply before acting never asks again after
     // acting: whatever the model answers, nothing is done twice.
-    for design in ["keys", "keys-markers"] {
-        for model in ["scripted", "new-ids", "new-calls"] {
-            let r = report(m, &format!("model-{model}-{design}"));
-            assert_eq!(r.row().cell("dups"), Some(0), "{model} {design}");
-            assert_eq!(r.row().cell("missing"), Some(0), "{model} {design}");
-            assert_eq!(r.failures().count(), 0, "{model} {design}");
+    for design in [Design::Keys, Design::KeysMarkers] {
+        for model in ModelBehaviour::ALL {
+            let r = report(m, &variants::model(design, false, model));
+            assert_eq!(r.row().cell("dups"), Some(0), "{model:?} {design:?}");
+            assert_eq!(r.row().cell("missing"), Some(0), "{model:?} {design:?}");
+            assert_eq!(r.failures().count(), 0, "{model:?} {design:?}");
         }
     }
     // Every scenario that left reworded records says so in words, with
     // how many; the others say nothing of rewording.
-    let r = report(m, "model-new-calls-save-once-per-turn");
+    let r = report(m, &variants::model(once, false, NewCalls));
     let words = "record(s) worded as a model asked again worded them";
     assert!(
         counted_in_words(r, "reworded", words) > 0,
@@ -428,7 +478,10 @@ fn a_model_that_changes_its_mind_hurts_only_the_loop_that_asks_again() {
 /// first answer to every turn keeps the script's IDs.
 #[test]
 fn only_a_repeated_question_gets_new_call_ids() {
-    let r = report(models(), "model-new-ids-keys-markers");
+    let r = report(
+        models(),
+        &variants::model(Design::KeysMarkers, false, ModelBehaviour::NewIds),
+    );
     let crash_notes = |prefix: &str| -> Vec<String> {
         r.scenarios
             .iter()
@@ -467,7 +520,8 @@ fn every_crash_is_labelled_and_settled() {
             assert_eq!(l.len(), s.scenario.depth(), "{} {}", r.subject, s.scenario);
             if s.failure.is_none() {
                 assert!(
-                    l.iter().all(|(_, rung)| *rung != Settlement::Unsettled),
+                    l.iter()
+                        .all(|(_, settlement)| *settlement != Settlement::Unsettled),
                     "{} {}",
                     r.subject,
                     s.scenario
@@ -486,9 +540,9 @@ fn duplicates_are_calls_that_went_out_and_were_made_again_blind() {
         for s in r.scenarios.iter().filter(|s| r.value(s, "dups") > 0) {
             let l = labels_of(s);
             assert!(
-                l.iter().any(|(stage, rung)| {
+                l.iter().any(|(stage, settlement)| {
                     matches!(stage, Stage::Sent | Stage::Acknowledged)
-                        && matches!(rung, Settlement::Blind | Settlement::ReplyLost)
+                        && matches!(settlement, Settlement::Blind | Settlement::ReplyLost)
                 }),
                 "{d:?} {}: {l:?}",
                 s.scenario
@@ -501,7 +555,7 @@ fn duplicates_are_calls_that_went_out_and_were_made_again_blind() {
             assert!(!blind_after_sending, "{d:?}");
         }
     }
-    // The one scenario of the timeline snapshot (crash_sweep.rs), in words.
+    // The one scenario of the timeline snapshot (five_designs.rs), in words.
     let (_, r) = &seed()[0];
     let s = r
         .scenarios
@@ -519,14 +573,14 @@ fn a_crashing_tracker_loses_nothing_and_duplicates_nothing_for_keys_or_markers()
     let t = trackers();
     for (v, r) in t {
         let row = r.row();
-        assert_eq!(row.cell("missing"), Some(0), "{}", v.slug);
+        assert_eq!(row.cell("missing"), Some(0), "{}", v.title());
         if v.modes.tracker == Some(tracker::LogLayout::KeysInLog) {
             let safe = matches!(
                 v.design,
                 Design::Keys | Design::Markers | Design::KeysMarkers
             );
             if safe {
-                assert_eq!(r.failures().count(), 0, "{}", v.slug);
+                assert_eq!(r.failures().count(), 0, "{}", v.title());
             }
             // The tracker's own points were crashed at, and a crash before
             // the log append lost a request that the restart then redid.
@@ -535,15 +589,18 @@ fn a_crashing_tracker_loses_nothing_and_duplicates_nothing_for_keys_or_markers()
                 .iter()
                 .filter(|s| s.scenario.hits.iter().any(|h| h.point == tracker::RECEIVED))
                 .count();
-            assert!(lost > 0, "{}", v.slug);
+            assert!(lost > 0, "{}", v.title());
         }
     }
     // The wrong layout: the record survives its key, and the keyed retry
     // files again, named by the scenario that shows it.
-    for design in ["keys", "keys-markers"] {
-        let r = report(t, &format!("tracker-crash-keys-in-index-{design}"));
+    for design in [Design::Keys, Design::KeysMarkers] {
+        let r = report(
+            t,
+            &variants::tracker_crash(design, tracker::LogLayout::KeysInIndexOnly),
+        );
         let (sc, why) = first_failure(r).unwrap();
-        assert_eq!(sc, "tracker log appended#1", "{design}");
+        assert_eq!(sc, "tracker log appended#1", "{design:?}");
         assert!(why.starts_with("dups = 1"), "{why}");
     }
 }
@@ -553,12 +610,11 @@ fn a_crashing_tracker_loses_nothing_and_duplicates_nothing_for_keys_or_markers()
 #[test]
 fn one_thread_or_many_give_the_same_rows() {
     let script = script();
-    for slug in [
-        "power-no-dir-fsync-in-order-markers",
-        "tracker-crash-keys-markers",
-        "model-new-calls-save-once-per-turn",
+    for v in [
+        variants::power(Design::Markers, Writer::NoDirSync, DiskState::InOrderHalf),
+        variants::tracker_crash(Design::KeysMarkers, tracker::LogLayout::KeysInLog),
+        variants::model(Design::SaveOncePerTurn, false, ModelBehaviour::NewCalls),
     ] {
-        let v = variants::variant(slug).unwrap();
         let one = sweep::run(
             &v.subject(&script),
             &Config {
@@ -575,6 +631,6 @@ fn one_thread_or_many_give_the_same_rows() {
             },
         )
         .unwrap();
-        assert_eq!(one, many, "{slug}");
+        assert_eq!(one, many, "{}", v.title());
     }
 }

@@ -8,7 +8,7 @@
 //! default `PersistenceModel::bound`).
 
 use designs::{Design, Modes, Power, Script, Storage, Writer, ENUMERATED};
-use durable::testing::CrashState;
+use durable::testing::DiskState;
 use sweep::{power::CrashDisks, scenario::Scenario, Config, Report};
 
 fn subject(writer: Writer) -> designs::DesignSubject {
@@ -18,7 +18,7 @@ fn subject(writer: Writer) -> designs::DesignSubject {
         .with_modes(Modes {
             power: Some(Power {
                 writer,
-                state: CrashState::LoseUnsynced,
+                state: DiskState::LoseUnsynced,
             }),
             ..Modes::default()
         })
@@ -86,7 +86,7 @@ fn each_mutant_is_caught_and_its_first_failure_reruns_by_name() {
 
 #[test]
 fn remove_first_passes_every_named_state_at_depth_1() {
-    let states: Vec<sweep::power::CrashState> = CrashState::ALL
+    let states: Vec<sweep::power::CrashState> = DiskState::ALL
         .into_iter()
         .map(sweep::power::CrashState::from)
         .collect();

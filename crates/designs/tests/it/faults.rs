@@ -10,7 +10,7 @@
 //! life misreads).
 
 use designs::{Design, DesignSubject, Modes, Power, Script, Storage, Writer};
-use durable::testing::{CrashState, Fault};
+use durable::testing::{DiskState, Fault};
 use sweep::power::faults::{check_every_site, fault_run, FaultOutcome};
 use sweep::Subject;
 
@@ -21,7 +21,7 @@ fn subject(faults: Vec<Fault>) -> DesignSubject {
         .with_modes(Modes {
             power: Some(Power {
                 writer: Writer::Real,
-                state: CrashState::LoseUnsynced,
+                state: DiskState::LoseUnsynced,
             }),
             ..Modes::default()
         })
@@ -93,7 +93,7 @@ fn a_broken_scenario_carries_the_judges_notes() {
             .with_modes(Modes {
                 power: Some(Power {
                     writer: Writer::Real,
-                    state: CrashState::LoseUnsynced,
+                    state: DiskState::LoseUnsynced,
                 }),
                 ..Modes::default()
             })

@@ -130,14 +130,14 @@ pub struct Fault {
 
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}!{}", self.call.slug(), self.hit)
+        write!(f, "{}#{}", self.call.slug(), self.hit)
     }
 }
 
 impl Fault {
-    /// Parse `call!hit`, as [`Fault`]'s `Display` writes it.
+    /// Parse `call#k` (the k-th call of that kind), as [`Fault`]'s `Display` writes it.
     pub fn parse(s: &str) -> Option<Fault> {
-        let (call, hit) = s.split_once('!')?;
+        let (call, hit) = s.split_once('#')?;
         Some(Fault {
             call: Call::from_slug(call)?,
             hit: hit.parse().ok().filter(|&h| h > 0)?,
@@ -373,7 +373,7 @@ impl<D: Dir> Dir for FaultDir<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{CrashState, PowerDir};
+    use crate::testing::{DiskState, PowerDir};
     use crate::write::{write_atomic, WriteOptions};
 
     #[test]
@@ -408,7 +408,7 @@ mod tests {
 
     #[test]
     fn a_failed_fsync_poisons_the_file_and_a_retry_would_lie() {
-        let power = PowerDir::new(CrashState::LoseUnsynced);
+        let power = PowerDir::new(DiskState::LoseUnsynced);
         let d = FaultDir::new(power.clone());
         d.write("f", b"data").unwrap();
         d.fail(Call::Sync, 1);
@@ -422,7 +422,7 @@ mod tests {
 
     #[test]
     fn the_real_writer_after_a_failed_fsync_publishes_only_a_fresh_synced_file() {
-        let power = PowerDir::new(CrashState::LoseUnsynced);
+        let power = PowerDir::new(DiskState::LoseUnsynced);
         let d = FaultDir::new(power.clone());
         write_atomic(&d, "f", b"old", WriteOptions::default()).unwrap();
         d.fail(Call::Sync, 2);

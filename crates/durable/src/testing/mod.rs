@@ -4,7 +4,7 @@
 //!
 //! * [`MemDir`]: an in-memory directory whose clones share files, so a world
 //!   outlives a crashed life; it also records what a power cut would keep.
-//! * [`PowerDir`] and [`CrashState`]: a directory that loses, when the power
+//! * [`PowerDir`] and [`DiskState`]: a directory that loses, when the power
 //!   goes, what was not synced, in one of six named ways (the quick mode) or
 //!   in every way the [persistence model](enumerate) allows
 //!   ([`PowerDir::enumerated`], [`PersistenceModel`], [`CutRecord`]).
@@ -25,7 +25,7 @@
 //! (`durable = { workspace = true, features = ["testing"] }`), and in normal
 //! dependencies only for crates that exist to sweep or test.
 
-mod crash_state;
+mod disk_state;
 pub mod enumerate;
 mod fault;
 mod lock_table;
@@ -35,7 +35,7 @@ mod power;
 mod save_watch;
 mod writer;
 
-pub use crash_state::{CrashState, UnknownCrashState};
+pub use disk_state::{DiskState, UnknownDiskState};
 pub use enumerate::{CutRecord, PersistenceModel};
 pub use fault::{Call, Fault, FaultDir};
 pub use mem::MemDir;

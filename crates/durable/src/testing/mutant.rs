@@ -130,7 +130,7 @@ impl<D: Dir> Dir for MutantDir<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{CrashState, PowerDir};
+    use crate::testing::{DiskState, PowerDir};
     use crate::write::{write_atomic, WriteOptions};
 
     const SYNCED: WriteOptions = WriteOptions {
@@ -140,7 +140,7 @@ mod tests {
 
     /// Write "old", then start writing "new" and cut the power after the
     /// writer returned: what does the restart read?
-    fn after_cut(mutation: Option<Mutation>, state: CrashState) -> Option<Vec<u8>> {
+    fn after_cut(mutation: Option<Mutation>, state: DiskState) -> Option<Vec<u8>> {
         let power = PowerDir::new(state);
         power.boot();
         let dir: Box<dyn Dir> = match mutation {
@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn the_real_writer_keeps_every_returned_write() {
-        for state in CrashState::ALL {
+        for state in DiskState::ALL {
             assert_eq!(
                 after_cut(None, state).as_deref(),
                 Some(&b"new"[..]),
@@ -167,7 +167,7 @@ mod tests {
     #[test]
     fn each_mutation_loses_a_returned_write_in_some_state() {
         for m in [Mutation::NoFileSync, Mutation::NoDirSync] {
-            let lost = CrashState::ALL
+            let lost = DiskState::ALL
                 .into_iter()
                 .any(|s| after_cut(Some(m), s).as_deref() != Some(&b"new"[..]));
             assert!(lost, "{m:?} survives every crash state");

@@ -6,7 +6,7 @@
 //! every file and name: what a reader sees now, and what the disk holds (the
 //! contents as of each file's last [`Dir::sync`], the names as of the last
 //! [`Dir::sync_dir`]), plus the unsynced operations in between, in program
-//! order. A power cut replaces the present by one [`CrashState`]: a subset of
+//! order. A power cut replaces the present by one [`DiskState`]: a subset of
 //! the unsynced operations that a real file system may have persisted, chosen
 //! in advance for the world, as ALICE and LazyFS explore such subsets.
 //!
@@ -16,13 +16,13 @@
 //! the power before anything is read.
 //!
 //! ```
-//! use durable::testing::{CrashState, PowerDir};
+//! use durable::testing::{DiskState, PowerDir};
 //! use durable::write::{write_atomic, WriteOptions};
 //! use durable::Dir;
 //!
 //! // A save without the file fsync, then a power cut that keeps the rename
 //! // but not the unsynced contents: the file is there, and empty.
-//! let dir = PowerDir::new(CrashState::KeepEntries);
+//! let dir = PowerDir::new(DiskState::KeepEntries);
 //! assert!(!dir.boot());
 //! let no_fsync = WriteOptions { sync: false, points: false };
 //! write_atomic(&dir, "run.json", b"{}", no_fsync).unwrap();
@@ -32,7 +32,7 @@
 //! assert_eq!(dir.read("run.json").unwrap(), Some(Vec::new()));
 //!
 //! // The real writer syncs both: every crash state keeps the file whole.
-//! for state in CrashState::ALL {
+//! for state in DiskState::ALL {
 //!     let dir = PowerDir::new(state);
 //!     write_atomic(&dir, "run.json", b"{}", WriteOptions { sync: true, points: false }).unwrap();
 //!     dir.power_cut();
@@ -47,7 +47,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::crash_state::CrashState;
+use super::disk_state::DiskState;
 use super::enumerate::{CutRecord, Op, PersistenceModel, Space};
 use super::lock_table::{next_temp_name, LockTable};
 use crate::dir::{check_name, Dir, LockGuard};
@@ -68,12 +68,12 @@ fn check_booted(inner: &Inner, name: &str) -> io::Result<()> {
     let Some(wanted) = crashpoint::scope::crash_state() else {
         return Ok(());
     };
-    let named = CrashState::from_slug(&wanted);
+    let named = DiskState::from_slug(&wanted);
     let booted_in = |s| inner.running && (inner.enumerated.is_some() || inner.state == Some(s));
     let ok = match named {
         // A process crash cuts nothing: a directory never booted is right,
         // but one booted in a power-cut state would cut the power.
-        Some(CrashState::Process) => !inner.running || booted_in(CrashState::Process),
+        Some(DiskState::Process) => !inner.running || booted_in(DiskState::Process),
         Some(s) => booted_in(s),
         // A state durable does not name (an enumerated one, a subject's
         // label): booted at all.
@@ -100,7 +100,7 @@ fn check_booted(inner: &Inner, name: &str) -> io::Result<()> {
 /// visible at once to readers; what the disk holds moves forward only with
 /// [`Dir::sync`] (one file's contents) and [`Dir::sync_dir`] (every name).
 /// [`PowerDir::power_cut`] (or a [`PowerDir::boot`] after a process that
-/// never shut down) replaces the present by the directory's [`CrashState`].
+/// never shut down) replaces the present by the directory's [`DiskState`].
 #[derive(Clone)]
 pub struct PowerDir {
     inner: Arc<Mutex<Inner>>,
@@ -110,7 +110,7 @@ pub struct PowerDir {
 
 impl PowerDir {
     /// An empty directory whose power cuts keep what `state` says.
-    pub fn new(state: CrashState) -> PowerDir {
+    pub fn new(state: DiskState) -> PowerDir {
         PowerDir {
             inner: Arc::new(Mutex::new(Inner {
                 state: Some(state),
@@ -121,8 +121,8 @@ impl PowerDir {
     }
 
     /// The crash state this directory's power cuts apply.
-    pub fn state(&self) -> CrashState {
-        self.inner().state.unwrap_or(CrashState::LoseUnsynced)
+    pub fn state(&self) -> DiskState {
+        self.inner().state.unwrap_or(DiskState::LoseUnsynced)
     }
 
     /// A process starts using the directory. If the previous one never
@@ -136,7 +136,7 @@ impl PowerDir {
     /// [`PowerDir::boot`], a cut keeping what `state` says, which becomes the
     /// directory's state: the hook a sweep's runner calls before each life
     /// with the scenario's crash state (`sweep::power::Boot`).
-    pub fn boot_in(&self, state: CrashState) -> bool {
+    pub fn boot_in(&self, state: DiskState) -> bool {
         let mut inner = self.inner();
         inner.state = Some(state);
         let crashed = inner.running;
@@ -314,7 +314,7 @@ impl PowerDir {
     }
 
     /// Cut the power now, keeping what `state` says.
-    pub fn power_cut_in(&self, state: CrashState) {
+    pub fn power_cut_in(&self, state: DiskState) {
         self.inner().cut(state);
         // No process survives a power cut.
         self.locks.clear();
@@ -337,9 +337,9 @@ impl PowerDir {
     /// For sweeps that share lives between scenarios.
     ///
     /// ```
-    /// use durable::testing::{CrashState, PowerDir};
+    /// use durable::testing::{DiskState, PowerDir};
     /// use durable::Dir;
-    /// let a = PowerDir::new(CrashState::LoseUnsynced);
+    /// let a = PowerDir::new(DiskState::LoseUnsynced);
     /// a.write("x", b"1").unwrap();
     /// let b = a.deep_clone().unwrap();
     /// b.power_cut();
@@ -407,7 +407,7 @@ impl PowerDir {
 impl Default for PowerDir {
     /// A directory whose power cuts lose everything unsynced.
     fn default() -> Self {
-        PowerDir::new(CrashState::LoseUnsynced)
+        PowerDir::new(DiskState::LoseUnsynced)
     }
 }
 
@@ -612,7 +612,7 @@ mod tests {
     #[test]
     fn the_real_writer_survives_every_state_at_every_step() {
         // Old contents synced; then a new save, cut after each of its steps.
-        for state in CrashState::ALL {
+        for state in DiskState::ALL {
             for steps in 0..=5 {
                 let d = PowerDir::new(state);
                 write_atomic(&d, "f", b"old", SYNCED).unwrap();
@@ -667,29 +667,26 @@ mod tests {
             v.iter().map(|(n, d)| (n.to_string(), d.to_vec())).collect()
         };
         assert_eq!(
-            setup(CrashState::Process),
+            setup(DiskState::Process),
             f(&[("b", b"2222"), ("c", b"33")])
         );
-        assert_eq!(setup(CrashState::LoseUnsynced), f(&[("a", b"1")]));
+        assert_eq!(setup(DiskState::LoseUnsynced), f(&[("a", b"1")]));
+        assert_eq!(setup(DiskState::KeepEntries), f(&[("b", b""), ("c", b"1")]));
         assert_eq!(
-            setup(CrashState::KeepEntries),
-            f(&[("b", b""), ("c", b"1")])
-        );
-        assert_eq!(
-            setup(CrashState::TornContents),
+            setup(DiskState::TornContents),
             f(&[("b", b"22"), ("c", b"3")])
         );
-        assert_eq!(setup(CrashState::KeepContents), f(&[("a", b"33")]));
+        assert_eq!(setup(DiskState::KeepContents), f(&[("a", b"33")]));
         // Ops in order: create b, write b, rename a->c, write c: the first two.
         assert_eq!(
-            setup(CrashState::InOrderHalf),
+            setup(DiskState::InOrderHalf),
             f(&[("a", b"1"), ("b", b"2222")])
         );
     }
 
     #[test]
     fn boot_cuts_only_after_a_process_that_did_not_shut_down() {
-        let d = PowerDir::new(CrashState::LoseUnsynced);
+        let d = PowerDir::new(DiskState::LoseUnsynced);
         assert!(!d.boot());
         d.write("x", b"1").unwrap();
         d.shutdown();
@@ -714,7 +711,7 @@ mod tests {
             }
         };
         // Never booted: refused in a power-cut state, fine in a process crash.
-        let d = PowerDir::new(CrashState::Process);
+        let d = PowerDir::new(DiskState::Process);
         let err = in_life(&d, "lose").unwrap_err();
         assert!(
             err.contains("crash state `lose` but was not booted"),
@@ -726,7 +723,7 @@ mod tests {
         d.boot();
         let err = in_life(&d, "lose").unwrap_err();
         assert!(err.contains("was booted in `process`"), "{err}");
-        d.boot_in(CrashState::LoseUnsynced);
+        d.boot_in(DiskState::LoseUnsynced);
         assert_eq!(in_life(&d, "lose"), Ok(()));
         assert!(in_life(&d, "process").is_err(), "a process life would cut");
         // Outside a life nothing is checked.
@@ -740,12 +737,12 @@ mod tests {
             sync: false,
             points: false,
         };
-        let d = PowerDir::new(CrashState::LoseUnsynced);
+        let d = PowerDir::new(DiskState::LoseUnsynced);
         write_atomic(&d, "f", b"data", nosync).unwrap();
         d.power_cut();
         assert_eq!(read(&d, "f"), None);
 
-        let d = PowerDir::new(CrashState::KeepEntries);
+        let d = PowerDir::new(DiskState::KeepEntries);
         write_atomic(&d, "f", b"data", nosync).unwrap();
         d.power_cut();
         assert_eq!(read(&d, "f"), Some(Vec::new()), "renamed, never written");

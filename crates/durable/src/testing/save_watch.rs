@@ -39,13 +39,13 @@ type Describe = dyn Fn(&[u8]) -> Option<String> + Send + Sync;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use durable::testing::{CrashState, MutantDir, Mutation, PowerDir, SaveWatch};
+/// use durable::testing::{DiskState, MutantDir, Mutation, PowerDir, SaveWatch};
 /// use durable::write::{write_atomic, WriteOptions};
 /// use durable::Dir;
 ///
 /// let synced = WriteOptions { sync: true, points: false };
 /// for (mutation, lost) in [(None, 0), (Some(Mutation::NoDirSync), 1)] {
-///     let disk = PowerDir::new(CrashState::LoseUnsynced);
+///     let disk = PowerDir::new(DiskState::LoseUnsynced);
 ///     let writer: Arc<dyn Dir> = match mutation {
 ///         Some(m) => Arc::new(MutantDir::new(disk.clone(), m)),
 ///         None => Arc::new(disk.clone()),
@@ -315,7 +315,7 @@ impl Dir for SaveWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{CrashState, MutantDir, Mutation, PowerDir};
+    use crate::testing::{DiskState, MutantDir, Mutation, PowerDir};
     use crate::write::{write_atomic, WriteOptions};
     use crate::Options;
 
@@ -324,7 +324,7 @@ mod tests {
         points: false,
     };
 
-    fn watched(mutation: Option<Mutation>, state: CrashState) -> (PowerDir, SaveWatch) {
+    fn watched(mutation: Option<Mutation>, state: DiskState) -> (PowerDir, SaveWatch) {
         let dir = PowerDir::new(state);
         let inner: Arc<dyn Dir> = match mutation {
             Some(m) => Arc::new(MutantDir::new(dir.clone(), m)),
@@ -335,7 +335,7 @@ mod tests {
 
     #[test]
     fn the_real_writer_loses_no_returned_save_in_any_state() {
-        for s in CrashState::ALL {
+        for s in DiskState::ALL {
             let (dir, w) = watched(None, s);
             dir.boot();
             write_atomic(&w, "r.json", b"1", SYNCED).unwrap();
@@ -349,7 +349,7 @@ mod tests {
 
     #[test]
     fn a_writer_without_the_directory_fsync_loses_a_returned_save() {
-        let (dir, w) = watched(Some(Mutation::NoDirSync), CrashState::LoseUnsynced);
+        let (dir, w) = watched(Some(Mutation::NoDirSync), DiskState::LoseUnsynced);
         dir.boot();
         write_atomic(&w, "r.json", b"1", SYNCED).unwrap();
         dir.power_cut();
@@ -367,7 +367,7 @@ mod tests {
 
     #[test]
     fn the_save_under_way_may_be_found_and_later_reads_do_not_count() {
-        let (dir, w) = watched(None, CrashState::Process);
+        let (dir, w) = watched(None, DiskState::Process);
         dir.boot();
         write_atomic(&w, "r.json", b"1", SYNCED).unwrap();
         // A save dies after its rename, before the directory fsync.
@@ -391,7 +391,7 @@ mod tests {
             sync: false,
             points: false,
         };
-        let (dir, w) = watched(None, CrashState::Process);
+        let (dir, w) = watched(None, DiskState::Process);
         dir.boot();
         w.boot();
         assert_eq!(w.read("r.json").unwrap(), None);
@@ -415,7 +415,7 @@ mod tests {
             sync: false,
             points: false,
         };
-        let (dir, w) = watched(None, CrashState::Process);
+        let (dir, w) = watched(None, DiskState::Process);
         dir.boot();
         w.boot();
         assert_eq!(w.read("r.json").unwrap(), None);
@@ -448,7 +448,7 @@ mod tests {
             (Some(Mutation::NoDirSync), 1),
             (Some(Mutation::NoFileSync), 0),
         ] {
-            let dir = PowerDir::new(CrashState::LoseUnsynced);
+            let dir = PowerDir::new(DiskState::LoseUnsynced);
             let inner: Arc<dyn Dir> = match mutation {
                 Some(m) => Arc::new(MutantDir::new(dir.clone(), m)),
                 None => Arc::new(dir.clone()),

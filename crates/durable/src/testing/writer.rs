@@ -5,15 +5,16 @@
 
 use std::sync::Arc;
 
-use super::{CrashState, MutantDir, Mutation, PowerDir};
+use crashpoint::scope::CrashState;
+
+use super::{DiskState, MutantDir, Mutation, PowerDir};
 use crate::Dir;
 
 /// The crash state in which each power cut leaves, in a scenario of its
 /// own, every disk the [persistence model](crate::testing::enumerate)
 /// allows (a power-loss world only): the scenario names the disk of each
 /// crash (`enumerated: mid-save#3 (disk 2)`), so it reruns by name alone.
-pub const ENUMERATED: crashpoint::scope::CrashState =
-    crashpoint::scope::CrashState::named("enumerated");
+pub const ENUMERATED: CrashState = CrashState::named("enumerated");
 
 /// A power-loss world: who writes the checkpoint, and what each crash keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -21,36 +22,36 @@ pub struct Power {
     /// How the checkpoint reaches the disk.
     pub writer: Writer,
     /// What each crash keeps of the operations not yet synced.
-    pub state: CrashState,
+    pub state: DiskState,
 }
 
 impl Power {
     /// The crash states a sweep of a world with `power` runs in: a
     /// power-loss world in every disk state and in [`ENUMERATED`], any
     /// other world in the process state alone.
-    pub fn crash_states(power: Option<Power>) -> Vec<crashpoint::scope::CrashState> {
+    pub fn crash_states(power: Option<Power>) -> Vec<CrashState> {
         match power {
-            Some(_) => CrashState::ALL
+            Some(_) => DiskState::ALL
                 .into_iter()
-                .map(crashpoint::scope::CrashState::from)
+                .map(CrashState::from)
                 .chain([ENUMERATED])
                 .collect(),
-            None => vec![crashpoint::scope::CrashState::PROCESS],
+            None => vec![CrashState::PROCESS],
         }
     }
 
     /// The crash states a sweep of a world with `power` runs in when none
     /// are asked for: a power-loss world's own state, or the process state.
-    pub fn default_crash_states(power: Option<Power>) -> Vec<crashpoint::scope::CrashState> {
+    pub fn default_crash_states(power: Option<Power>) -> Vec<CrashState> {
         match power {
             Some(p) => vec![p.state.into()],
-            None => vec![crashpoint::scope::CrashState::PROCESS],
+            None => vec![CrashState::PROCESS],
         }
     }
 
     /// Whether a world with `power` enumerates its disks in `state`: only
     /// a power-loss world, only in [`ENUMERATED`].
-    pub fn enumerates(power: Option<Power>, state: &crashpoint::scope::CrashState) -> bool {
+    pub fn enumerates(power: Option<Power>, state: &CrashState) -> bool {
         *state == ENUMERATED && power.is_some()
     }
 }
@@ -83,8 +84,7 @@ pub enum Writer {
 }
 
 impl Writer {
-    /// The command-line name (a mutation's is appended to its variant's
-    /// slug).
+    /// The command-line name (the value of `--mutation`).
     pub fn slug(self) -> &'static str {
         match self {
             Writer::Real => "real",

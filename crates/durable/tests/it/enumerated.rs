@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use durable::testing::{CrashState, MutantDir, Mutation, PersistenceModel, PowerDir};
+use durable::testing::{DiskState, MutantDir, Mutation, PersistenceModel, PowerDir};
 use durable::write::{write_atomic, WriteOptions};
 use durable::Dir;
 
@@ -162,7 +162,7 @@ fn every_mutation_is_caught_by_the_enumerated_states() {
 fn remove_first_is_missed_by_the_six_named_states_and_caught_by_enumeration() {
     // Cut the mutant's save right after its rename (before the directory
     // sync): the window where the remove and the rename are both unsynced.
-    for state in CrashState::ALL {
+    for state in DiskState::ALL {
         let d = PowerDir::new(state);
         let counter = Counting {
             inner: d.clone(),

@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 
 use crashpoint::{Hit, Outcome};
-use durable::testing::{CrashState, MutantDir, Mutation, PersistenceModel, PowerDir};
+use durable::testing::{DiskState, MutantDir, Mutation, PersistenceModel, PowerDir};
 use durable::{Checkpoint, Dir, Durable, Options, RunId};
 use serde::{Deserialize, Serialize};
 
@@ -32,7 +32,7 @@ impl Durable for Count {
 #[derive(Clone, Copy, Debug)]
 enum Cuts {
     /// One of the six named states, for every crash.
-    Named(CrashState),
+    Named(DiskState),
     /// Enumerated states, the scenario's own index per crash.
     Enumerated,
 }
@@ -256,7 +256,7 @@ fn each_mutation_is_caught_with_its_first_failing_scenario_rerunnable_by_name() 
 
 #[test]
 fn remove_first_passes_all_six_named_states_and_fails_enumerated_ones() {
-    for state in CrashState::ALL {
+    for state in DiskState::ALL {
         let s = sweep(Cuts::Named(state), Some(Mutation::RemoveFirst));
         assert!(
             s.failing.is_empty(),

@@ -7,7 +7,8 @@ use sweep::Config;
 
 #[test]
 fn captured_restarts_run_under_one_life_per_scenario_with_the_brute_force_report() {
-    let subject = loop_sweep::subject("loop-keyed", None).expect("the loop's job loads");
+    let subject = loop_sweep::subject(loop_sweep::plain(true, loop_sweep::Situation::Plain), None)
+        .expect("the loop's job loads");
     let config = Config {
         depth: 2,
         threads: Some(2),

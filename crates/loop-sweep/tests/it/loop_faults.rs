@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use durable::testing::{CrashState, Fault};
+use durable::testing::{DiskState, Fault};
 use loop_sweep::{LoopSubject, LoopVariant, Power, Situation, Writer};
 use sweep::power::faults::{check_every_site, fault_run, FaultOutcome};
 use sweep::power::PowerCuts;
@@ -23,7 +23,7 @@ fn subject(faults: Vec<Fault>) -> LoopSubject {
         keyed: true,
         situation: Situation::Plain,
         power: Some(Power {
-            state: CrashState::LoseUnsynced,
+            state: DiskState::LoseUnsynced,
             writer: Writer::Real,
         }),
     };
@@ -85,7 +85,7 @@ fn only_a_power_loss_world_syncs_its_saves() {
     };
     assert_eq!(syncs(None), (0, 0));
     let (sync, sync_dir) = syncs(Some(Power {
-        state: CrashState::LoseUnsynced,
+        state: DiskState::LoseUnsynced,
         writer: Writer::Real,
     }));
     assert!(sync > 0 && sync_dir > 0, "{sync} {sync_dir}");
@@ -107,7 +107,8 @@ fn a_subject_describes_itself() {
 /// times than durable's default limit (ten) still finishes.
 #[test]
 fn many_crashes_in_a_row_do_not_reach_a_restart_limit() {
-    let s = loop_sweep::subject("loop-keyed", None).expect("the subject builds");
+    let s = loop_sweep::subject(loop_sweep::plain(true, loop_sweep::Situation::Plain), None)
+        .expect("the subject builds");
     let mut w = s.world().unwrap();
     for i in 1..=12 {
         let life =
@@ -133,7 +134,8 @@ fn many_crashes_in_a_row_do_not_reach_a_restart_limit() {
 /// crash for the loop's table, the variant's disk state under power loss.
 #[test]
 fn a_variant_sweeps_its_own_crash_state_by_default() {
-    let plain = loop_sweep::subject("loop-keyed", None).expect("the subject builds");
+    let plain = loop_sweep::subject(loop_sweep::plain(true, loop_sweep::Situation::Plain), None)
+        .expect("the subject builds");
     assert_eq!(
         plain.default_crash_states(),
         vec![sweep::power::CrashState::PROCESS]
@@ -155,7 +157,10 @@ fn a_world_describes_what_it_holds() {
         lived(|| s.life(&mut w)).expect("the clean run finishes");
         s.describe(&w)
     };
-    let d = describe(&loop_sweep::subject("loop-keyed", None).expect("the subject builds"));
+    let d = describe(
+        &loop_sweep::subject(loop_sweep::plain(true, loop_sweep::Situation::Plain), None)
+            .expect("the subject builds"),
+    );
     let lines: Vec<&str> = d.lines().collect();
     assert!(lines[0].starts_with("issue #1 \""), "{d}");
     assert!(lines.iter().any(|l| l.starts_with("    comment #")), "{d}");
@@ -193,7 +198,8 @@ fn a_world_describes_what_it_holds() {
 /// checkpoint, and one that is not done is noted.
 #[test]
 fn an_unfinished_run_is_noted() {
-    let s = loop_sweep::subject("loop-keyed", None).expect("the subject builds");
+    let s = loop_sweep::subject(loop_sweep::plain(true, loop_sweep::Situation::Plain), None)
+        .expect("the subject builds");
     let mut w = s.world().unwrap();
     let life = crashpoint::crash_at(crashpoint::Hit::new("reply arrived", 2), || s.life(&mut w));
     assert!(life.outcome.crashed().is_some(), "{:?}", life.outcome);

@@ -18,7 +18,8 @@ fn crash_points_hold_with_the_model_over_http() {
     let job = loop_sweep::JOB;
     let server = TestProvider::start(Script::by_turn(openai::transcript(job).unwrap())).unwrap();
     let url = server.url();
-    let scripted = loop_sweep::subject("loop-keyed", None).unwrap();
+    let scripted =
+        loop_sweep::subject(loop_sweep::plain(true, loop_sweep::Situation::Plain), None).unwrap();
     let http = scripted.clone().with_model(
         "model over HTTP",
         Arc::new(move || {

@@ -9,10 +9,11 @@
 //! outside the sweep's scope) and nothing else, and keep every count the
 //! judge requires at zero.
 
+use loop_sweep::{plain, LoopVariant, Situation};
 use sweep::{Config, Report};
 
-fn run(slug: &str, http: bool) -> Report {
-    let mut subject = loop_sweep::subject(slug, None).expect("the loop's job loads");
+fn run(variant: LoopVariant, http: bool) -> Report {
+    let mut subject = loop_sweep::subject(variant, None).expect("the loop's job loads");
     if http {
         subject = subject.over_http();
     }
@@ -37,9 +38,14 @@ fn total(report: &Report, counter: &str) -> u64 {
 
 #[test]
 fn the_crash_points_hold_across_a_real_socket() {
-    for slug in ["loop-keyed", "loop-keyless", "loop-keyed-fail-after-accept"] {
-        let local = run(slug, false);
-        let http = run(slug, true);
+    for variant in [
+        plain(true, Situation::Plain),
+        plain(false, Situation::Plain),
+        plain(true, Situation::FailAfterAccept),
+    ] {
+        let name = variant.title();
+        let local = run(variant, false);
+        let http = run(variant, true);
         let failed: Vec<String> = http
             .failures()
             .take(5)
@@ -54,21 +60,21 @@ fn the_crash_points_hold_across_a_real_socket() {
                 )
             })
             .collect();
-        assert!(failed.is_empty(), "{slug} over HTTP: {failed:#?}");
+        assert!(failed.is_empty(), "{name} over HTTP: {failed:#?}");
         for counter in ["dups", "missing", "gate"] {
-            assert_eq!(total(&http, counter), 0, "{slug} over HTTP: {counter}");
+            assert_eq!(total(&http, counter), 0, "{name} over HTTP: {counter}");
         }
-        let keyed = !slug.contains("keyless");
+        let keyed = variant.keyed;
         if keyed {
             assert_eq!(
                 total(&http, "asks"),
                 0,
-                "{slug} over HTTP: a keyed run asked"
+                "{name} over HTTP: a keyed run asked"
             );
         } else {
             assert!(
                 total(&http, "asks") > 0,
-                "{slug} over HTTP: the ladder never asked"
+                "{name} over HTTP: the ladder never asked"
             );
         }
         // The same scenarios but those crashing at the tracker's own point.
@@ -84,12 +90,12 @@ fn the_crash_points_hold_across_a_real_socket() {
                 .scenarios
                 .iter()
                 .any(|s| s.scenario.to_string().starts_with("tracker accepted")),
-            "{slug}: the in-process sweep crashes at the tracker's point"
+            "{name}: the in-process sweep crashes at the tracker's point"
         );
-        assert_eq!(names(&http), names(&local), "{slug}: scenarios");
+        assert_eq!(names(&http), names(&local), "{name}: scenarios");
         assert!(
             http.scenarios.len() > 20,
-            "{slug} over HTTP: {} scenarios",
+            "{name} over HTTP: {} scenarios",
             http.scenarios.len()
         );
     }

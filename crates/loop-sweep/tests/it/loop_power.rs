@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use durable::testing::CrashState;
+use durable::testing::DiskState;
 use loop_sweep::{LoopSubject, LoopVariant, Writer};
 use sweep::{report::Row, scenario::Scenario, Config, Report};
 
@@ -24,7 +24,7 @@ fn cell(row: &Row, title: &str) -> u64 {
 
 /// Every crash state, as the sweep names them.
 fn all_states() -> Vec<sweep::power::CrashState> {
-    CrashState::ALL
+    DiskState::ALL
         .into_iter()
         .map(sweep::power::CrashState::from)
         .collect()
@@ -45,7 +45,7 @@ fn sweep_all(writer: Writer, depth: u32) -> Vec<(LoopSubject, Report)> {
         .filter(|s| {
             s.variant()
                 .power
-                .is_some_and(|p| p.state == CrashState::Process)
+                .is_some_and(|p| p.state == DiskState::Process)
         })
         .map(|s| {
             let r = sweep::run(&s, &config).expect("sweep runs");
@@ -54,8 +54,8 @@ fn sweep_all(writer: Writer, depth: u32) -> Vec<(LoopSubject, Report)> {
         .collect()
 }
 
-/// The variant `s` with crash state `state` (its row, its slug).
-fn in_state(s: &LoopSubject, state: CrashState) -> LoopVariant {
+/// The variant `s` with crash state `state`.
+fn in_state(s: &LoopSubject, state: DiskState) -> LoopVariant {
     let mut v = s.variant();
     if let Some(p) = &mut v.power {
         p.state = state;
@@ -68,7 +68,7 @@ fn in_state(s: &LoopSubject, state: CrashState) -> LoopVariant {
 fn mutation_section(writer: Writer, runs: &[(LoopSubject, Report)]) -> String {
     let mut out = format!("### {}\n\n", writer.title());
     let mut header = format!("{:<24}", "failing / scenarios");
-    for s in CrashState::ALL {
+    for s in DiskState::ALL {
         header.push_str(&format!("{:>12}", s.slug()));
     }
     out.push_str(header.trim_end());
@@ -93,7 +93,7 @@ fn mutation_section(writer: Writer, runs: &[(LoopSubject, Report)]) -> String {
     }
     out.push('\n');
     for (s, r) in runs {
-        for state in CrashState::ALL {
+        for state in DiskState::ALL {
             let st = sweep::power::CrashState::from(state);
             let mut failing = r.in_state(&st).filter(|s| s.failed());
             let Some(first) = failing.next() else {
@@ -219,7 +219,7 @@ fn the_real_writer_comes_through_every_power_cut_and_dropped_fsyncs_are_caught()
          crates/loop-sweep/tests/it/loop_power.rs; real writer at depth 2, mutations at depth 1\n\n",
     );
     out.push_str("Crash states (what a power cut keeps of the operations not yet synced):\n");
-    for s in CrashState::ALL {
+    for s in DiskState::ALL {
         out.push_str(&format!("  {:<9} {}\n", s.slug(), s.title()));
     }
     out.push_str(
@@ -235,9 +235,9 @@ fn the_real_writer_comes_through_every_power_cut_and_dropped_fsyncs_are_caught()
         out.push('\n');
     }
     out.push_str("### Both mutations when nothing unsynced survives (`lose`), in full\n\n");
-    let lose_index = CrashState::ALL
+    let lose_index = DiskState::ALL
         .iter()
-        .position(|s| *s == CrashState::LoseUnsynced)
+        .position(|s| *s == DiskState::LoseUnsynced)
         .expect("lose is a crash state");
     let lose: Vec<Row> = mutations
         .iter()

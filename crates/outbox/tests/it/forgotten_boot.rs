@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use crashpoint::point;
-use durable::testing::{CrashState, PowerDir};
+use durable::testing::{DiskState, PowerDir};
 use durable::write::{write_atomic, WriteOptions};
 use durable::Dir;
 use sweep::{power::Boot, Config, Counter, LifeError, Subject, Verdict};
@@ -32,7 +32,7 @@ impl Subject for NoFsync {
     }
     fn world(&self) -> Result<World, LifeError> {
         Ok(World {
-            dir: PowerDir::new(CrashState::Process),
+            dir: PowerDir::new(DiskState::Process),
             sent: Arc::default(),
         })
     }

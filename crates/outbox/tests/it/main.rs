@@ -1,5 +1,5 @@
 //! Integration tests of the outbox crate, in one binary so they link once.
-//! (`tests/rungs.rs` stays a binary of its own: its async rung is refused
+//! (`tests/steps.rs` stays a binary of its own: its async step is refused
 //! for points passed on plain threads, which are counted for whichever sweep
 //! alone has lives running at the time, so no other sweep may run beside it.)
 

@@ -1,7 +1,7 @@
 //! The relay's sweep through `sweep::cli`: the bug is caught and named under
 //! every crash state, the fixed relay passes, and the table is reviewed.
 
-use durable::testing::CrashState;
+use durable::testing::DiskState;
 use outbox::Relay;
 use sweep::cli::Env;
 
@@ -20,17 +20,17 @@ fn the_sweep_catches_record_first_under_every_crash_state_and_matches_its_snapsh
     assert!(!err.contains("snapshot"), "the table moved:\n{err}");
     assert_eq!(table, std::fs::read_to_string(outbox::SNAPSHOT).unwrap());
     assert!(!err.contains("FAILED send first"), "{err}");
-    for state in CrashState::ALL {
+    for state in DiskState::ALL {
         // Scenario names carry their state (none for a process crash).
         let prefix = match state {
-            CrashState::Process => String::new(),
+            DiskState::Process => String::new(),
             s => format!("{}: ", s.slug()),
         };
         let failed = err
             .lines()
             .filter_map(|l| l.strip_prefix("FAILED record first / "));
         let mut names = failed.filter(|rest| match state {
-            CrashState::Process => CrashState::POWER_CUTS
+            DiskState::Process => DiskState::POWER_CUTS
                 .iter()
                 .all(|s| !rest.starts_with(&format!("{}: ", s.slug()))),
             _ => rest.starts_with(&prefix),
@@ -74,17 +74,17 @@ fn a_failure_reruns_by_its_name_alone_with_its_timeline() {
 fn the_guide_shows_the_example_code() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let guide = std::fs::read_to_string(root.join("../../docs/sweep-your-program.md")).unwrap();
-    // The relay's code, and the rungs before it (`tests/rungs.rs` checks
-    // that the guide quotes each rung whole).
+    // The relay's code, and the steps before it (`tests/steps.rs` checks
+    // that the guide quotes each step whole).
     let code = [
         "src/lib.rs",
         "src/main.rs",
         "../sweep/examples/first_sweep.rs",
-        "examples/rung_2_checkpoint.rs",
-        "examples/rung_3_power.rs",
-        "examples/rung_4_cli.rs",
-        "examples/rung_5_async.rs",
-        "examples/rung_6_http.rs",
+        "examples/step_2_checkpoint.rs",
+        "examples/step_3_power.rs",
+        "examples/step_4_cli.rs",
+        "examples/step_5_async.rs",
+        "examples/step_6_http.rs",
     ]
     .map(|f| std::fs::read_to_string(root.join(f)).unwrap())
     .join("\n");

@@ -21,7 +21,7 @@
 //! ```
 //! use std::sync::Arc;
 //!
-//! use durable::testing::{CrashState, FaultDir, PowerDir};
+//! use durable::testing::{DiskState, FaultDir, PowerDir};
 //! use durable::write::{write_atomic, WriteOptions};
 //! use durable::Dir;
 //! use sweep::power::faults::{check_every_site, fault_run};
@@ -42,7 +42,7 @@
 //!     fn name(&self) -> String { "count".into() }
 //!     fn counters(&self) -> Vec<Counter> { vec![Counter::new("lost").required()] }
 //!     fn world(&self) -> Result<World, LifeError> {
-//!         let power = PowerDir::new(CrashState::LoseUnsynced);
+//!         let power = PowerDir::new(DiskState::LoseUnsynced);
 //!         let inner: Arc<dyn Dir> = Arc::new(power.clone());
 //!         Ok((power, FaultDir::new(inner)))
 //!     }
@@ -269,25 +269,25 @@ mod tests {
     fn a_scenario_that_does_not_hold_is_named() {
         let first = |o: fn() -> FaultOutcome| check_every_site(&[A], |_, _, _| o());
         let e = first(|| outcome(&[], 0, &[])).unwrap_err();
-        assert_eq!(e, "write!1 (depth 1): the fault did not fire");
+        assert_eq!(e, "write#1 (depth 1): the fault did not fire");
         let e = first(|| outcome(&[], 1, &["dups = 1"])).unwrap_err();
         assert!(
-            e.starts_with("write!1 (depth 1): [") && e.contains("dups = 1"),
+            e.starts_with("write#1 (depth 1): [") && e.contains("dups = 1"),
             "{e}"
         );
         let e = first(|| outcome(&["power:/a", "power:/b", "power:/c"], 1, &[])).unwrap_err();
         assert!(
-            e.starts_with("write!1 (depth 1): the healthy life did not finish"),
+            e.starts_with("write#1 (depth 1): the healthy life did not finish"),
             "{e}"
         );
         assert!(first(|| outcome(&["power:/a", "power:/b"], 1, &[])).is_ok());
         let e = first(|| outcome(&["power:/a", "disk full"], 1, &[])).unwrap_err();
-        assert_eq!(e, "write!1 (depth 1): the error names no file: disk full");
+        assert_eq!(e, "write#1 (depth 1): the error names no file: disk full");
         // The cut is named, at depth 2.
         let e = check_every_site(&[A], |_, depth, cut| {
             outcome(&[], usize::from(!(depth == 2 && cut)), &[])
         })
         .unwrap_err();
-        assert_eq!(e, "write!1 (depth 2, power cut): the fault did not fire");
+        assert_eq!(e, "write#1 (depth 2, power cut): the fault did not fire");
     }
 }

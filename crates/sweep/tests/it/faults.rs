@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use durable::testing::{Call, CrashState, Fault, FaultDir, PowerDir};
+use durable::testing::{Call, DiskState, Fault, FaultDir, PowerDir};
 use durable::write::{write_atomic, WriteOptions};
 use durable::Dir;
 use sweep::power::faults::{check_every_site, fault_run, FaultOutcome};
@@ -45,7 +45,7 @@ impl Subject for Count {
         vec![Counter::new("lost").required()]
     }
     fn world(&self) -> Result<World, LifeError> {
-        let power = PowerDir::new(CrashState::LoseUnsynced);
+        let power = PowerDir::new(DiskState::LoseUnsynced);
         let inner: Arc<dyn Dir> = Arc::new(power.clone());
         Ok((power, FaultDir::new(inner), Arc::default()))
     }
@@ -162,7 +162,7 @@ fn each_way_a_scenario_breaks_is_named() {
     })
     .unwrap_err();
     assert!(
-        e.starts_with("write!1 (depth 1): ") && e.contains("lost = 1"),
+        e.starts_with("write#1 (depth 1): ") && e.contains("lost = 1"),
         "{e}"
     );
 }

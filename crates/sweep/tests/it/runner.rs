@@ -361,7 +361,7 @@ fn a_crash_that_does_not_fire_fails_the_scenario() {
         matches!(
             f[0].failure,
             Some(sweep::report::Failure::CrashDidNotFire {
-                life: sweep::report::Life::Crashing(1),
+                life: sweep::report::WhichLife::Crashing(1),
                 ..
             })
         ),

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use durable::testing::{Call, CrashState, Fault, FaultDir, PowerDir};
+use durable::testing::{Call, DiskState, Fault, FaultDir, PowerDir};
 use tracker::{Mode, Tracker, TrackerError};
 
 const ISSUES: [&str; 3] = ["crash in parser", "leak in cache", "typo in docs"];
@@ -36,7 +36,7 @@ fn file_all(t: &Tracker, tries: usize) -> Result<Vec<String>, TrackerError> {
 /// power cut — reopen from the disk, file again on a healthy disk, and
 /// return the errors of the first life and the titles a last reader sees.
 fn scenario(faults: &[Fault]) -> (Vec<String>, Vec<String>) {
-    let power = PowerDir::new(CrashState::LoseUnsynced);
+    let power = PowerDir::new(DiskState::LoseUnsynced);
     let disk = FaultDir::new(power.clone());
     disk.fail_all(faults);
     let mut errors = Vec::new();
@@ -98,7 +98,7 @@ fn two_io_errors_the_second_in_the_retry_still_file_each_issue_once() {
 
 #[test]
 fn a_failed_directory_fsync_after_the_rename_is_unknown_and_keeps_the_record() {
-    let power = PowerDir::new(CrashState::LoseUnsynced);
+    let power = PowerDir::new(DiskState::LoseUnsynced);
     let disk = FaultDir::new(power.clone());
     let t = Tracker::open_dir(Arc::new(disk.clone()), Mode::Keyed).unwrap();
     disk.fail(Call::SyncDir, disk.hits(Call::SyncDir) + 1);

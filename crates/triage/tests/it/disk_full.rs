@@ -36,7 +36,7 @@ fn a_disk_full_during_the_filing_files_the_issue_once_after_space_is_freed() {
     let state = tmp.path().join("state");
     let s = arg(&state);
     // The disk stays full for the filing and every retry the ladder makes.
-    let full = "write!1,write!2,write!3,write!4,write!5,write!6";
+    let full = "write#1,write#2,write#3,write#4,write#5,write#6";
     let out = triage_with_faults(&["--task", TASK, "--state", s, "--approve", "off"], full);
     assert_ne!(
         out.code(),
@@ -64,7 +64,7 @@ fn a_disk_full_during_the_filing_files_the_issue_once_after_space_is_freed() {
 #[test]
 fn one_failed_save_of_the_filing_is_settled_in_the_same_life() {
     let task = task(TASK);
-    for fault in ["write!1", "fsync!1", "rename!1", "fsync-dir!1", "create!1"] {
+    for fault in ["write#1", "fsync#1", "rename#1", "fsync-dir#1", "create#1"] {
         let tmp = tempfile::tempdir().unwrap();
         let state = tmp.path().join("state");
         let s = arg(&state);

@@ -1,13 +1,13 @@
 //! The power cut itself: the two views of a [`PowerDir`](super::PowerDir)
 //! (what a reader sees now, what the disk holds) with the unsynced
 //! operations between them, and how a cut replaces the present by the
-//! disk a [`CrashState`] or an enumerated plan keeps.
+//! disk a [`DiskState`] or an enumerated plan keeps.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::sync::Arc;
 
-use crate::testing::crash_state::CrashState;
+use crate::testing::disk_state::DiskState;
 use crate::testing::enumerate::{Contents, CutRecord, Names, Op, PersistenceModel, Space};
 
 /// The plan and the log of an enumerating directory.
@@ -22,7 +22,7 @@ pub(crate) struct Enumerated {
 
 #[derive(Clone, Default)]
 pub(crate) struct Inner {
-    pub(crate) state: Option<CrashState>,
+    pub(crate) state: Option<DiskState>,
     /// `Some`: cuts apply enumerated states instead of `state`.
     pub(crate) enumerated: Option<Enumerated>,
     /// Names as a reader sees them now.
@@ -54,17 +54,17 @@ impl Inner {
 
     /// The disk after a cut in `state`: the durable views with the chosen
     /// unsynced operations applied in order.
-    fn survivors(&self, state: CrashState) -> (Names, Contents) {
+    fn survivors(&self, state: DiskState) -> (Names, Contents) {
         let mut names = self.durable_names.clone();
         let mut data = self.durable_data.clone();
         let half = self.pending.len() / 2;
         for (i, op) in self.pending.iter().enumerate() {
             let keep = match state {
-                CrashState::Process => true,
-                CrashState::LoseUnsynced => false,
-                CrashState::KeepEntries | CrashState::TornContents => op.is_entry(),
-                CrashState::KeepContents => !op.is_entry(),
-                CrashState::InOrderHalf => i < half,
+                DiskState::Process => true,
+                DiskState::LoseUnsynced => false,
+                DiskState::KeepEntries | DiskState::TornContents => op.is_entry(),
+                DiskState::KeepContents => !op.is_entry(),
+                DiskState::InOrderHalf => i < half,
             };
             if !keep {
                 continue;
@@ -86,7 +86,7 @@ impl Inner {
                 }
             }
         }
-        if state == CrashState::TornContents {
+        if state == DiskState::TornContents {
             // Each file with unsynced contents keeps the first half of its
             // latest contents (bounded: one tear per file).
             let mut latest: BTreeMap<u64, &Arc<[u8]>> = BTreeMap::new();
@@ -102,7 +102,7 @@ impl Inner {
         (names, data)
     }
 
-    pub(crate) fn cut(&mut self, state: CrashState) {
+    pub(crate) fn cut(&mut self, state: DiskState) {
         let (names, data) = self.survivors(state);
         self.apply(names, data);
     }
@@ -145,7 +145,7 @@ impl Inner {
         } else {
             // No state at all cannot happen (the durable disk is one);
             // keep the durable views.
-            let (names, data) = self.survivors(CrashState::LoseUnsynced);
+            let (names, data) = self.survivors(DiskState::LoseUnsynced);
             self.apply(names, data);
         }
         record
@@ -156,7 +156,7 @@ impl Inner {
         if self.enumerated.is_some() {
             self.cut_enumerated();
         } else {
-            let state = self.state.unwrap_or(CrashState::LoseUnsynced);
+            let state = self.state.unwrap_or(DiskState::LoseUnsynced);
             self.cut(state);
         }
     }

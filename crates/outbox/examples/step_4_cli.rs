@@ -1,9 +1,9 @@
-//! `cargo run -p outbox --example rung_4_cli -- --help`
-#[path = "rung_3_power.rs"]
+//! `cargo run -p outbox --example step_4_cli -- --help`
+#[path = "step_3_power.rs"]
 mod power;
 
 pub fn app() -> sweep::cli::App {
-    sweep::cli::App::new("cargo run -p outbox --example rung_4_cli --")
+    sweep::cli::App::new("cargo run -p outbox --example step_4_cli --")
         .subject(power::Payday { synced: false })
         .subject(power::Payday { synced: true })
 }

@@ -13,14 +13,15 @@ use crate::observe::Event;
 use crate::result::RunResult;
 use crate::tool::ToolOutput;
 
-/// One life of a run: the open checkpoint and the state in memory.
-pub(crate) struct Life<'a> {
+/// Drives a run through one life (one process lifetime): the open checkpoint
+/// and the state in memory.
+pub(crate) struct Driver<'a> {
     pub(crate) agent: &'a Agent,
     pub(crate) checkpoint: Checkpoint,
     pub(crate) st: State,
 }
 
-impl Life<'_> {
+impl Driver<'_> {
     pub(crate) fn drive(&mut self) -> Result<RunResult, Error> {
         loop {
             match self.st.phase {

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use crashpoint::point;
-use durable::testing::{CrashState, PowerDir};
+use durable::testing::{DiskState, PowerDir};
 use durable::{Checkpoint, Durable, Options, RunId};
 use serde::{Deserialize, Serialize};
 use sweep::power::{Boot, PowerCuts};
@@ -32,7 +32,7 @@ impl Subject for Payday {
         vec![Counter::new("told twice").required()]
     }
     fn world(&self) -> Result<Self::World, LifeError> {
-        Ok((PowerDir::new(CrashState::Process), Vec::new()))
+        Ok((PowerDir::new(DiskState::Process), Vec::new()))
     }
     fn life(&self, (dir, told): &mut Self::World) -> Result<(), LifeError> {
         let opts = Options {
@@ -43,7 +43,7 @@ impl Subject for Payday {
         let opened = Checkpoint::<Progress>::open(Arc::new(dir.clone()), &run, opts)?;
         let (mut checkpoint, mut progress) = (opened.checkpoint, opened.state);
         while progress.next < 3 {
-            progress.next += 1; // the bank pays (keyed, as on the rung before)
+            progress.next += 1; // the bank pays (keyed, as on the step before)
             checkpoint.save(&progress)?;
             told.push(progress.next); // "invoice N is paid", to a person
             point!("told");
@@ -61,7 +61,7 @@ impl Subject for Payday {
 
 impl PowerCuts<(PowerDir, Vec<u32>)> for Payday {
     fn crash_states(&self) -> Vec<sweep::power::CrashState> {
-        CrashState::ALL.map(Into::into).to_vec() // process, lose, entries, …
+        DiskState::ALL.map(Into::into).to_vec() // process, lose, entries, …
     }
     fn default_crash_states(&self) -> Vec<sweep::power::CrashState> {
         self.crash_states() // one table row each
@@ -78,7 +78,7 @@ impl PowerCuts<(PowerDir, Vec<u32>)> for Payday {
     }
 }
 
-#[allow(dead_code)] // rung 4 reuses this file without its `main`
+#[allow(dead_code)] // step 4 reuses this file without its `main`
 fn main() {
     let synced = std::env::args().any(|a| a == "--fixed");
     let report = sweep::run(&Payday { synced }, &Config::default()).expect("a sweep");
