@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use sweep::cli::{Env, Plan, SweepFlags, EXIT_USAGE};
-use sweep::process::Process;
+use sweep::process::{IoPoints, Process};
 use sweep::{cli::DynSubject, scenario::Scenario};
 
 const AFTER_HELP: &str = "\
@@ -60,7 +60,7 @@ struct Args {
     worlds_in: Option<PathBuf>,
     /// The judge: a shell command run in the world copy after the final
     /// life, printing one JSON object of counters.
-    #[arg(long, value_name = "CMD", required_unless_present = "merge")]
+    #[arg(long, value_name = "CMD", required_unless_present_any = ["merge", "list_points"])]
     judge: Option<String>,
     /// Merge the partial JSON reports written by `--partition K/N --format
     /// json` into the sweep's table, running nothing.
@@ -92,6 +92,30 @@ struct Args {
     /// A variable for every life and the judge, as KEY=VALUE (repeatable).
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_env)]
     env: Vec<(String, String)>,
+    /// Crash the program at its system calls too, with no change to it: every
+    /// file operation on the world (open-create, open-truncate, write,
+    /// truncate, fsync, rename, unlink, mkdir, rmdir, link, symlink) and every
+    /// connect and send to a TCP peer is a point (`write state.json#3`,
+    /// `rename a.tmp→a#1`, `send service#2`). Linux on x86_64, with ptrace
+    /// allowed.
+    #[arg(long)]
+    io_points: bool,
+    /// Only these I/O operations, comma-separated (e.g. rename,fsync,send;
+    /// `open` is both opens).
+    #[arg(long, value_name = "OPS", requires = "io_points", value_delimiter = ',')]
+    io_ops: Vec<String>,
+    /// Only I/O points on files matching one of these globs (relative to
+    /// the world; a glob without `/` matches the file name), e.g. '*.db*'.
+    #[arg(long, value_name = "GLOB", requires = "io_points", value_delimiter = ',')]
+    io_paths: Vec<String>,
+    /// Replace each match of REGEX in an I/O point's paths by `*`: for file
+    /// names with random parts (e.g. 'tmp[a-z0-9_]{8}').
+    #[arg(long, value_name = "REGEX", requires = "io_points")]
+    io_mask: Option<String>,
+    /// Run the program once, with no crash and no judge, and list the points
+    /// it passes with their counts and the scenarios each depth would run.
+    #[arg(long, conflicts_with_all = ["merge", "snapshot"])]
+    list_points: bool,
     /// The reviewed table: the sweep's table is compared with this file
     /// (--bless rewrites it).
     #[arg(long, value_name = "FILE")]
@@ -169,6 +193,27 @@ fn run(args: &Args, raw: &[OsString]) -> u8 {
     for c in &args.count_only {
         process = process.count_only(c);
     }
+    if args.io_points {
+        match io_points(args) {
+            Ok(io) => process = process.io_points(io),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    }
+    if args.list_points {
+        return match process.list_points() {
+            Ok(listing) => {
+                print!("{listing}");
+                0
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                EXIT_USAGE
+            }
+        };
+    }
     let process = match process.discover() {
         Ok(p) => p,
         Err(e) => {
@@ -197,6 +242,21 @@ fn run(args: &Args, raw: &[OsString]) -> u8 {
         &mut std::io::stdout(),
         &mut std::io::stderr(),
     )
+}
+
+/// The I/O points `--io-ops`, `--io-paths` and `--io-mask` select.
+fn io_points(args: &Args) -> Result<IoPoints, sweep::process::SelectError> {
+    let mut io = IoPoints::all();
+    if !args.io_ops.is_empty() {
+        io = io.ops(&args.io_ops)?;
+    }
+    if !args.io_paths.is_empty() {
+        io = io.paths(&args.io_paths)?;
+    }
+    if let Some(m) = &args.io_mask {
+        io = io.mask(m)?;
+    }
+    Ok(io)
 }
 
 /// `--merge FILE…`: the shards' table, and their failures.
