@@ -119,7 +119,8 @@ pub(in crate::process) fn life(
     let (tx, rx) = mpsc::channel();
     let tree = Tree::default();
     let pid = tracer::start(cmd, theirs, Arc::clone(io), names, tx.clone(), tree.clone())
-        .map_err(|e| format!("{shown} could not start: {e}"))?;
+        .map_err(|e| format!("{shown} could not start: {e}"))?
+        .pid;
     let _in_life = world.service.as_ref().map(|s| s.life_started(pid));
     std::thread::Builder::new()
         .name("crashsweep-points".into())

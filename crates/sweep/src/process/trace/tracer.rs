@@ -9,6 +9,8 @@
 //! only, never for a process another thread of the harness started.
 
 use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -17,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use nix::errno::Errno;
 use nix::sys::ptrace::{self, Options};
 use nix::sys::signal::Signal;
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use super::call::{decode, Names, Regs};
@@ -84,31 +86,65 @@ pub(super) fn refusal_for(scope: Option<u32>) -> String {
     }
 }
 
-/// Between fork and exec: become the tracee of the forking thread, then
-/// install the filter. `EPERM` from `PTRACE_TRACEME` is ptrace refused;
-/// the filter's errors come back as `EINVAL`-like codes.
-fn arm(cmd: &mut Command, prog: filter::Prog) {
-    // SAFETY: ptrace(PTRACE_TRACEME), prctl and seccomp are plain system
-    // calls, async-signal-safe; nothing here allocates.
+/// A pipe's two ends, close-on-exec, numbered 10 or more (clear of the
+/// descriptors a life passes to its program by number).
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 fills `fds`; each number is then owned once.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let raw = [OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])];
+        let high = |fd: &OwnedFd| -> std::io::Result<OwnedFd> {
+            let n = libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
+            if n < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(OwnedFd::from_raw_fd(n))
+            }
+        };
+        Ok((high(&raw[0])?, high(&raw[1])?))
+    }
+}
+
+/// Between fork and exec, the child: tells the tracer its pid, waits until
+/// it is seized (the tracer's options, `PTRACE_O_TRACESECCOMP` among them,
+/// already set), then installs the filter. So the filter never meets a
+/// child without its tracer (whose calls would fail with `ENOSYS`), and a
+/// failed exec is traced like any other call. A refused seize comes back
+/// from `spawn` as `EPERM`.
+fn arm(cmd: &mut Command, prog: filter::Prog, pid_w: i32, pid_r: i32, go_r: i32, go_w: i32) {
+    // SAFETY: close, getpid, write, read, prctl and seccomp are plain
+    // system calls, async-signal-safe; nothing here allocates.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) != 0 {
+            libc::close(pid_r);
+            libc::close(go_w);
+            let pid = libc::getpid().to_ne_bytes();
+            if libc::write(pid_w, pid.as_ptr().cast(), 4) != 4 {
                 return Err(std::io::Error::last_os_error());
             }
-            match filter::install(&prog) {
-                // EPERM is ptrace's: the filter's refusal is told apart.
-                Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-                    Err(std::io::Error::from_raw_os_error(libc::EACCES))
-                }
-                other => other,
+            let mut go = [0u8; 1];
+            if libc::read(go_r, go.as_mut_ptr().cast(), 1) != 1 || go[0] != 1 {
+                return Err(std::io::Error::from_raw_os_error(libc::EPERM));
             }
+            filter::install(&prog)
         });
     }
 }
 
-/// Start `cmd` traced on a thread of its own. Its pid, or why it could not
-/// start; events go to `events` until the tree is gone (the last is
-/// [`Event::Exited`] or [`Event::Failed`]).
+/// The program of one life, started traced.
+pub(super) struct Started {
+    /// Its pid.
+    pub(super) pid: u32,
+}
+
+/// Start `cmd` traced: a tracer thread of its own seizes the child between
+/// fork and exec, then waits for its stops; this thread spawns it. Events
+/// go to `events` until the tree is gone (the last is [`Event::Exited`] or
+/// [`Event::Failed`]). `Err`: why it could not start (the tracer is then
+/// gone, and the child reaped).
 pub(super) fn start(
     mut cmd: Command,
     keep_until_spawned: impl Send + 'static,
@@ -116,42 +152,85 @@ pub(super) fn start(
     names: Names,
     events: Sender<Event>,
     tree: Tree,
-) -> Result<u32, String> {
+) -> Result<Started, String> {
     let prog = filter::program()?;
-    arm(&mut cmd, prog);
-    let (started_tx, started_rx) = mpsc::sync_channel(1);
-    std::thread::Builder::new()
+    let (pid_r, pid_w) = pipe().map_err(|e| format!("a pipe: {e}"))?;
+    let (go_r, go_w) = pipe().map_err(|e| format!("a pipe: {e}"))?;
+    arm(
+        &mut cmd,
+        prog,
+        pid_w.as_raw_fd(),
+        pid_r.as_raw_fd(),
+        go_r.as_raw_fd(),
+        go_w.as_raw_fd(),
+    );
+    let (refused_tx, refused_rx) = mpsc::channel::<String>();
+    let thread_tree = tree.clone();
+    let tracer = std::thread::Builder::new()
         .name("crashsweep-tracer".into())
         .spawn(move || {
-            let child = cmd.spawn();
-            drop(keep_until_spawned);
-            let pid = match child {
-                Ok(c) => c.id(),
-                Err(e) => {
-                    let _ = started_tx.send(Err(refusal(&e)));
-                    return;
-                }
-            };
-            tree.insert(pid as i32);
-            let _ = started_tx.send(Ok(pid));
-            let end = match run(Pid::from_raw(pid as i32), &io, &names, &events, &tree) {
+            let tree = thread_tree;
+            let mut pid = [0u8; 4];
+            let mut pid_r = std::fs::File::from(pid_r);
+            let mut go_w = std::fs::File::from(go_w);
+            // EOF: the spawn failed before the child could tell its pid.
+            if pid_r.read_exact(&mut pid).is_err() {
+                return;
+            }
+            let main = Pid::from_raw(i32::from_ne_bytes(pid));
+            let options = Options::PTRACE_O_TRACESECCOMP
+                | Options::PTRACE_O_TRACECLONE
+                | Options::PTRACE_O_TRACEFORK
+                | Options::PTRACE_O_TRACEVFORK
+                | Options::PTRACE_O_TRACEEXEC
+                | Options::PTRACE_O_EXITKILL;
+            if let Err(e) = ptrace::seize(main, options) {
+                let _ = refused_tx.send(refusal(&std::io::Error::from_raw_os_error(e as i32)));
+                let _ = go_w.write_all(&[0]);
+                return;
+            }
+            tree.insert(main.as_raw());
+            if go_w.write_all(&[1]).is_err() {
+                tree.kill_all();
+            }
+            drop(go_w);
+            let end = match run(main, &io, &names, &events, &tree) {
                 Ok(status) => Event::Exited(status),
                 Err(why) => {
                     tree.kill_all();
-                    // Reap what is left, so nothing outlives the life.
-                    while waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD))
+                    // Reap what is left, so nothing outlives the life (but
+                    // a child whose exec failed: `spawn` reaps it).
+                    if why != EXEC_FAILED {
+                        while waitpid(
+                            None,
+                            Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD),
+                        )
                         .is_ok()
-                    {}
+                        {}
+                    }
                     Event::Failed(why)
                 }
             };
             let _ = events.send(end);
         })
         .map_err(|e| format!("the tracer thread could not start: {e}"))?;
-    started_rx
-        .recv()
-        .map_err(|_| "the tracer thread ended before the program started".to_owned())?
+    let child = cmd.spawn();
+    drop(keep_until_spawned);
+    drop(pid_w);
+    drop(go_r);
+    match child {
+        Ok(c) => Ok(Started { pid: c.id() }),
+        Err(e) => {
+            // The tracer reaps a child that failed after it was seized; it
+            // ends by itself either way.
+            let _ = tracer.join();
+            Err(refused_rx.try_recv().unwrap_or_else(|_| refusal(&e)))
+        }
+    }
 }
+
+/// The tracer's word for a child whose exec failed (`spawn` says why).
+const EXEC_FAILED: &str = "the program could not start (its exec failed)";
 
 /// Resume `pid` (a vanished tracee is no error: it was killed).
 fn resume(pid: Pid, sig: Option<Signal>) -> Result<(), String> {
@@ -171,23 +250,38 @@ fn run(
     tree: &Tree,
 ) -> Result<ExitStatus, String> {
     let flags = Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD);
-    // The stop at exec (PTRACE_TRACEME's SIGTRAP): set the options there.
-    match waitpid(main, flags) {
-        Ok(WaitStatus::Stopped(_, Signal::SIGTRAP)) => {}
-        Ok(other) => return Err(format!("the program did not stop at its exec: {other:?}")),
-        Err(e) => return Err(format!("waitpid: {e}")),
+    // Until its exec, the child belongs to `spawn` too: if the exec fails,
+    // the child exits, and `spawn` must reap it (it panics otherwise). So
+    // its end is only looked at (WNOWAIT), never reaped here.
+    loop {
+        let peek = waitid(
+            Id::Pid(main),
+            WaitPidFlag::WEXITED
+                | WaitPidFlag::WSTOPPED
+                | WaitPidFlag::WNOWAIT
+                | WaitPidFlag::__WALL
+                | WaitPidFlag::__WNOTHREAD,
+        );
+        match peek {
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(format!("waitid: {e}")),
+            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) => {
+                tree.remove(main.as_raw());
+                return Err(EXEC_FAILED.into());
+            }
+            Ok(_) => {}
+        }
+        match waitpid(main, flags) {
+            Ok(WaitStatus::PtraceEvent(_, _, libc::PTRACE_EVENT_EXEC)) => {
+                resume(main, None)?;
+                break;
+            }
+            Ok(WaitStatus::Stopped(_, sig)) => resume(main, Some(sig))?,
+            Ok(_) => resume(main, None)?,
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(format!("waitpid: {e}")),
+        }
     }
-    ptrace::setoptions(
-        main,
-        Options::PTRACE_O_TRACESECCOMP
-            | Options::PTRACE_O_TRACECLONE
-            | Options::PTRACE_O_TRACEFORK
-            | Options::PTRACE_O_TRACEVFORK
-            | Options::PTRACE_O_TRACEEXEC
-            | Options::PTRACE_O_EXITKILL,
-    )
-    .map_err(|e| format!("ptrace(PTRACE_SETOPTIONS): {e}"))?;
-    resume(main, None)?;
     let mut known: HashSet<Pid> = HashSet::from([main]);
     // Tracees announced by an event whose first stop is still to come.
     let mut fresh: HashSet<Pid> = HashSet::new();
@@ -228,16 +322,10 @@ fn run(
                     resume(pid, None)?;
                     continue;
                 }
-                if sig == Signal::SIGSTOP && (fresh.remove(&pid) || known.insert(pid)) {
-                    // A new tracee's first stop.
-                    tree.insert(pid.as_raw());
-                    resume(pid, None)?;
-                } else if ptrace::getsiginfo(pid).is_err() {
-                    // A group stop: let it run on.
-                    resume(pid, None)?;
-                } else {
-                    resume(pid, Some(sig))?;
-                }
+                // A signal on its way to the tracee: deliver it.
+                tree.insert(pid.as_raw());
+                known.insert(pid);
+                resume(pid, Some(sig))?;
             }
             WaitStatus::PtraceEvent(pid, _, event) => {
                 if ending {
@@ -246,6 +334,14 @@ fn run(
                     continue;
                 }
                 match event {
+                    libc::PTRACE_EVENT_STOP => {
+                        // A new tracee's first stop (seized tracees' children
+                        // start so), or a group stop: let it run on.
+                        if fresh.remove(&pid) || known.insert(pid) {
+                            tree.insert(pid.as_raw());
+                        }
+                        resume(pid, None)?;
+                    }
                     libc::PTRACE_EVENT_SECCOMP => {
                         if !stop_at_call(pid, io, names, events)? {
                             ending = true;
