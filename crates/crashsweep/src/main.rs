@@ -102,11 +102,21 @@ struct Args {
     io_points: bool,
     /// Only these I/O operations, comma-separated (e.g. rename,fsync,send;
     /// `open` is both opens).
-    #[arg(long, value_name = "OPS", requires = "io_points", value_delimiter = ',')]
+    #[arg(
+        long,
+        value_name = "OPS",
+        requires = "io_points",
+        value_delimiter = ','
+    )]
     io_ops: Vec<String>,
     /// Only I/O points on files matching one of these globs (relative to
     /// the world; a glob without `/` matches the file name), e.g. '*.db*'.
-    #[arg(long, value_name = "GLOB", requires = "io_points", value_delimiter = ',')]
+    #[arg(
+        long,
+        value_name = "GLOB",
+        requires = "io_points",
+        value_delimiter = ','
+    )]
     io_paths: Vec<String>,
     /// Replace each match of REGEX in an I/O point's paths by `*`: for file
     /// names with random parts (e.g. 'tmp[a-z0-9_]{8}').

@@ -372,20 +372,14 @@ pub(super) fn decode(pid: Pid, r: &Regs, names: &Names) -> Option<Call> {
         libc::SYS_rename | libc::SYS_renameat | libc::SYS_renameat2 => {
             let (from, to) = match r.nr {
                 libc::SYS_rename => (path_at(cwd, a[0])?.0, path_at(cwd, a[1])?.0),
-                _ => (
-                    path_at(a[0] as i64, a[1])?.0,
-                    path_at(a[2] as i64, a[3])?.0,
-                ),
+                _ => (path_at(a[0] as i64, a[1])?.0, path_at(a[2] as i64, a[3])?.0),
             };
             two(Op::Rename, "rename", from, to)
         }
         libc::SYS_link | libc::SYS_linkat => {
             let (from, to) = match r.nr {
                 libc::SYS_link => (path_at(cwd, a[0])?.0, path_at(cwd, a[1])?.0),
-                _ => (
-                    path_at(a[0] as i64, a[1])?.0,
-                    path_at(a[2] as i64, a[3])?.0,
-                ),
+                _ => (path_at(a[0] as i64, a[1])?.0, path_at(a[2] as i64, a[3])?.0),
             };
             two(Op::Link, "link", from, to)
         }

@@ -178,12 +178,19 @@ mod tests {
         let l = Listing {
             subject: "p".into(),
             points: vec![("write a".into(), 2), ("rename a.tmp→a".into(), 1)],
-            hits: vec!["write a#1".into(), "write a#2".into(), "rename a.tmp→a#1".into()],
+            hits: vec![
+                "write a#1".into(),
+                "write a#2".into(),
+                "rename a.tmp→a#1".into(),
+            ],
         };
         assert_eq!(l.estimate(1), 4);
         assert_eq!(l.estimate(2), 13);
         let text = l.to_string();
-        assert!(text.starts_with("p: 3 hits of 2 points in a clean run\n"), "{text}");
+        assert!(
+            text.starts_with("p: 3 hits of 2 points in a clean run\n"),
+            "{text}"
+        );
         assert!(text.contains("  write a         ×2\n"), "{text}");
         assert!(text.contains("depth 1: 4, depth 2: at most 13"), "{text}");
     }

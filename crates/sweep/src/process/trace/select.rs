@@ -283,8 +283,14 @@ mod tests {
         assert!(io.selects(Op::OpenTruncate, &["a"]));
         assert!(!io.selects(Op::Write, &["a"]));
         let e = IoPoints::all().ops(["renam"]).unwrap_err();
-        assert!(e.to_string().contains("\"renam\" is not an operation"), "{e}");
-        assert!(e.to_string().contains("open-create, open-truncate, write"), "{e}");
+        assert!(
+            e.to_string().contains("\"renam\" is not an operation"),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("open-create, open-truncate, write"),
+            "{e}"
+        );
         assert_eq!(IoPoints::all().ops([""]).unwrap_err(), SelectError::NoOps);
     }
 

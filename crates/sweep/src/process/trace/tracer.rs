@@ -37,7 +37,10 @@ impl Tree {
     }
 
     fn remove(&self, pid: i32) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&pid);
     }
 
     /// `SIGKILL` to every process and thread of the tree.
@@ -201,11 +204,8 @@ pub(super) fn start(
                     // Reap what is left, so nothing outlives the life (but
                     // a child whose exec failed: `spawn` reaps it).
                     if why != EXEC_FAILED {
-                        while waitpid(
-                            None,
-                            Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD),
-                        )
-                        .is_ok()
+                        while waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD))
+                            .is_ok()
                         {}
                     }
                     Event::Failed(why)
@@ -310,7 +310,9 @@ fn run(
                 known.remove(&pid);
                 tree.remove(pid.as_raw());
                 if pid == main {
-                    status = Some(ExitStatus::from_raw(sig as i32 | if core { 0x80 } else { 0 }));
+                    status = Some(ExitStatus::from_raw(
+                        sig as i32 | if core { 0x80 } else { 0 },
+                    ));
                     ending = true;
                     tree.kill_all();
                 }
@@ -349,7 +351,9 @@ fn run(
                         }
                         resume(pid, None)?;
                     }
-                    libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE => {
+                    libc::PTRACE_EVENT_FORK
+                    | libc::PTRACE_EVENT_VFORK
+                    | libc::PTRACE_EVENT_CLONE => {
                         if let Ok(new) = ptrace::getevent(pid) {
                             let new = Pid::from_raw(new as i32);
                             if known.insert(new) {
