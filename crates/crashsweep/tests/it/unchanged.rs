@@ -128,7 +128,19 @@ fn python_unchanged_bug_found_and_fix_clean() {
     if !runtime("python3") {
         return;
     }
-    buggy_fails_fixed_passes("python", vec!["python3".into(), unchanged("payouts.py")]);
+    // The interpreter itself, not a version manager's shim script (pyenv's
+    // costs a shell and more at every life).
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    let exe = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let python = if exe.is_empty() {
+        "python3".into()
+    } else {
+        exe
+    };
+    buggy_fails_fixed_passes("python", vec![python, unchanged("payouts.py")]);
 }
 
 #[test]

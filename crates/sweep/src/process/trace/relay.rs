@@ -305,3 +305,52 @@ impl Life<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tracer_runs_here() {
+        probe().unwrap();
+    }
+
+    /// A thread under a seccomp filter that fails ptrace with `EPERM` (as a
+    /// container's profile does): the probe refuses, naming the setting.
+    #[test]
+    fn a_forbidden_ptrace_is_refused_by_name() {
+        use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
+        let refused = std::thread::spawn(|| {
+            let filter = SeccompFilter::new(
+                [(libc::SYS_ptrace, Vec::new())].into_iter().collect(),
+                SeccompAction::Allow,
+                SeccompAction::Errno(libc::EPERM as u32),
+                TargetArch::x86_64,
+            )
+            .unwrap();
+            let prog: seccompiler::BpfProgram = filter.try_into().unwrap();
+            // This thread only (no TSYNC): the tracer thread it starts
+            // inherits the filter.
+            seccompiler::apply_filter(&prog).unwrap();
+            probe()
+        })
+        .join()
+        .unwrap();
+        let why = refused.unwrap_err();
+        assert!(why.contains("ptrace is not allowed here (EPERM)"), "{why}");
+        let yama = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope");
+        if yama.is_err() {
+            assert!(why.contains("seccomp profile"), "{why}");
+        }
+    }
+
+    #[test]
+    fn yama_scopes_are_named() {
+        let three = tracer::refusal_for(Some(3));
+        assert!(three.contains("kernel.yama.ptrace_scope is 3"), "{three}");
+        let two = tracer::refusal_for(Some(2));
+        assert!(two.contains("sysctl kernel.yama.ptrace_scope=1"), "{two}");
+        let none = tracer::refusal_for(None);
+        assert!(none.contains("--cap-add SYS_PTRACE"), "{none}");
+    }
+}
