@@ -1,6 +1,6 @@
 //! What a clean run of a process subject passes: its points with their
 //! counts and the scenarios a sweep of each depth would run
-//! ([`Process::list_points`]); and the check that two clean runs name
+//! ([`Process::list_points`](crate::process::Process::list_points)); and the check that two clean runs name
 //! their I/O points alike (a random part in a path cannot be crashed at by
 //! name).
 
@@ -10,7 +10,7 @@ use crate::process::builder::Process;
 use crate::process::error::ProcessError;
 
 /// The points of one clean run, in the order first passed, with how many
-/// times each was passed ([`Process::list_points`]).
+/// times each was passed ([`Process::list_points`](crate::process::Process::list_points)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Listing {
     /// The subject.

@@ -1,5 +1,5 @@
 //! The tracer: a process subject's view of its program's system calls, and
-//! the I/O points it makes of them ([`Process::io_points`]).
+//! the I/O points it makes of them ([`Process::io_points`](super::Process::io_points)).
 //!
 //! The program runs under `ptrace` with a seccomp-bpf filter that stops it
 //! only at the calls that may change the world or reach a peer (opens that
