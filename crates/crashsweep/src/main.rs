@@ -30,6 +30,11 @@ life and prints one JSON object, e.g. {\"duplicates\": 0, \"missing\": 0}; each
 key is a counter (a column of the table, and in --format json a key of each
 row after `once`, `twice`, …).
 
+With --io-points the program needs no client: every call it makes on its
+world (open-create, write, fsync, rename, …) or to a TCP peer (connect,
+send) is a point, e.g. `rename state.json.tmp→state.json#2`. --list-points
+shows them (docs/sweep-an-unchanged-program.md).
+
 Exit codes:
   0  every scenario passed (and the table matches its snapshot)
   1  a scenario failed (a counter above zero, a life that failed or hung),

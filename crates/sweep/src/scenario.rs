@@ -161,9 +161,9 @@ impl FromStr for Scenario {
     }
 }
 
-/// `rest` cut at each arrow (`→` or `->`) that ends a hit: one after
-/// `#N` or `(disk N)`. An arrow inside a point's name stays there (an I/O
-/// point `rename a.tmp→a#1`).
+/// `rest` cut at each arrow (`→` or `->`) with a space on either side, or
+/// right after `#N` or `(disk N)`. An arrow between two other characters
+/// is part of a point's name (an I/O point `rename a.tmp→a#1`).
 fn split_hits(rest: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let mut start = 0;
@@ -177,7 +177,11 @@ fn split_hits(rest: &str) -> Vec<&str> {
         } else {
             0
         };
-        if arrow > 0 && ends_a_hit(&rest[start..i]) {
+        let spaced = || {
+            rest[..i].ends_with(char::is_whitespace)
+                || rest[i + arrow..].starts_with(char::is_whitespace)
+        };
+        if arrow > 0 && (spaced() || ends_a_hit(&rest[start..i])) {
             parts.push(&rest[start..i]);
             start = i + arrow;
             i = start;
@@ -229,5 +233,10 @@ mod tests {
             sc.hits,
             vec![Hit::new("a", 1), Hit::new("b", 2), Hit::new("c->d", 3)]
         );
+        // A spaced arrow always separates: a hit without `#N` is refused.
+        assert!("a → b#1".parse::<Scenario>().is_err());
+        assert!("rename a→b → c#1".parse::<Scenario>().is_err());
+        let sc: Scenario = "é#1 → ü→é#2".parse().unwrap();
+        assert_eq!(sc.hits, vec![Hit::new("é", 1), Hit::new("ü→é", 2)]);
     }
 }
