@@ -28,7 +28,9 @@ pub struct BenchArgs {
     disk: bool,
     /// Only the process sweeps: the cost of one process life (spawn, the
     /// point protocol's handshake at one point, exit) next to an in-process
-    /// life, and the scenarios per second of the triage process sweep.
+    /// life, the scenarios per second of the triage process sweep, and the
+    /// tracer's cost (a stop, 10,000 writes traced and untraced, I/O
+    /// points against named points).
     #[arg(long)]
     process: bool,
     /// Only the growth benchmark: the five designs and the long jobs, each
@@ -629,5 +631,5 @@ fn process(samples: usize) -> Result<(), String> {
             n as f64 / d.as_secs_f64()
         );
     }
-    Ok(())
+    crate::bench_tracer::tracer(samples.min(5))
 }

@@ -1,6 +1,7 @@
 //! Developer commands: `cargo xtask sweep …` and `cargo xtask bench`.
 
 mod bench;
+mod bench_tracer;
 mod chaos;
 mod compose;
 mod defs;

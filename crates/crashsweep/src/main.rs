@@ -19,7 +19,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use sweep::cli::{Env, Plan, SweepFlags, EXIT_USAGE};
-use sweep::process::Process;
+use sweep::process::{IoPoints, Process};
 use sweep::{cli::DynSubject, scenario::Scenario};
 
 const AFTER_HELP: &str = "\
@@ -30,6 +30,11 @@ version 1). The judge runs with the same working directory after the final
 life and prints one JSON object, e.g. {\"duplicates\": 0, \"missing\": 0}; each
 key is a counter (a column of the table, and in --format json a key of each
 row after `once`, `twice`, …).
+
+With --io-points the program needs no client: every call it makes on its
+world (open-create, write, fsync, rename, …) or to a TCP peer (connect,
+send) is a point, e.g. `rename state.json.tmp→state.json#2`. --list-points
+shows them (docs/sweep-an-unchanged-program.md).
 
 Exit codes:
   0  every scenario passed (and the table matches its snapshot)
@@ -64,8 +69,8 @@ struct Args {
     worlds_in: Option<PathBuf>,
     /// The judge: a shell command run in the world copy after the final
     /// life, printing one JSON object of counters.
-    #[arg(long, value_name = "CMD")]
-    judge: String,
+    #[arg(long, value_name = "CMD", required_unless_present = "list_points")]
+    judge: Option<String>,
     /// The restart after a crash, as a shell command (default: the program's
     /// command again).
     #[arg(long, value_name = "CMD")]
@@ -92,6 +97,40 @@ struct Args {
     /// A variable for every life and the judge, as KEY=VALUE (repeatable).
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_env)]
     env: Vec<(String, String)>,
+    /// Crash the program at its system calls too, with no change to it: every
+    /// file operation on the world (open-create, open-truncate, write,
+    /// truncate, fsync, rename, unlink, mkdir, rmdir, link, symlink) and every
+    /// connect and send to a TCP peer is a point (`write state.json#3`,
+    /// `rename a.tmp→a#1`, `send service#2`). Linux on x86_64, with ptrace
+    /// allowed.
+    #[arg(long)]
+    io_points: bool,
+    /// Only these I/O operations, comma-separated (e.g. rename,fsync,send;
+    /// `open` is both opens).
+    #[arg(
+        long,
+        value_name = "OPS",
+        requires = "io_points",
+        value_delimiter = ','
+    )]
+    io_ops: Vec<String>,
+    /// Only I/O points on files matching one of these globs (relative to
+    /// the world; a glob without `/` matches the file name), e.g. '*.db*'.
+    #[arg(
+        long,
+        value_name = "GLOB",
+        requires = "io_points",
+        value_delimiter = ','
+    )]
+    io_paths: Vec<String>,
+    /// Replace each match of REGEX in an I/O point's paths by `*`: for file
+    /// names with random parts (e.g. 'tmp[a-z0-9_]{8}').
+    #[arg(long, value_name = "REGEX", requires = "io_points")]
+    io_mask: Option<String>,
+    /// Run the program once, with no crash and no judge, and list the points
+    /// it passes with their counts and the scenarios each depth would run.
+    #[arg(long, conflicts_with_all = ["snapshot"])]
+    list_points: bool,
     /// The reviewed table: the sweep's table is compared with this file
     /// (--bless rewrites it).
     #[arg(long, value_name = "FILE")]
@@ -145,7 +184,8 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args, raw: &[OsString]) -> u8 {
-    let judge = args.judge.clone();
+    // --list-points runs no judge.
+    let judge = args.judge.clone().unwrap_or_default();
     let name = args.name.clone().unwrap_or_else(|| {
         let program = PathBuf::from(&args.program[0]);
         let last = args.program.last().map(PathBuf::from).unwrap_or_default();
@@ -188,6 +228,27 @@ fn run(args: &Args, raw: &[OsString]) -> u8 {
     for c in &args.count_only {
         process = process.count_only(c);
     }
+    if args.io_points {
+        match io_points(args) {
+            Ok(io) => process = process.io_points(io),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    }
+    if args.list_points {
+        return match process.list_points() {
+            Ok(listing) => {
+                print!("{listing}");
+                0
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                EXIT_USAGE
+            }
+        };
+    }
     let process = match process.discover() {
         Ok(p) => p,
         Err(e) => {
@@ -216,6 +277,21 @@ fn run(args: &Args, raw: &[OsString]) -> u8 {
         &mut std::io::stdout(),
         &mut std::io::stderr(),
     )
+}
+
+/// The I/O points `--io-ops`, `--io-paths` and `--io-mask` select.
+fn io_points(args: &Args) -> Result<IoPoints, sweep::process::SelectError> {
+    let mut io = IoPoints::all();
+    if !args.io_ops.is_empty() {
+        io = io.ops(&args.io_ops)?;
+    }
+    if !args.io_paths.is_empty() {
+        io = io.paths(&args.io_paths)?;
+    }
+    if let Some(m) = &args.io_mask {
+        io = io.mask(m)?;
+    }
+    Ok(io)
 }
 
 /// `merge FILE…`: the shards' table, and their failures.

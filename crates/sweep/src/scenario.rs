@@ -136,7 +136,7 @@ impl FromStr for Scenario {
         }
         let mut hits = Vec::new();
         let mut disks = Vec::new();
-        for part in rest.split('→').flat_map(|part| part.split("->")) {
+        for part in split_hits(rest) {
             let part = part.trim();
             let (hit, disk) = match part
                 .strip_suffix(')')
@@ -161,6 +161,48 @@ impl FromStr for Scenario {
     }
 }
 
+/// `rest` cut at each arrow (`→` or `->`) with a space on either side, or
+/// right after `#N` or `(disk N)`. An arrow between two other characters
+/// is part of a point's name (an I/O point `rename a.tmp→a#1`).
+fn split_hits(rest: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < rest.len() {
+        let tail = &rest[i..];
+        let arrow = if tail.starts_with('→') {
+            '→'.len_utf8()
+        } else if tail.starts_with("->") {
+            2
+        } else {
+            0
+        };
+        let spaced = || {
+            rest[..i].ends_with(char::is_whitespace)
+                || rest[i + arrow..].starts_with(char::is_whitespace)
+        };
+        if arrow > 0 && (spaced() || ends_a_hit(&rest[start..i])) {
+            parts.push(&rest[start..i]);
+            start = i + arrow;
+            i = start;
+            continue;
+        }
+        i += tail.chars().next().map_or(1, char::len_utf8);
+    }
+    parts.push(&rest[start..]);
+    parts
+}
+
+/// Whether `s` ends as a hit does: `#` and digits, or `(disk N)`.
+fn ends_a_hit(s: &str) -> bool {
+    let s = s.trim_end();
+    if s.ends_with(')') {
+        return s.contains(" (disk ");
+    }
+    let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    digits > 0 && s[..s.len() - digits].ends_with('#')
+}
+
 impl Serialize for Scenario {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -171,5 +213,30 @@ impl<'de> Deserialize<'de> for Scenario {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_arrow_inside_a_point_name_is_part_of_the_name() {
+        let sc: Scenario = "rename a.tmp→a#2 → write a#1".parse().unwrap();
+        assert_eq!(
+            sc.hits,
+            vec![Hit::new("rename a.tmp→a", 2), Hit::new("write a", 1)]
+        );
+        assert_eq!(sc.to_string(), "rename a.tmp→a#2 → write a#1");
+        let sc: Scenario = "a#1->b#2→c->d#3".parse().unwrap();
+        assert_eq!(
+            sc.hits,
+            vec![Hit::new("a", 1), Hit::new("b", 2), Hit::new("c->d", 3)]
+        );
+        // A spaced arrow always separates: a hit without `#N` is refused.
+        assert!("a → b#1".parse::<Scenario>().is_err());
+        assert!("rename a→b → c#1".parse::<Scenario>().is_err());
+        let sc: Scenario = "é#1 → ü→é#2".parse().unwrap();
+        assert_eq!(sc.hits, vec![Hit::new("é", 1), Hit::new("ü→é", 2)]);
     }
 }

@@ -1,4 +1,6 @@
 //! Integration tests of the crashsweep crate, in one binary so they link once.
 
 mod clients;
+mod io_points;
 mod process;
+mod unchanged;

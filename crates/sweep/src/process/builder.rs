@@ -60,6 +60,8 @@ pub struct Process {
     service_points: bool,
     worlds_in: Option<PathBuf>,
     pub(super) describe: Describe,
+    /// The tracer's I/O points, when on ([`Process::io_points`]).
+    pub(super) io_points: Option<std::sync::Arc<super::trace::IoPoints>>,
 }
 
 impl Process {
@@ -87,7 +89,18 @@ impl Process {
             service_points: false,
             worlds_in: None,
             describe: Describe::default(),
+            io_points: None,
         }
+    }
+
+    /// Crash the program at its system calls too, with no change to it:
+    /// each life runs under the tracer (Linux on x86_64), and every call
+    /// `io` selects on the world or a peer is a point (`write state.json`,
+    /// `rename a.tmp→a`, `send service`), in one sequence with the named
+    /// points the program reports. See [`super::trace`].
+    pub fn io_points(mut self, io: super::trace::IoPoints) -> Process {
+        self.io_points = Some(std::sync::Arc::new(io));
+        self
     }
 
     /// Start a service for every world: `argv` runs (before the first life)
@@ -219,6 +232,13 @@ impl Process {
                 });
             }
         }
+        if self.io_points.is_some() {
+            super::trace::probe().map_err(|reason| ProcessError::Untraceable {
+                subject: self.name.clone(),
+                reason,
+            })?;
+            self.check_io_names()?;
+        }
         if !self.counters.is_empty() {
             return Ok(self);
         }
@@ -241,6 +261,11 @@ impl Process {
             crashpoint::Outcome::Panicked(m) => {
                 return Err(discovery(format!("the harness panicked: {m}")))
             }
+        }
+        if world.hits == 0 && self.io_points.is_some() {
+            return Err(ProcessError::NoIoPoints {
+                subject: self.name.clone(),
+            });
         }
         if world.hits == 0 {
             return Err(ProcessError::NoPoints {

@@ -50,4 +50,34 @@ pub enum ProcessError {
         /// The subject.
         subject: String,
     },
+    /// I/O points are on, and the program cannot be traced here.
+    #[error("{subject}: {reason}")]
+    Untraceable {
+        /// The subject.
+        subject: String,
+        /// Why (the setting that forbids ptrace, or the platform).
+        reason: String,
+    },
+    /// I/O points are on, and the clean run made no selected call on the
+    /// world or a peer, and reported no named point.
+    #[error("{subject}: with I/O points on, the program ran to its end without a selected call on its world directory or a peer, and without a named point: check that it writes inside the world (its working directory), and --io-ops and --io-paths")]
+    NoIoPoints {
+        /// The subject.
+        subject: String,
+    },
+    /// Two clean runs made different I/O points at the same step: a path
+    /// with a random part.
+    #[error("{subject}: two clean runs made different I/O points: hit {step} was {first} in one and {second} in the other; a name with a part that differs from run to run (a random temporary name) cannot be crashed at by name: mask that part with --io-mask REGEX (Process::io_points with IoPoints::mask), e.g. --io-mask '{suggestion}'")]
+    IoNamesDiffer {
+        /// The subject.
+        subject: String,
+        /// The hit's position in the run (1-based).
+        step: usize,
+        /// The hit in the first run.
+        first: String,
+        /// The hit in the second run.
+        second: String,
+        /// A mask that would cover the difference.
+        suggestion: String,
+    },
 }

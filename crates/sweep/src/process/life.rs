@@ -54,6 +54,9 @@ impl Process {
             .stdout(File::create(world.log(life, "out"))?)
             .stderr(File::create(world.log(life, "err"))?);
         pass_fd(&mut cmd, fd);
+        if let Some(io) = &self.io_points {
+            return super::trace::life(cmd, ours, theirs, world, life, shown, io);
+        }
         let child = cmd
             .spawn()
             .map_err(|e| format!("{shown} could not start: {e}"))?;

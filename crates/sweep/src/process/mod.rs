@@ -38,12 +38,14 @@ mod error;
 mod judge;
 mod life;
 mod service;
+pub mod trace;
 mod world;
 
 use std::path::Path;
 
 pub use builder::{ram_disk, DescribeFn, JudgeFn, Process};
 pub use error::ProcessError;
+pub use trace::{IoPoints, Listing, Op, SelectError};
 pub use world::ProcessWorld;
 
 use crate::error::LifeError;

@@ -1,0 +1,3 @@
+module crashsweep.dev/clients/examples/unchanged/go
+
+go 1.19

@@ -1,0 +1,137 @@
+//! The seccomp-bpf filter a traced child installs before `execve`: it stops
+//! the child (`SECCOMP_RET_TRACE`) only at the calls that may be I/O
+//! points, and lets every other call run at full speed.
+//!
+//! Built with rust-vmm's seccompiler (pure Rust, used by Firecracker), so
+//! no libseccomp is needed; installed with two raw calls (`prctl`,
+//! `seccomp`) between fork and exec, where nothing may allocate.
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+/// A compiled filter.
+pub(super) type Prog = BpfProgram;
+
+/// The calls the filter stops at (x86_64 numbers).
+pub(super) const TRACED: [i64; 28] = [
+    libc::SYS_open,
+    libc::SYS_creat,
+    libc::SYS_openat,
+    libc::SYS_openat2,
+    libc::SYS_write,
+    libc::SYS_pwrite64,
+    libc::SYS_writev,
+    libc::SYS_pwritev,
+    libc::SYS_pwritev2,
+    libc::SYS_truncate,
+    libc::SYS_ftruncate,
+    libc::SYS_fsync,
+    libc::SYS_fdatasync,
+    libc::SYS_rename,
+    libc::SYS_renameat,
+    libc::SYS_renameat2,
+    libc::SYS_unlink,
+    libc::SYS_unlinkat,
+    libc::SYS_mkdir,
+    libc::SYS_mkdirat,
+    libc::SYS_rmdir,
+    libc::SYS_link,
+    libc::SYS_linkat,
+    libc::SYS_symlink,
+    libc::SYS_symlinkat,
+    libc::SYS_connect,
+    libc::SYS_sendto,
+    libc::SYS_sendmsg,
+];
+
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| e.to_string())
+}
+
+fn rule(conds: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
+    SeccompRule::new(conds).map_err(|e| e.to_string())
+}
+
+/// The filter: the calls above stop the child (an `open` only when it may
+/// create or truncate); the rest run. Writes to descriptors 0 to 2 stop
+/// too: a shell's `echo x > file` writes the world through its standard
+/// output.
+pub(super) fn program() -> Result<BpfProgram, String> {
+    let creates = |arg: u8| -> Result<Vec<SeccompRule>, String> {
+        Ok(vec![
+            rule(vec![cond(
+                arg,
+                SeccompCmpOp::MaskedEq(libc::O_CREAT as u64),
+                libc::O_CREAT as u64,
+            )?])?,
+            rule(vec![cond(
+                arg,
+                SeccompCmpOp::MaskedEq(libc::O_TRUNC as u64),
+                libc::O_TRUNC as u64,
+            )?])?,
+        ])
+    };
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for nr in TRACED {
+        let r = match nr {
+            libc::SYS_open => creates(1)?,
+            libc::SYS_openat => creates(2)?,
+            _ => Vec::new(),
+        };
+        rules.insert(nr, r);
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Trace(0),
+        TargetArch::x86_64,
+    )
+    .map_err(|e| e.to_string())?;
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())
+}
+
+/// Install `prog` on the calling thread: `PR_SET_NO_NEW_PRIVS`, then the
+/// filter. Async-signal-safe (no allocation): for `pre_exec`.
+pub(super) fn install(prog: &BpfProgram) -> std::io::Result<()> {
+    // SAFETY: prctl with constant arguments.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        // seccompiler's sock_filter has libc's layout (code, jt, jf, k).
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: the kernel copies the program from `fprog`, which outlives
+    // the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filter_compiles() {
+        let p = program().unwrap();
+        assert!(p.len() > TRACED.len(), "{} instructions", p.len());
+        assert!(p.len() < 4096);
+    }
+}

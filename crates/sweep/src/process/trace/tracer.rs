@@ -1,0 +1,431 @@
+//! The tracer thread of one life: it starts the program (so it is the
+//! program's tracer: ptrace requests must come from that thread), then
+//! waits for its stops until every process of the tree is gone. At each
+//! seccomp stop it names the call; a call on the world or a peer goes to
+//! the life's thread as an event, and the tracee stays stopped until the
+//! answer: go on, or die there (`SIGKILL` before the call runs).
+//!
+//! It waits with `__WALL | __WNOTHREAD`: for its own children and tracees
+//! only, never for a process another thread of the harness started.
+
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, ExitStatus};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+
+use nix::errno::Errno;
+use nix::sys::ptrace::{self, Options};
+use nix::sys::signal::Signal;
+use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+use super::call::{decode, Names, Regs};
+use super::filter;
+use super::select::IoPoints;
+use super::Event;
+
+/// The processes and threads of a traced tree, for whoever kills it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Tree(Arc<Mutex<HashSet<i32>>>);
+
+impl Tree {
+    fn insert(&self, pid: i32) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(pid);
+    }
+
+    fn remove(&self, pid: i32) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&pid);
+    }
+
+    /// `SIGKILL` to every process and thread of the tree.
+    pub(super) fn kill_all(&self) {
+        let pids = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for pid in pids.iter() {
+            // SAFETY: kill(2) on a tracee of ours, not yet reaped (reaping
+            // removes it from the set under this lock).
+            unsafe {
+                libc::kill(*pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Why a program cannot be traced, from the error of its start.
+pub(super) fn refusal(e: &std::io::Error) -> String {
+    if e.raw_os_error() != Some(libc::EPERM) {
+        return format!("the tracer could not start the program: {e}");
+    }
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok());
+    refusal_for(scope)
+}
+
+/// The refusal's words for a Yama `ptrace_scope` (`None`: no Yama).
+pub(super) fn refusal_for(scope: Option<u32>) -> String {
+    let head = "I/O points need ptrace, and ptrace is not allowed here (EPERM)";
+    match scope {
+        Some(3) => format!(
+            "{head}: kernel.yama.ptrace_scope is 3 (/proc/sys/kernel/yama/ptrace_scope), \
+             which forbids every process to trace another until the next reboot; \
+             sweep without --io-points, or on a machine where it is 0 or 1"
+        ),
+        Some(2) => format!(
+            "{head}: kernel.yama.ptrace_scope is 2 (/proc/sys/kernel/yama/ptrace_scope), \
+             which allows ptrace only with CAP_SYS_PTRACE; \
+             set it to 1 (`sysctl kernel.yama.ptrace_scope=1`) or give the harness CAP_SYS_PTRACE"
+        ),
+        _ => format!(
+            "{head}: a seccomp profile (a container's) or a security module forbids the ptrace \
+             system call; run the container with `--cap-add SYS_PTRACE` or a seccomp profile \
+             that allows ptrace"
+        ),
+    }
+}
+
+/// A pipe's two ends, close-on-exec, numbered 10 or more (clear of the
+/// descriptors a life passes to its program by number).
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 fills `fds`; each number is then owned once.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let raw = [OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])];
+        let high = |fd: &OwnedFd| -> std::io::Result<OwnedFd> {
+            let n = libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
+            if n < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(OwnedFd::from_raw_fd(n))
+            }
+        };
+        Ok((high(&raw[0])?, high(&raw[1])?))
+    }
+}
+
+/// Between fork and exec, the child: tells the tracer its pid, waits until
+/// it is seized (the tracer's options, `PTRACE_O_TRACESECCOMP` among them,
+/// already set), then installs the filter. So the filter never meets a
+/// child without its tracer (whose calls would fail with `ENOSYS`), and a
+/// failed exec is traced like any other call. A refused seize comes back
+/// from `spawn` as `EPERM`.
+fn arm(cmd: &mut Command, prog: filter::Prog, pid_w: i32, pid_r: i32, go_r: i32, go_w: i32) {
+    // SAFETY: close, getpid, write, read, prctl and seccomp are plain
+    // system calls, async-signal-safe; nothing here allocates.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::close(pid_r);
+            libc::close(go_w);
+            let pid = libc::getpid().to_ne_bytes();
+            if libc::write(pid_w, pid.as_ptr().cast(), 4) != 4 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let mut go = [0u8; 1];
+            if libc::read(go_r, go.as_mut_ptr().cast(), 1) != 1 || go[0] != 1 {
+                return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+            }
+            filter::install(&prog)
+        });
+    }
+}
+
+/// The program of one life, started traced.
+pub(super) struct Started {
+    /// Its pid.
+    pub(super) pid: u32,
+}
+
+/// Start `cmd` traced: a tracer thread of its own seizes the child between
+/// fork and exec, then waits for its stops; this thread spawns it. Events
+/// go to `events` until the tree is gone (the last is [`Event::Exited`] or
+/// [`Event::Failed`]). `Err`: why it could not start (the tracer is then
+/// gone, and the child reaped).
+pub(super) fn start(
+    mut cmd: Command,
+    keep_until_spawned: impl Send + 'static,
+    io: Arc<IoPoints>,
+    names: Names,
+    events: Sender<Event>,
+    tree: Tree,
+) -> Result<Started, String> {
+    let prog = filter::program()?;
+    let (pid_r, pid_w) = pipe().map_err(|e| format!("a pipe: {e}"))?;
+    let (go_r, go_w) = pipe().map_err(|e| format!("a pipe: {e}"))?;
+    arm(
+        &mut cmd,
+        prog,
+        pid_w.as_raw_fd(),
+        pid_r.as_raw_fd(),
+        go_r.as_raw_fd(),
+        go_w.as_raw_fd(),
+    );
+    let (refused_tx, refused_rx) = mpsc::channel::<String>();
+    let thread_tree = tree.clone();
+    let tracer = std::thread::Builder::new()
+        .name("crashsweep-tracer".into())
+        .spawn(move || {
+            let tree = thread_tree;
+            let mut pid = [0u8; 4];
+            let mut pid_r = std::fs::File::from(pid_r);
+            let mut go_w = std::fs::File::from(go_w);
+            // EOF: the spawn failed before the child could tell its pid.
+            if pid_r.read_exact(&mut pid).is_err() {
+                return;
+            }
+            let main = Pid::from_raw(i32::from_ne_bytes(pid));
+            let options = Options::PTRACE_O_TRACESECCOMP
+                | Options::PTRACE_O_TRACECLONE
+                | Options::PTRACE_O_TRACEFORK
+                | Options::PTRACE_O_TRACEVFORK
+                | Options::PTRACE_O_TRACEEXEC
+                | Options::PTRACE_O_EXITKILL;
+            if let Err(e) = ptrace::seize(main, options) {
+                let _ = refused_tx.send(refusal(&std::io::Error::from_raw_os_error(e as i32)));
+                let _ = go_w.write_all(&[0]);
+                return;
+            }
+            tree.insert(main.as_raw());
+            if go_w.write_all(&[1]).is_err() {
+                tree.kill_all();
+            }
+            drop(go_w);
+            let end = match run(main, &io, &names, &events, &tree) {
+                Ok(status) => Event::Exited(status),
+                Err(why) => {
+                    tree.kill_all();
+                    // Reap what is left, so nothing outlives the life (but
+                    // a child whose exec failed: `spawn` reaps it).
+                    if why != EXEC_FAILED {
+                        while waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD))
+                            .is_ok()
+                        {}
+                    }
+                    Event::Failed(why)
+                }
+            };
+            let _ = events.send(end);
+        })
+        .map_err(|e| format!("the tracer thread could not start: {e}"))?;
+    let child = cmd.spawn();
+    drop(keep_until_spawned);
+    drop(pid_w);
+    drop(go_r);
+    match child {
+        Ok(c) => Ok(Started { pid: c.id() }),
+        Err(e) => {
+            // The tracer reaps a child that failed after it was seized; it
+            // ends by itself either way.
+            let _ = tracer.join();
+            Err(refused_rx.try_recv().unwrap_or_else(|_| refusal(&e)))
+        }
+    }
+}
+
+/// The tracer's word for a child whose exec failed (`spawn` says why).
+const EXEC_FAILED: &str = "the program could not start (its exec failed)";
+
+/// Resume `pid` (a vanished tracee is no error: it was killed).
+fn resume(pid: Pid, sig: Option<Signal>) -> Result<(), String> {
+    match ptrace::cont(pid, sig) {
+        Ok(()) | Err(Errno::ESRCH) => Ok(()),
+        Err(e) => Err(format!("ptrace(PTRACE_CONT, {pid}): {e}")),
+    }
+}
+
+/// The waitpid loop: until every tracee is gone; the main process's exit
+/// status.
+fn run(
+    main: Pid,
+    io: &IoPoints,
+    names: &Names,
+    events: &Sender<Event>,
+    tree: &Tree,
+) -> Result<ExitStatus, String> {
+    let flags = Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD);
+    // Until its exec, the child belongs to `spawn` too: if the exec fails,
+    // the child exits, and `spawn` must reap it (it panics otherwise). So
+    // its end is only looked at (WNOWAIT), never reaped here.
+    loop {
+        let peek = waitid(
+            Id::Pid(main),
+            WaitPidFlag::WEXITED
+                | WaitPidFlag::WSTOPPED
+                | WaitPidFlag::WNOWAIT
+                | WaitPidFlag::__WALL
+                | WaitPidFlag::__WNOTHREAD,
+        );
+        match peek {
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(format!("waitid: {e}")),
+            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) => {
+                tree.remove(main.as_raw());
+                return Err(EXEC_FAILED.into());
+            }
+            Ok(_) => {}
+        }
+        match waitpid(main, flags) {
+            Ok(WaitStatus::PtraceEvent(_, _, libc::PTRACE_EVENT_EXEC)) => {
+                resume(main, None)?;
+                break;
+            }
+            Ok(WaitStatus::Stopped(_, sig)) => resume(main, Some(sig))?,
+            Ok(_) => resume(main, None)?,
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(format!("waitpid: {e}")),
+        }
+    }
+    let mut known: HashSet<Pid> = HashSet::from([main]);
+    // Tracees announced by an event whose first stop is still to come.
+    let mut fresh: HashSet<Pid> = HashSet::new();
+    let mut status: Option<ExitStatus> = None;
+    // Once the main process is gone (or the life decided to crash), every
+    // tracee left is killed at its next stop.
+    let mut ending = false;
+    loop {
+        let ws = match waitpid(None, flags) {
+            Ok(ws) => ws,
+            Err(Errno::EINTR) => continue,
+            Err(Errno::ECHILD) => break,
+            Err(e) => return Err(format!("waitpid: {e}")),
+        };
+        match ws {
+            WaitStatus::Exited(pid, code) => {
+                known.remove(&pid);
+                tree.remove(pid.as_raw());
+                if pid == main {
+                    status = Some(ExitStatus::from_raw((code & 0xff) << 8));
+                    ending = true;
+                    tree.kill_all();
+                }
+            }
+            WaitStatus::Signaled(pid, sig, core) => {
+                known.remove(&pid);
+                tree.remove(pid.as_raw());
+                if pid == main {
+                    status = Some(ExitStatus::from_raw(
+                        sig as i32 | if core { 0x80 } else { 0 },
+                    ));
+                    ending = true;
+                    tree.kill_all();
+                }
+            }
+            WaitStatus::Stopped(pid, sig) => {
+                if ending {
+                    tree.insert(pid.as_raw());
+                    tree.kill_all();
+                    resume(pid, None)?;
+                    continue;
+                }
+                // A signal on its way to the tracee: deliver it.
+                tree.insert(pid.as_raw());
+                known.insert(pid);
+                resume(pid, Some(sig))?;
+            }
+            WaitStatus::PtraceEvent(pid, _, event) => {
+                if ending {
+                    tree.kill_all();
+                    resume(pid, None)?;
+                    continue;
+                }
+                match event {
+                    libc::PTRACE_EVENT_STOP => {
+                        // A new tracee's first stop (seized tracees' children
+                        // start so), or a group stop: let it run on.
+                        if fresh.remove(&pid) || known.insert(pid) {
+                            tree.insert(pid.as_raw());
+                        }
+                        resume(pid, None)?;
+                    }
+                    libc::PTRACE_EVENT_SECCOMP => {
+                        if !stop_at_call(pid, io, names, events)? {
+                            ending = true;
+                            tree.kill_all();
+                        }
+                        resume(pid, None)?;
+                    }
+                    libc::PTRACE_EVENT_FORK
+                    | libc::PTRACE_EVENT_VFORK
+                    | libc::PTRACE_EVENT_CLONE => {
+                        if let Ok(new) = ptrace::getevent(pid) {
+                            let new = Pid::from_raw(new as i32);
+                            if known.insert(new) {
+                                fresh.insert(new);
+                            }
+                            tree.insert(new.as_raw());
+                        }
+                        resume(pid, None)?;
+                    }
+                    libc::PTRACE_EVENT_EXEC => {
+                        // A thread that called exec takes the leader's id;
+                        // its own id is gone without an exit.
+                        if let Ok(former) = ptrace::getevent(pid) {
+                            let former = Pid::from_raw(former as i32);
+                            if former != pid {
+                                known.remove(&former);
+                                tree.remove(former.as_raw());
+                            }
+                        }
+                        resume(pid, None)?;
+                    }
+                    _ => resume(pid, None)?,
+                }
+            }
+            _ => {}
+        }
+    }
+    status.ok_or_else(|| "the program's end was never seen".to_owned())
+}
+
+/// A seccomp stop: name the call; if it is an I/O point, ask the life.
+/// `false`: the life crashes here (kill the tree before the call runs).
+fn stop_at_call(
+    pid: Pid,
+    io: &IoPoints,
+    names: &Names,
+    events: &Sender<Event>,
+) -> Result<bool, String> {
+    let regs = match ptrace::getregs(pid) {
+        Ok(r) => r,
+        // Killed meanwhile.
+        Err(Errno::ESRCH) => return Ok(true),
+        Err(e) => return Err(format!("ptrace(PTRACE_GETREGS, {pid}): {e}")),
+    };
+    let regs = Regs {
+        nr: regs.orig_rax as i64,
+        args: [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9],
+    };
+    let Some(call) = decode(pid, &regs, names) else {
+        return Ok(true);
+    };
+    let refs: Vec<&str> = call.targets.iter().map(String::as_str).collect();
+    if !io.selects(call.op, &refs) {
+        return Ok(true);
+    }
+    let (reply_tx, reply_rx): (Sender<bool>, Receiver<bool>) = mpsc::channel();
+    let point = format!(
+        "{} {}",
+        call.op,
+        call.targets
+            .iter()
+            .map(|t| io.masked(t))
+            .collect::<Vec<_>>()
+            .join("→")
+    );
+    let event = Event::Io {
+        point,
+        shown: call.shown,
+        reply: reply_tx,
+    };
+    if events.send(event).is_err() {
+        return Ok(false);
+    }
+    Ok(reply_rx.recv().unwrap_or(false))
+}
