@@ -41,6 +41,10 @@ CRASHPOINT = ["cargo", "tree", "-p", "crashpoint", "-e", "normal,build,dev,featu
 # one of TEST_DOUBLES is compiled again without it (a few crates).
 BINARIES = ["triage", "tracker"]
 TEST_DOUBLES = {"testing"}
+# The test doubles a binary uses, by crate: triage declares its tools on an
+# in-memory directory and fails its tracker's disk on demand (durable's).
+# Any other test double in a binary's build fails the check.
+USED_DOUBLES = {"triage": {"durable"}}
 TESTS = ["cargo", "tree", "--workspace", "-e", "normal,build,dev,features", "-f", "{p} [{f}]", "--prefix", "none"]
 
 LINE = re.compile(r"^(\S+) v(\S+)( \([^)]*\))?(?: \(\*\))? \[(.*)\]$")
@@ -113,6 +117,22 @@ def binary_differences(binary, bin_tree, test_tree):
     return errors
 
 
+def linked_doubles(binary, bin_tree, used=None):
+    """One message per workspace crate `cargo run -p BINARY` builds with a
+    test double (a feature of TEST_DOUBLES) the binary does not use."""
+    used = USED_DOUBLES if used is None else used
+    workspace = set(registry_features(bin_tree, workspace_too=True)) - set(registry_features(bin_tree))
+    errors = []
+    for (name, version), feats in sorted(registry_features(bin_tree, workspace_too=True).items()):
+        doubles = sorted(feats & TEST_DOUBLES)
+        if (name, version) in workspace and doubles and name not in used.get(binary, set()):
+            errors.append(
+                f"`cargo run -p {binary}` links {name}'s test doubles ({', '.join(doubles)}), which it does not use. "
+                f"Fix: find who asks for them (cargo tree -p {binary} -e features -i {name}), or list {name} in USED_DOUBLES."
+            )
+    return errors
+
+
 def self_test():
     same = "serde v1.0.0 [default,std]\nsweep v0.1.0 (/w/crates/sweep) [cli]\n"
     more = "serde v1.0.0 [default,rc,std]\nsweep v0.1.0 (/w/crates/sweep) [cli,extra]\n"
@@ -143,6 +163,17 @@ def self_test():
         ok = len(got) == want and all("cargo run -p triage" in e for e in got)
         print(f"{'ok  ' if ok else 'FAIL'} {name}")
         failed += not ok
+    doubles = "sweep v0.1.0 (/w/crates/sweep) [cli,testing]\n"
+    double_cases = [
+        ("a binary linking a test double it does not use fails", "tracker", doubles, 1),
+        ("a binary linking a test double it uses passes", "triage", doubles, 0),
+        ("a registry crate's feature named testing is not a test double here", "tracker", "serde v1.0.0 [testing]\n", 0),
+    ]
+    for name, binary, tree_text, want in double_cases:
+        got = linked_doubles(binary, tree_text, used={"triage": {"sweep"}})
+        ok = len(got) == want
+        print(f"{'ok  ' if ok else 'FAIL'} {name}")
+        failed += not ok
     return 1 if failed else 0
 
 
@@ -167,11 +198,9 @@ def main(argv):
     errors += [e.replace("the README's two commands", "CI's crashpoint step and the test command").replace("crates/same-build/Cargo.toml", "crates/crashpoint/Cargo.toml")
                for e in differences(tree(CRASHPOINT), tests)]
     for binary in BINARIES:
-        errors += binary_differences(
-            binary,
-            tree(["cargo", "tree", "-p", binary, "-e", "normal,build,features", "-f", "{p} [{f}]", "--prefix", "none"]),
-            tests,
-        )
+        bin_tree = tree(["cargo", "tree", "-p", binary, "-e", "normal,build,features", "-f", "{p} [{f}]", "--prefix", "none"])
+        errors += binary_differences(binary, bin_tree, tests)
+        errors += linked_doubles(binary, bin_tree)
     for e in errors:
         print(f"one_build: {e}", file=sys.stderr)
     if not errors:

@@ -683,10 +683,6 @@ pub(crate) mod tests {
                 spec("loop-keyed", &[(Dim::Situation, "approval")]),
                 "did you mean \"approval-gate\"?",
             ),
-            (
-                spec("loop-keyed-power-lose-no-dir-fsink", &[]),
-                "did you mean `--variant loop-keyed --crash-state lose --mutation no-dir-fsync`?",
-            ),
         ] {
             let e = refused(&registry, &s);
             assert!(e.contains(needle), "`{s}`: {e}");

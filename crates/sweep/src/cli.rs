@@ -25,8 +25,8 @@
 //!
 //! | command | does |
 //! |---|---|
-//! | `--list` | lists the subjects (slug, crash states, name) |
-//! | *(no subject)* / `SUBJECT…` | sweeps all subjects, or those named (by slug or name) |
+//! | `--list` | lists the subjects (NAME, crash states, row title) |
+//! | *(no subject)* / `SUBJECT…` | sweeps all subjects, or those named (by NAME or row title) |
 //! | `--depth N`, `--threads N` | lives crashed in a row (default 2); worker threads |
 //! | `--crash-state STATE,…` | sweeps these crash states (of the subjects that have them) |
 //! | `--scenario NAME` | reruns one scenario by name and prints its timeline |

@@ -180,7 +180,7 @@ impl App {
             }
         }
         if a.list {
-            let _ = writeln!(out, "subjects (slug, crash states, name):");
+            let _ = writeln!(out, "subjects (NAME, crash states, row title):");
             let width = slugs.iter().map(String::len).max().unwrap_or(0);
             let shown: Vec<String> = self
                 .entries
