@@ -10,6 +10,10 @@ as one word). A sentence ends at `.`, `!` or `?` followed by a space or the end
 of a paragraph; a paragraph or list item that ends without one is a sentence
 too. Common abbreviations (e.g., i.e., etc., vs.) do not end a sentence.
 
+It also keeps the front door on a page: README.md and ARCHITECTURE.md have at
+most 250 lines each, and every invariant of ARCHITECTURE.md's `## Invariants`
+section (a bullet opening with a bold claim) has a `Checked by:` line.
+
 Usage:
     .ci/sentences.py             check the workspace's prose; exit 1 if a file
                                  breaks the limit (each such file is named with
@@ -26,6 +30,8 @@ import re
 import sys
 
 MAX_AVG = 20.0
+# The front door fits on a page: these files have at most this many lines.
+MAX_LINES = {"README.md": 250, "ARCHITECTURE.md": 250}
 LONG = 40
 MAX_LONG_SHARE = 0.05
 
@@ -123,6 +129,37 @@ def files(root):
     return [n for n in names if os.path.exists(os.path.join(root, n))]
 
 
+def invariants_unchecked(text):
+    """The invariants of ARCHITECTURE.md's `## Invariants` section (bullets
+    that open with a bold claim) that have no `Checked by:` line."""
+    m = re.search(r"^## Invariants\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    if not m:
+        return ["(no '## Invariants' section)"]
+    items = re.split(r"^- \*\*", m.group(1), flags=re.M)[1:]
+    return [i.split("**")[0] for i in items if "Checked by:" not in i]
+
+
+def front_door(root):
+    """README.md and ARCHITECTURE.md fit their line limits, and every
+    invariant of ARCHITECTURE.md names its check."""
+    bad = 0
+    for name, limit in MAX_LINES.items():
+        path = os.path.join(root, name)
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        n = text.count("\n")
+        if n > limit:
+            print(f"{name}: {n} lines, over its limit of {limit}")
+            bad += 1
+        if name == "ARCHITECTURE.md":
+            for claim in invariants_unchecked(text):
+                print(f"ARCHITECTURE.md: the invariant '{claim}' has no 'Checked by:' line")
+                bad += 1
+    return bad
+
+
 def check(paths, root, report):
     bad = 0
     for p in paths:
@@ -165,6 +202,9 @@ code that. is. not. prose with many many many words words words words words
     n2, avg2, share2, l2 = figures(long + " Short one.")
     assert n2 == 2 and share2 == 0.5 and l2[1] == 45, (n2, share2, l2)
     assert figures("")[0] == 0
+    arch = "## Invariants\n\n- **A holds.**\n  Checked by: `x`.\n- **B holds.**\n  No check.\n\n## Next\n"
+    assert invariants_unchecked(arch) == ["B holds."], invariants_unchecked(arch)
+    assert invariants_unchecked("# none") == ["(no '## Invariants' section)"]
     # `etc.` before a capital ends a sentence; `No.` ends one unless a number follows.
     assert figures("Keys, markers, etc. Then more. It is no. 5 here. Is it? No. Fine.")[0] == 6
     # Links keep their text, HTML comments and link definitions are not prose.
@@ -202,6 +242,8 @@ def main(argv):
         paths = [os.path.relpath(os.path.abspath(p), root) for p in paths]
     else:
         paths = files(root)
+        if front_door(root):
+            return 1
     return check(paths, root, report)
 
 
