@@ -8,6 +8,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::error::ProcessError;
+use super::forkserver::ForkSlot;
 use super::service;
 use super::world::{copy_tree, ProcessWorld};
 use crate::judge::{Counter, Verdict};
@@ -60,6 +61,7 @@ pub struct Process {
     service_points: bool,
     worlds_in: Option<PathBuf>,
     pub(super) describe: Describe,
+    pub(super) fork: ForkSlot,
 }
 
 impl Process {
@@ -87,7 +89,21 @@ impl Process {
             service_points: false,
             worlds_in: None,
             describe: Describe::default(),
+            fork: ForkSlot::default(),
         }
+    }
+
+    /// Fork every life from a fork server instead of starting the program
+    /// anew: the program runs once to its `ready()` call (its imports and
+    /// set-up; point protocol version 2), then each life is a child forked
+    /// there. [`Process::discover`] checks it first: forked and exec'd
+    /// clean lives must pass the same hits and leave the same world, and the
+    /// program must have one thread at `ready()`; else it is refused. It
+    /// suits Python and Rust programs; Go and Node cannot fork a running
+    /// runtime (their clients refuse version 2).
+    pub fn fork_server(mut self) -> Process {
+        self.fork.wanted = true;
+        self
     }
 
     /// Start a service for every world: `argv` runs (before the first life)
@@ -219,6 +235,9 @@ impl Process {
                 });
             }
         }
+        if self.fork.wanted {
+            self.check_fork_server()?;
+        }
         if !self.counters.is_empty() {
             return Ok(self);
         }
@@ -268,23 +287,33 @@ impl Process {
         Ok(self)
     }
 
-    pub(super) fn try_world(&self) -> Result<ProcessWorld, String> {
+    /// A scratch directory where worlds are made.
+    pub(super) fn scratch(&self, prefix: &str) -> Result<tempfile::TempDir, String> {
         let mut temp = tempfile::Builder::new();
-        temp.prefix("crashsweep-world-");
-        let root = match &self.worlds_in {
+        temp.prefix(prefix);
+        match &self.worlds_in {
             Some(dir) => temp
                 .tempdir_in(dir)
-                .map_err(|e| format!("a temporary directory in {}: {e}", dir.display()))?,
+                .map_err(|e| format!("a temporary directory in {}: {e}", dir.display())),
             None => temp
                 .tempdir()
-                .map_err(|e| format!("a temporary directory: {e}"))?,
-        };
-        let dir = root.path().join("world");
-        match &self.template {
-            Some(t) => copy_tree(t, &dir)
-                .map_err(|e| format!("copying {} to {}: {e}", t.display(), dir.display()))?,
-            None => std::fs::create_dir(&dir).map_err(|e| e.to_string())?,
+                .map_err(|e| format!("a temporary directory: {e}")),
         }
+    }
+
+    /// `dir` made as a copy of the template (or empty).
+    pub(super) fn fill(&self, dir: &std::path::Path) -> Result<(), String> {
+        match &self.template {
+            Some(t) => copy_tree(t, dir)
+                .map_err(|e| format!("copying {} to {}: {e}", t.display(), dir.display())),
+            None => std::fs::create_dir(dir).map_err(|e| e.to_string()),
+        }
+    }
+
+    pub(super) fn try_world(&self) -> Result<ProcessWorld, String> {
+        let root = self.scratch("crashsweep-world-")?;
+        let dir = root.path().join("world");
+        self.fill(&dir)?;
         std::fs::create_dir(root.path().join("logs")).map_err(|e| e.to_string())?;
         let service = match &self.service {
             Some(argv) => Some(service::Service::start(

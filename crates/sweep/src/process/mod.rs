@@ -35,6 +35,7 @@
 mod builder;
 mod child;
 mod error;
+mod forkserver;
 mod judge;
 mod life;
 mod service;

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crashpoint::scope::Handle;
 
-use super::child::{describe_status, pass_fd, show_argv, tail, without_protocol, Running};
+use super::child::{describe_status, pass_fd, show_argv, tail, without_protocol, Kid, Running};
 use super::{FD_VAR, VERSION, VERSION_VAR};
 
 /// What the service's relay thread shares with the lives.
@@ -138,7 +138,7 @@ impl Service {
         });
         let stdout = child.stdout.take();
         let mut running = Running {
-            child: Some(child),
+            child: Some(Kid::Spawned(child)),
             shown: shown.clone(),
         };
         let Some(stdout) = stdout else {
