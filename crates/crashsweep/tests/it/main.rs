@@ -1,4 +1,5 @@
 //! Integration tests of the crashsweep crate, in one binary so they link once.
 
 mod clients;
+mod forkserver;
 mod process;

@@ -523,6 +523,9 @@ impl Process {
             reason,
         };
         self.fork_server_fits().map_err(&refuse)?;
+        // The server first: a program that cannot serve (threads at
+        // ready(), a point before it) is refused for that.
+        self.fork.started(self).map_err(&refuse)?;
         let mut exec = self.try_world().map_err(&refuse)?;
         let mut fork = self.try_world().map_err(&refuse)?;
         self.fork.checked.store(true, Ordering::SeqCst);
