@@ -285,7 +285,7 @@ mod tests {
     #[test]
     fn another_version_or_none_is_refused() {
         for pairs in [
-            &[(FD_VAR, "7"), (VERSION_VAR, "2")][..],
+            &[(FD_VAR, "7"), (VERSION_VAR, "3")][..],
             &[(FD_VAR, "7")][..],
         ] {
             let Mode::Refused(why) = from_env(env(pairs)) else {
@@ -293,6 +293,12 @@ mod tests {
             };
             assert!(why.contains("speaks point protocol 1"), "{why}");
         }
+    }
+
+    #[test]
+    fn a_fork_server_asked_for_refuses_points_before_ready() {
+        let m = from_env(env(&[(FD_VAR, "7"), (VERSION_VAR, FORK_SERVER_VERSION)]));
+        assert!(matches!(m, Mode::NotReady));
     }
 
     #[test]

@@ -61,6 +61,15 @@ pub trait Subject: Sync {
     fn share(&self) -> Option<&dyn Share<Self::World>> {
         None
     }
+
+    /// For a subject that starts processes (a [process
+    /// subject](crate::process::Process)): how many it has started so far,
+    /// by kind. A sweep reports the difference over its run in
+    /// [`Stats::processes`](crate::report::Stats::processes). `None` (the default):
+    /// it starts none.
+    fn processes(&self) -> Option<crate::report::Processes> {
+        None
+    }
 }
 
 /// `subject`'s [`PowerCuts`], or the process state alone.

@@ -7,6 +7,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::PathBuf;
 
+use super::count::{Count, Kind};
 use super::error::ProcessError;
 use super::forkserver::ForkSlot;
 use super::service;
@@ -62,6 +63,7 @@ pub struct Process {
     worlds_in: Option<PathBuf>,
     pub(super) describe: Describe,
     pub(super) fork: ForkSlot,
+    pub(super) count: Count,
 }
 
 impl Process {
@@ -90,6 +92,7 @@ impl Process {
             worlds_in: None,
             describe: Describe::default(),
             fork: ForkSlot::default(),
+            count: Count::default(),
         }
     }
 
@@ -316,11 +319,14 @@ impl Process {
         self.fill(&dir)?;
         std::fs::create_dir(root.path().join("logs")).map_err(|e| e.to_string())?;
         let service = match &self.service {
-            Some(argv) => Some(service::Service::start(
-                argv,
-                &root.path().join("service"),
-                self.service_points,
-            )?),
+            Some(argv) => {
+                self.count.one(Kind::Service);
+                Some(service::Service::start(
+                    argv,
+                    &root.path().join("service"),
+                    self.service_points,
+                )?)
+            }
             None => None,
         };
         Ok(ProcessWorld {

@@ -184,6 +184,7 @@ impl ForkSlot {
         if let Some(s) = &*slot {
             return Ok(Arc::clone(s));
         }
+        process.count.one(super::count::Kind::Server);
         let s = Arc::new(ForkServer::start(process)?);
         *slot = Some(Arc::clone(&s));
         Ok(s)

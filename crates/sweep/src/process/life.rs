@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 
 use super::builder::Process;
 use super::child::{describe_status, pass_fd, show_argv, tail, Kid, Running, POLL};
+use super::count::Kind;
 use super::forkserver::{fork_life, Via};
 use super::world::ProcessWorld;
 use super::{DIE_AT_VAR, FD_VAR, SERVICE_VAR, VERSION, VERSION_VAR};
@@ -40,7 +41,9 @@ impl Process {
             return Err(format!("{}: the program's command line is empty", self.name).into());
         };
         if let Some(service) = world.service.as_mut() {
-            service.ensure_running()?;
+            if service.ensure_running()? {
+                self.count.one(Kind::Service);
+            }
         }
         world.lives += 1;
         let life = world.lives;
@@ -70,6 +73,7 @@ impl Process {
             Via::Fork => {
                 let server = self.fork.server(self)?.ok_or("no fork server")?;
                 let null = File::open("/dev/null")?;
+                self.count.one(Kind::Forked);
                 Kid::Forked(fork_life(
                     self,
                     &server,
@@ -81,6 +85,7 @@ impl Process {
             Via::Exec => {
                 cmd.stdout(out).stderr(err);
                 pass_fd(&mut cmd, fd);
+                self.count.one(Kind::Life);
                 Kid::Spawned(
                     cmd.spawn()
                         .map_err(|e| format!("{shown} could not start: {e}"))?,

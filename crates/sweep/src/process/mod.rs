@@ -34,6 +34,7 @@
 
 mod builder;
 mod child;
+mod count;
 mod error;
 mod forkserver;
 mod judge;
@@ -83,6 +84,10 @@ impl Subject for Process {
             Ok(v) => v,
             Err(e) => panic!("{e}"),
         }
+    }
+
+    fn processes(&self) -> Option<crate::report::Processes> {
+        Some(self.count.now())
     }
 
     fn describe(&self, world: &ProcessWorld) -> String {

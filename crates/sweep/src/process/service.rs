@@ -81,12 +81,13 @@ impl Service {
         &self.url
     }
 
-    /// Start it again if a crash killed it.
-    pub(super) fn ensure_running(&mut self) -> Result<(), String> {
+    /// Start it again if a crash killed it; whether it was started.
+    pub(super) fn ensure_running(&mut self) -> Result<bool, String> {
         if lock(&self.running).is_none() {
             self.launch()?;
+            return Ok(true);
         }
-        Ok(())
+        Ok(false)
     }
 
     /// A life of the program with process id `pid` starts in the current
