@@ -117,8 +117,51 @@ fn the_command_line_forks_and_refuses() {
     };
     let ok = run(&["--fixed"]);
     assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+    let err = String::from_utf8_lossy(&ok.stderr);
+    assert!(
+        err.contains("processes for 7 scenarios: 0 lives, ") && err.contains(" 0 fork servers"),
+        "{err}"
+    );
     let refused = run(&["--load-before-ready"]);
     assert_eq!(refused.status.code(), Some(2), "{refused:?}");
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("the fork server is refused"), "{err}");
+}
+
+/// Every process a sweep starts is counted by kind: each life is one
+/// (exec'd, or forked from the server started at discovery), and each
+/// scenario's judge command another.
+#[test]
+fn the_processes_a_sweep_starts_are_counted() {
+    let argv = [payouts().to_string_lossy().into_owned(), "--fixed".into()];
+    let judge = "printf '{\"n\": 0}'";
+    let exec = Process::new("payouts", argv.clone())
+        .judge_command(judge)
+        .discover()
+        .unwrap();
+    let fork = Process::new("payouts", argv)
+        .judge_command(judge)
+        .fork_server()
+        .discover()
+        .unwrap();
+    for (p, forked) in [(&exec, false), (&fork, true)] {
+        let r = sweep::run(p, &config(1)).unwrap();
+        let n = r.stats.processes.expect("a process subject counts");
+        let (lives, by_fork) = if forked {
+            (0, r.stats.lives)
+        } else {
+            (r.stats.lives, 0)
+        };
+        assert_eq!((n.lives, n.forked), (lives, by_fork), "{n:?}");
+        assert!(r.stats.lives > r.stats.scenarios, "{:?}", r.stats);
+        // One judge a scenario (the clean run is judged again by the
+        // determinism net), nothing else.
+        assert!(
+            n.judges >= r.stats.scenarios && n.judges <= r.stats.scenarios + 1,
+            "{n:?} {:?}",
+            r.stats
+        );
+        assert_eq!((n.services, n.servers), (0, 0), "{n:?}");
+        assert_eq!(n.total(), n.lives + n.forked + n.judges);
+    }
 }
