@@ -40,11 +40,17 @@ fn main() -> std::io::Result<()> {
         false => None,
     };
     if args.iter().any(|a| a == "--thread-before-ready") {
+        // Running (and so named) before ready() looks.
+        let (started, running) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("poller".into())
-            .spawn(|| loop {
-                std::thread::sleep(std::time::Duration::from_secs(3600));
+            .spawn(move || {
+                let _ = started.send(());
+                loop {
+                    std::thread::sleep(std::time::Duration::from_secs(3600));
+                }
             })?;
+        let _ = running.recv();
     }
     crashpoint::ready();
     if hang {

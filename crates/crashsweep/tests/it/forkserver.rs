@@ -119,7 +119,9 @@ fn the_command_line_forks_and_refuses() {
     assert_eq!(ok.status.code(), Some(0), "{ok:?}");
     let err = String::from_utf8_lossy(&ok.stderr);
     assert!(
-        err.contains("processes for 7 scenarios: 0 lives, ") && err.contains(" 0 fork servers"),
+        err.contains("payouts: ")
+            && err.contains(" processes for 8 scenarios: 0 lives, 16 forked, ")
+            && err.contains(" 0 fork servers"),
         "{err}"
     );
     let refused = run(&["--load-before-ready"]);
