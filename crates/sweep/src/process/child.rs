@@ -8,7 +8,6 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus};
 use std::time::Duration;
 
-use super::forkserver::Forked;
 use super::{DIE_AT_VAR, FD_VAR, VERSION_VAR};
 
 /// How often a life waiting for its program looks at the time limit.
@@ -22,11 +21,19 @@ pub(super) struct Running {
     pub(super) shown: String,
 }
 
+/// A child this process cannot wait for itself (a fork server's child):
+/// its id, its end once known, and `SIGKILL` then its end.
+pub(super) trait Reaped: std::fmt::Debug + Send {
+    fn id(&self) -> u32;
+    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>>;
+    fn kill(&mut self) -> std::io::Result<ExitStatus>;
+}
+
 /// A child started as a new process, or forked by a fork server.
 #[derive(Debug)]
 pub(super) enum Kid {
     Spawned(Child),
-    Forked(Forked),
+    Forked(Box<dyn Reaped>),
 }
 
 impl Kid {

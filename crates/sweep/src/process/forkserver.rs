@@ -11,13 +11,10 @@
 //! for an exec'd life: `SIGKILL` to the child, whose wait status the
 //! server reports, checked for signal 9.
 //!
-//! [`Process::discover`] checks the fork server before any sweep uses it
-//! ([`Process::check_fork_server`]): clean lives exec'd and forked must pass
-//! the same hits and leave the same world, on a fresh world and on the
-//! world a clean run left; any difference is refused, naming the first
-//! differing hit.
+//! What a [`Process`](super::Process) does with it — when lives are
+//! forked, and the check that they equal exec'd lives — is in `forking`.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
 use std::fmt;
 use std::fs::File;
@@ -26,17 +23,14 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::builder::Process;
-use super::child::{describe_status, pass_fd, show_argv, tail};
-use super::error::ProcessError;
-use super::world::ProcessWorld;
-use super::{DIE_AT_VAR, FD_VAR, SERVICE_VAR, VERSION_VAR};
+use super::child::{describe_status, pass_fd, show_argv, tail, Reaped};
+use super::{DIE_AT_VAR, FD_VAR, VERSION_VAR};
 
 pub use crashpoint::protocol::FORK_SERVER_VERSION;
 
@@ -52,8 +46,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Default)]
 pub(super) struct ForkSlot {
     pub(super) wanted: bool,
-    /// Set by [`Process::check_fork_server`]: lives may be forked.
-    checked: AtomicBool,
+    /// Set by the check (`Process::check_fork_server`): lives may be forked.
+    pub(super) checked: AtomicBool,
     server: Mutex<Option<Arc<ForkServer>>>,
 }
 
@@ -110,13 +104,13 @@ pub(super) struct Forked {
     reaped: bool,
 }
 
-impl Forked {
-    pub(super) fn id(&self) -> u32 {
+impl Reaped for Forked {
+    fn id(&self) -> u32 {
         self.pid
     }
 
     /// Its end, if the server has reported it.
-    pub(super) fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
         let (m, _) = &*self.server.state;
         let mut s = lock(m);
         if let Some(raw) = s.ended.remove(&self.pid) {
@@ -130,7 +124,7 @@ impl Forked {
     }
 
     /// `SIGKILL` (unless it has ended), then its end as the server reports it.
-    pub(super) fn kill(&mut self) -> std::io::Result<ExitStatus> {
+    fn kill(&mut self) -> std::io::Result<ExitStatus> {
         let (m, cv) = &*self.server.state;
         let mut s = lock(m);
         if !s.ended.contains_key(&self.pid) {
@@ -164,53 +158,42 @@ impl Drop for Forked {
 }
 
 impl ForkSlot {
-    /// Whether lives are forked: wanted and checked. Wanted but not checked
-    /// is an error (the sweep would run unchecked).
-    pub(super) fn server(&self, process: &Process) -> Result<Option<Arc<ForkServer>>, String> {
-        if !self.wanted {
-            return Ok(None);
-        }
-        if !self.checked.load(Ordering::SeqCst) {
-            return Err(format!(
-                "{}: the fork server is not checked: call Process::discover() before sweeping",
-                process.name
-            ));
-        }
-        self.started(process).map(Some)
-    }
-
-    fn started(&self, process: &Process) -> Result<Arc<ForkServer>, String> {
+    /// The server, started by `start` the first time.
+    pub(super) fn started(
+        &self,
+        start: impl FnOnce() -> Result<ForkServer, String>,
+    ) -> Result<Arc<ForkServer>, String> {
         let mut slot = lock(&self.server);
         if let Some(s) = &*slot {
             return Ok(Arc::clone(s));
         }
-        process.count.one(super::count::Kind::Server);
-        let s = Arc::new(ForkServer::start(process)?);
+        let s = Arc::new(start()?);
         *slot = Some(Arc::clone(&s));
         Ok(s)
     }
 }
 
 impl ForkServer {
-    /// Start the program with protocol 2 and wait for its `ready`.
-    fn start(process: &Process) -> Result<ForkServer, String> {
-        let shown = show_argv(&process.argv);
-        let Some((program, args)) = process.argv.split_first() else {
-            return Err(format!(
-                "{}: the program's command line is empty",
-                process.name
-            ));
+    /// Start `argv` with protocol 2 in `dir`'s `world` (made by the
+    /// caller), with `env` on top of this process's, and wait for its
+    /// `ready`.
+    pub(super) fn start(
+        argv: &[OsString],
+        env: &[(OsString, OsString)],
+        dir: tempfile::TempDir,
+    ) -> Result<ForkServer, String> {
+        let shown = show_argv(argv);
+        let Some((program, args)) = argv.split_first() else {
+            return Err("the program's command line is empty".into());
         };
-        let dir = process.scratch("crashsweep-server-")?;
         let world = dir.path().join("world");
-        process.fill(&world)?;
         let io = |e: std::io::Error| format!("the fork server {shown}: {e}");
         let err_path = dir.path().join("server.err");
         let (ours, theirs) = UnixStream::pair().map_err(io)?;
         let mut cmd = Command::new(program);
         cmd.args(args)
             .current_dir(&world)
-            .envs(process.env.iter().map(|(k, v)| (k, v)))
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .env(FD_VAR, "3")
             .env(VERSION_VAR, FORK_SERVER_VERSION)
             .env_remove(DIE_AT_VAR)
@@ -267,7 +250,7 @@ impl ForkServer {
     }
 
     /// Fork a life in `dir` with `env`, its streams and its point socket.
-    fn fork(
+    pub(super) fn fork(
         self: &Arc<Self>,
         dir: &Path,
         env: &[(OsString, OsString)],
@@ -454,31 +437,6 @@ fn send_with_fds(sock: &UnixStream, data: &[u8], fds: &[RawFd]) -> std::io::Resu
     Ok(())
 }
 
-/// The environment an exec'd life would have, without the protocol's
-/// variables (a forked life's client reads its descriptor directly).
-fn life_env(process: &Process, world: &ProcessWorld) -> Vec<(OsString, OsString)> {
-    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
-    env.extend(process.env.iter().cloned());
-    if let Some(url) = world.service_url() {
-        env.insert(SERVICE_VAR.into(), url.into());
-    }
-    for k in [FD_VAR, VERSION_VAR, DIE_AT_VAR] {
-        env.remove(std::ffi::OsStr::new(k));
-    }
-    env.into_iter().collect()
-}
-
-/// Fork the life `life` of `world` from `server`.
-pub(super) fn fork_life(
-    process: &Process,
-    server: &Arc<ForkServer>,
-    world: &ProcessWorld,
-    streams: [&File; 3],
-    point: &UnixStream,
-) -> Result<Forked, String> {
-    server.fork(&world.dir(), &life_env(process, world), streams, point)
-}
-
 /// How a life is run, for [`Process::check_fork_server`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Via {
@@ -486,143 +444,4 @@ pub(super) enum Via {
     Exec,
     /// Forked from the server.
     Fork,
-}
-
-impl Process {
-    /// Refuse a fork server this subject cannot use: a restart command of
-    /// its own, or `{service}` in the program's arguments (both fixed when
-    /// the server starts).
-    pub(super) fn fork_server_fits(&self) -> Result<(), String> {
-        if self.restart.as_ref().is_some_and(|r| *r != self.argv) {
-            return Err(
-                "a fork server forks one program, so the restart must be the same \
-                        command (drop --restart, or the fork server)"
-                    .into(),
-            );
-        }
-        if self
-            .argv
-            .iter()
-            .any(|a| a.to_str().is_some_and(|s| s.contains("{service}")))
-        {
-            return Err(
-                "the program's arguments hold {service}, which differs per world; \
-                        a forked life reads the URL from CRASHSWEEP_SERVICE instead"
-                    .into(),
-            );
-        }
-        Ok(())
-    }
-
-    /// Check that forked lives are exec'd lives: a clean life on a fresh
-    /// world, then a second life on the world it left, each run both ways,
-    /// must pass the same hits and leave the same world. Sets the check
-    /// that lets lives be forked.
-    pub(super) fn check_fork_server(&self) -> Result<(), ProcessError> {
-        let refuse = |reason: String| ProcessError::ForkServer {
-            subject: self.name.clone(),
-            reason,
-        };
-        self.fork_server_fits().map_err(&refuse)?;
-        // The server first: a program that cannot serve (threads at
-        // ready(), a point before it) is refused for that.
-        self.fork.started(self).map_err(&refuse)?;
-        let mut exec = self.try_world().map_err(&refuse)?;
-        let mut fork = self.try_world().map_err(&refuse)?;
-        self.fork.checked.store(true, Ordering::SeqCst);
-        let compared = (|| {
-            for n in 1..=2 {
-                let a = self.recorded(&mut exec, Via::Exec)?;
-                let b = self.recorded(&mut fork, Via::Fork)?;
-                let which = if n == 1 {
-                    "a clean life on a fresh world"
-                } else {
-                    "a second life on the world a clean life left"
-                };
-                if let Some(at) = (0..a.len().max(b.len())).find(|i| a.get(*i) != b.get(*i)) {
-                    let show = |h: Option<&crashpoint::Hit>| {
-                        h.map_or_else(|| "its end".to_owned(), ToString::to_string)
-                    };
-                    return Err(format!(
-                        "{which}, forked, passed {} where the exec'd one passed {} \
-                         (hit {} of the life): state read before ready() leaks between lives, \
-                         so read the world after ready()",
-                        show(b.get(at)),
-                        show(a.get(at)),
-                        at + 1
-                    ));
-                }
-                let (wa, wb) = (self.world_text(&exec), self.world_text(&fork));
-                if wa != wb {
-                    return Err(format!(
-                        "{which}, forked, left another world than the exec'd one after the \
-                         same {} hits: exec'd {wa:?}, forked {wb:?}",
-                        a.len()
-                    ));
-                }
-            }
-            Ok(())
-        })();
-        if let Err(why) = compared {
-            self.fork.checked.store(false, Ordering::SeqCst);
-            return Err(refuse(why));
-        }
-        Ok(())
-    }
-
-    /// One life of `world` run `via`, its hits recorded.
-    fn recorded(&self, world: &mut ProcessWorld, via: Via) -> Result<Vec<crashpoint::Hit>, String> {
-        let life = crashpoint::record(|| self.run_life_via(world, via));
-        let how = match via {
-            Via::Exec => "exec'd",
-            Via::Fork => "forked",
-        };
-        match life.outcome {
-            crashpoint::Outcome::Finished(Ok(())) => Ok(life.hits),
-            crashpoint::Outcome::Finished(Err(e)) => Err(format!("a clean life, {how}: {e}")),
-            crashpoint::Outcome::Crashed(hit) => {
-                Err(format!("a clean life, {how}, was stopped at {hit}"))
-            }
-            crashpoint::Outcome::Panicked(m) => {
-                Err(format!("a clean life, {how}: the harness panicked: {m}"))
-            }
-        }
-    }
-}
-
-impl Process {
-    /// A world's files with their contents' digest, for the check (or the
-    /// subject's own description, [`Process::describe_with`]).
-    fn world_text(&self, world: &ProcessWorld) -> String {
-        if let Some(f) = &self.describe.0 {
-            return f(world);
-        }
-        let mut files = Vec::new();
-        digest_tree(&world.dir(), Path::new(""), &mut files);
-        files.sort();
-        files.join(", ")
-    }
-}
-
-fn digest_tree(dir: &Path, prefix: &Path, out: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let rel: PathBuf = prefix.join(e.file_name());
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            digest_tree(&e.path(), &rel, out);
-        } else {
-            let bytes = std::fs::read(e.path()).unwrap_or_default();
-            // FNV-1a: a change of content shows as another number.
-            let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-                (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-            });
-            out.push(format!(
-                "{} ({} B, {hash:016x})",
-                rel.display(),
-                bytes.len()
-            ));
-        }
-    }
 }

@@ -14,7 +14,8 @@ use std::process::{Command, Stdio};
 use super::builder::Process;
 use super::child::{describe_status, pass_fd, show_argv, tail, Kid, Running, POLL};
 use super::count::Kind;
-use super::forkserver::{fork_life, Via};
+use super::forking::fork_life;
+use super::forkserver::Via;
 use super::world::ProcessWorld;
 use super::{DIE_AT_VAR, FD_VAR, SERVICE_VAR, VERSION, VERSION_VAR};
 use crate::error::LifeError;
@@ -71,16 +72,16 @@ impl Process {
         );
         let child = match via {
             Via::Fork => {
-                let server = self.fork.server(self)?.ok_or("no fork server")?;
+                let server = self.fork_server_now()?.ok_or("no fork server")?;
                 let null = File::open("/dev/null")?;
                 self.count.one(Kind::Forked);
-                Kid::Forked(fork_life(
+                Kid::Forked(Box::new(fork_life(
                     self,
                     &server,
                     world,
                     [&null, &out, &err],
                     &theirs,
-                )?)
+                )?))
             }
             Via::Exec => {
                 cmd.stdout(out).stderr(err);

@@ -42,6 +42,7 @@ mod builder;
 mod child;
 mod count;
 mod error;
+mod forking;
 mod forkserver;
 mod judge;
 mod life;
