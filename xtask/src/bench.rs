@@ -714,44 +714,54 @@ fn fork_server(exe: &std::path::Path, samples: usize) -> Result<(), String> {
     // The example's template world: empty.
     let world = std::env::temp_dir().join(format!("crashsweep-bench-{}", std::process::id()));
     std::fs::create_dir_all(&world).map_err(|e| format!("{}: {e}", world.display()))?;
-    let mut rates = Vec::new();
-    for fork in [false, true] {
-        let mut p = Process::new("payouts.py", ["python3".as_ref(), script.as_os_str()])
-            .world_from(&world)
-            .judge_command(&judge);
-        if let Some(ram) = sweep::process::ram_disk() {
-            p = p.worlds_in(ram);
+    // The example judge is a Python process per scenario; the same counts
+    // in awk show what the lives cost without it.
+    let awk = "cat ledger.txt 2>/dev/null | awk '{n[$1]++} END {d=0; m=0; \
+               split(\"alice bob carol\",p,\" \"); for (i in p) { if (n[p[i]]==0) m++; \
+               else d+=n[p[i]]-1 }; printf \"{\\\"duplicates\\\": %d, \\\"missing\\\": %d}\\n\", d, m}'";
+    for (judge, which) in [(judge.as_str(), "judge.py"), (awk, "awk judge")] {
+        let mut rates = Vec::new();
+        let mut tables = Vec::new();
+        for fork in [false, true] {
+            let mut p = Process::new("payouts.py", ["python3".as_ref(), script.as_os_str()])
+                .world_from(&world)
+                .judge_command(judge);
+            if let Some(ram) = sweep::process::ram_disk() {
+                p = p.worlds_in(ram);
+            }
+            if fork {
+                p = p.fork_server();
+            }
+            let p = p.discover().map_err(|e| e.to_string())?;
+            let config = Config {
+                depth: 2,
+                threads: Some(2),
+                ..Config::default()
+            };
+            let t = Instant::now();
+            let r = sweep::run(&p, &config).map_err(|e| e.to_string())?;
+            let d = t.elapsed();
+            let n = r.stats.scenarios;
+            let procs = r.stats.processes.unwrap_or_default();
+            let rate = n as f64 / d.as_secs_f64();
+            println!(
+                "python payouts, depth 2, {which}, {}: {n} scenarios in {:>7.2} s = {rate:>6.2} scenarios/s; {} processes ({} lives, {} forked, {} judges)",
+                if fork { "fork server" } else { "exec'd" },
+                d.as_secs_f64(),
+                procs.total(),
+                procs.lives,
+                procs.forked,
+                procs.judges
+            );
+            rates.push(rate);
+            tables.push(sweep::table(&r.rows()));
         }
-        if fork {
-            p = p.fork_server();
-        }
-        let p = p.discover().map_err(|e| e.to_string())?;
-        let config = Config {
-            depth: 2,
-            threads: Some(2),
-            ..Config::default()
-        };
-        let t = Instant::now();
-        let r = sweep::run(&p, &config).map_err(|e| e.to_string())?;
-        let d = t.elapsed();
-        let n = r.stats.scenarios;
-        let procs = r.stats.processes.unwrap_or_default();
-        let rate = n as f64 / d.as_secs_f64();
         println!(
-            "python payouts, depth 2, {}: {n} scenarios in {:>7.2} s = {rate:>6.1} scenarios/s; {} processes ({} lives, {} forked, {} judges)",
-            if fork { "fork server" } else { "exec'd     " },
-            d.as_secs_f64(),
-            procs.total(),
-            procs.lives,
-            procs.forked,
-            procs.judges
+            "python payouts, {which}: the fork server sweeps {:.1}x the scenarios per second; same table: {}",
+            rates[1] / rates[0],
+            tables[0] == tables[1]
         );
-        rates.push(rate);
     }
     let _ = std::fs::remove_dir(&world);
-    println!(
-        "python payouts: the fork server sweeps {:.1}x the scenarios per second",
-        rates[1] / rates[0]
-    );
     Ok(())
 }
