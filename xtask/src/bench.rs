@@ -26,6 +26,11 @@ pub struct BenchArgs {
     /// (snapshots/disk.txt).
     #[arg(long)]
     disk: bool,
+    /// Time the build this command runs in, even a dev build, instead of
+    /// building and running a release build (slower numbers; the ratios of
+    /// one run still compare).
+    #[arg(long)]
+    this_build: bool,
     /// Only the process sweeps: the cost of one process life (spawn, the
     /// point protocol's handshake at one point, exit) next to an in-process
     /// life, and the scenarios per second of the triage process sweep.
@@ -366,7 +371,11 @@ fn disk(samples: usize) -> Result<(), String> {
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), String> {
-    if cfg!(debug_assertions) {
+    if args.this_build && cfg!(debug_assertions) {
+        println!(
+            "note: timing this dev build (opt-level 1, debug assertions on), not a release build"
+        );
+    } else if cfg!(debug_assertions) {
         return in_release(args);
     }
     if args.growth {
