@@ -322,11 +322,11 @@ def tests_for(lang, payouts, probe):
 
     def bad_protocol_exits_2():
         w = fresh_world()
-        for protocol in ("2", None):
+        for protocol in ("3", None):
             life = harness(payouts, w, protocol=protocol)
             assert life.returncode == 2, life
             assert "this client speaks point protocol 1, the harness asked for" in life.stderr, life
-        assert "2" in harness(payouts, w, protocol="2").stderr
+        assert "3" in harness(payouts, w, protocol="3").stderr
         assert not os.path.exists(os.path.join(w, "state.json"))
 
     def harness_closing_its_end_exits_70():
@@ -438,8 +438,139 @@ def minimal_client_of_the_protocol_page():
     assert plain([sys.executable, program, "a"], TMP).stdout == "done\n"
 
 
+class ForkServer:
+    """A reference harness for point protocol 2: the program runs to ready(),
+    then each life() is a child it forks, given a world directory, streams
+    and a point socket; the server reports each child's wait status."""
+
+    def __init__(self, cmd, cwd):
+        self.control, theirs = socket.socketpair()
+        env = base_env(CRASHSWEEP_FD=str(theirs.fileno()), CRASHSWEEP_PROTOCOL="2")
+        self.err = tempfile.TemporaryFile(dir=TMP)
+        self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, pass_fds=[theirs.fileno()],
+                                     stdout=subprocess.DEVNULL, stderr=self.err)
+        theirs.close()
+        self.control.settimeout(TIMEOUT)
+        self.reader = self.control.makefile("rb")
+        self.first = self.reader.readline()
+
+    def stderr(self):
+        self.err.seek(0)
+        return self.err.read().decode()
+
+    def life(self, world, crash_at=None, env=None):
+        parent, child = socket.socketpair()
+        out = open(os.path.join(world, "..", os.path.basename(world) + ".out"), "w+b")
+        env = base_env(**(env or {}))
+        payload = world.encode() + b"".join(
+            b"\0" + k.encode() + b"=" + v.encode() for k, v in env.items())
+        with open(os.devnull, "rb") as null:
+            socket.send_fds(self.control, [b"fork %d\n" % len(payload) + payload],
+                            [null.fileno(), out.fileno(), self.err.fileno(), child.fileno()])
+        child.close()
+        m = re.fullmatch(rb"pid ([0-9]+)\n", self.reader.readline())
+        assert m, "no pid"
+        pid = int(m.group(1))
+        hits, counts = [], {}
+        reader = parent.makefile("rb")
+        parent.settimeout(TIMEOUT)
+        while True:
+            line = reader.readline()
+            if not line:
+                break
+            name = re.fullmatch(rb"hit ([^\n\r]+)\n", line).group(1).decode()
+            counts[name] = counts.get(name, 0) + 1
+            hits.append("%s#%d" % (name, counts[name]))
+            if hits[-1] == crash_at:
+                os.kill(pid, signal.SIGKILL)
+                break
+            parent.sendall(b"go\n")
+        reader.close()
+        parent.close()
+        m = re.fullmatch(rb"exit ([0-9]+) ([0-9]+)\n", self.reader.readline())
+        assert m and int(m.group(1)) == pid, "no exit line for %d" % pid
+        status = int(m.group(2))
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        out.seek(0)
+        return Life(hits, code, out.read().decode(), "")
+
+    def close(self):
+        self.reader.close()
+        self.control.close()
+        return self.proc.wait(timeout=TIMEOUT)
+
+
+PY_READY_PROBE = r'''
+import os, sys, threading, time
+sys.path.insert(0, %r)
+import crashsweep
+if "thread" in sys.argv:
+    threading.Thread(target=time.sleep, args=(30,), name="poller", daemon=True).start()
+if "point" in sys.argv:
+    crashsweep.point("early")
+crashsweep.ready()
+crashsweep.ready()  # a second call does nothing
+print("cwd=%%s var=%%s" %% (os.path.basename(os.getcwd()), os.environ.get("LIFE_VAR")))
+crashsweep.point("late")
+''' % os.path.join(CLIENTS, "python")
+
+
+def python_fork_server():
+    payouts = [sys.executable, os.path.join(CLIENTS, "python", "examples", "payouts.py")]
+    server = ForkServer(payouts, fresh_world())
+    try:
+        assert server.first == b"ready\n", (server.first, server.stderr())
+        w = fresh_world()
+        life = server.life(w, crash_at="paid#2")
+        assert life.returncode == -9 and life.hits == CLEAN[:3], life
+        restart = server.life(w)
+        assert restart.returncode == 0 and restart.stdout == "done\n", restart
+        assert restart.hits == ["paid#1", "mid-save#1", "paid#2", "mid-save#2"], restart
+        assert judge(w) == {"duplicates": 1, "missing": 0}, ledger(w)
+        clean = fresh_world()
+        assert server.life(clean).hits == CLEAN
+        assert judge(clean) == {"duplicates": 0, "missing": 0}
+    finally:
+        assert server.close() == 0, server.stderr()
+
+
+def python_fork_server_child_gets_its_world_and_env():
+    probe = os.path.join(TMP, "ready_probe.py")
+    with open(probe, "w") as f:
+        f.write(PY_READY_PROBE)
+    server = ForkServer([sys.executable, probe], TMP)
+    try:
+        assert server.first == b"ready\n", server.stderr()
+        w = fresh_world()
+        life = server.life(w, env={"LIFE_VAR": "seven"})
+        assert life.returncode == 0 and life.hits == ["late#1"], life
+        assert life.stdout == "cwd=%s var=seven\n" % os.path.basename(w), life
+    finally:
+        server.close()
+    # without a harness, and under protocol 1, ready() does nothing
+    assert plain([sys.executable, probe], TMP).returncode == 0
+    life = harness([sys.executable, probe], TMP)
+    assert life.returncode == 0 and life.hits == ["late#1"], life
+
+
+def python_fork_server_refusals():
+    probe = os.path.join(TMP, "ready_probe.py")
+    with open(probe, "w") as f:
+        f.write(PY_READY_PROBE)
+    server = ForkServer([sys.executable, probe, "thread"], TMP)
+    assert server.first == b"" and server.close() == 2, server.stderr()
+    assert "poller" in server.stderr() and "start threads after ready()" in server.stderr()
+    server = ForkServer([sys.executable, probe, "point"], TMP)
+    assert server.first == b"" and server.close() == 2, server.stderr()
+    assert "'early' was passed before crashsweep.ready()" in server.stderr(), server.stderr()
+
+
 def main():
     tests = [("python: threads are serialised", python_threads_are_serialised),
+             ("python: a fork server", python_fork_server),
+             ("python: a forked life's world and environment",
+              python_fork_server_child_gets_its_world_and_env),
+             ("python: a fork server's refusals", python_fork_server_refusals),
              ("docs: the minimal client", minimal_client_of_the_protocol_page),
              ("node: worker threads refused", node_worker_refused)]
     try:

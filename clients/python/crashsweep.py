@@ -1,4 +1,4 @@
-"""Crash points for Python programs: the crashsweep point protocol, version 1.
+"""Crash points for Python programs: the crashsweep point protocol, versions 1 and 2.
 
 Mark each place a crash may land with ``crashsweep.point("mid-save")``.
 
@@ -9,6 +9,12 @@ Mark each place a crash may land with ``crashsweep.point("mid-save")``.
 - Run by hand with ``CRASHSWEEP_DIE_AT=name#n``, the program kills itself with
   SIGKILL at the n-th pass over ``name``.
 - With neither set, a point does nothing.
+- ``crashsweep.ready()`` marks the end of the program's set-up (imports,
+  configuration). Under a harness that asked for a fork server
+  (``CRASHSWEEP_PROTOCOL=2``), the program runs once to ``ready()``; then
+  every life is a child forked there, which returns from ``ready()`` in its
+  world directory. Anywhere else ``ready()`` does nothing. Call it on the
+  only thread, before any point, before opening files of the world.
 
 Points on every thread count; one lock serialises them. A name must be a
 non-empty string without newline or carriage return, or ``ValueError`` is
@@ -17,13 +23,16 @@ raised in every mode. The protocol is described in docs/point-protocol.md.
 
 import os
 import re
+import select
 import signal
+import socket
 import sys
 import threading
 
-__all__ = ["point"]
+__all__ = ["point", "ready"]
 
 PROTOCOL = "1"
+FORK_SERVER = "2"  # the protocol version that asks for a fork server
 
 _lock = threading.Lock()
 _mode = None  # None until the first point; then "off", "harness" or "die-at"
@@ -42,10 +51,14 @@ def _fail(status, message):
     os._exit(status)
 
 
-def _setup():
+def _setup(name):
     global _mode, _fd, _die_at
     fd = os.environ.pop("CRASHSWEEP_FD", None)
     protocol = os.environ.pop("CRASHSWEEP_PROTOCOL", None)
+    if fd is not None and protocol == FORK_SERVER:
+        _fail(2, "point %r was passed before crashsweep.ready(): the harness started this "
+                 "program as a fork server (point protocol 2), so call ready() once, "
+                 "before any point" % name)
     if fd is not None:
         if protocol != PROTOCOL:
             asked = "no protocol (CRASHSWEEP_PROTOCOL unset)" if protocol is None else '"%s"' % protocol
@@ -102,7 +115,7 @@ def point(name):
         return
     with _lock:
         if _mode is None:
-            _setup()
+            _setup(name)
         if _mode == "harness":
             _report(name)
         elif _mode == "die-at":
@@ -112,3 +125,165 @@ def point(name):
                 os.write(2, ("crashsweep: dying at %s#%d\n" % (name, n)).encode("utf-8", "replace"))
                 os.kill(os.getpid(), signal.SIGKILL)
                 _fail(70, "SIGKILL at %s#%d did not kill the process" % (name, n))
+
+
+def ready():
+    """The end of the program's set-up. Under a harness that asked for a fork
+    server, the program forks here once per life: each child returns from
+    this call in its life's world directory, with its environment, standard
+    streams and point descriptor. More than one thread alive here is refused
+    (exit 2). Anywhere else (no harness, protocol 1, a second call) this does
+    nothing."""
+    global _mode
+    with _lock:
+        if _mode is not None:
+            return
+        if os.environ.get("CRASHSWEEP_PROTOCOL") != FORK_SERVER or "CRASHSWEEP_FD" not in os.environ:
+            return
+        fd = os.environ.pop("CRASHSWEEP_FD")
+        os.environ.pop("CRASHSWEEP_PROTOCOL")
+        _mode = "server"
+    _alone()
+    try:
+        if not re.fullmatch(r"[0-9]+", fd):
+            raise ValueError("not a descriptor number")
+        control = socket.socket(fileno=int(fd))
+        control.set_inheritable(False)
+        control.setblocking(True)
+    except (ValueError, OSError) as e:
+        _fail(70, "CRASHSWEEP_FD=%r is not the fork server's socket: %s" % (fd, e))
+    _serve(control)
+
+
+def _alone():
+    """Refuse (exit 2) unless this is the only thread of the process."""
+    names = [t.name for t in threading.enumerate() if t is not threading.current_thread()]
+    others = []
+    try:
+        me = str(threading.get_native_id())
+        for tid in sorted(os.listdir("/proc/self/task"), key=int):
+            if tid != me:
+                try:
+                    with open("/proc/self/task/%s/comm" % tid) as f:
+                        others.append("%s (task %s)" % (f.read().strip(), tid))
+                except OSError:
+                    others.append("task %s" % tid)
+    except OSError:
+        pass
+    if threading.current_thread() is not threading.main_thread():
+        _fail(2, "ready() was called on thread %r, not the main thread"
+              % threading.current_thread().name)
+    if names or others:
+        _fail(2, "ready(): %d other thread(s) are alive (%s); a fork server forks one "
+                 "thread only, so start threads after ready()"
+              % (max(len(names), len(others)), ", ".join(names + others)))
+
+
+def _serve(control):
+    """The fork server's loop: fork a child per request, report each child's
+    end. Returns in a child only."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    control.sendall(b"ready\n")
+    while True:
+        while True:  # report every child that ended
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            _send(control, b"exit %d %d\n" % (pid, status))
+        try:
+            readable, _, _ = select.select([control, wake_r], [], [])
+        except InterruptedError:
+            continue
+        if wake_r in readable:
+            try:
+                os.read(wake_r, 4096)
+            except BlockingIOError:
+                pass
+        if control not in readable:
+            continue
+        request = _request(control)
+        if request is None:
+            os._exit(0)  # the harness closed its end: the sweep is over
+        fds, payload = request
+        try:
+            pid = os.fork()
+        except OSError as e:
+            for fd in fds:
+                os.close(fd)
+            _send(control, b"error fork: %s\n" % str(e).encode("utf-8", "replace"))
+            continue
+        if pid == 0:
+            _child(control, wake_r, wake_w, fds, payload)
+            return
+        for fd in fds:
+            os.close(fd)
+        _send(control, b"pid %d\n" % pid)
+
+
+def _send(control, line):
+    try:
+        control.sendall(line)
+    except OSError:
+        os._exit(0)  # the harness is gone
+
+
+def _request(control):
+    """One fork request, ``fork <n>\\n`` and n bytes, with 4 descriptors:
+    (fds, payload), or None at end of file."""
+    data, fds, _, _ = socket.recv_fds(control, 1 << 16, 4)
+    if not data:
+        return None
+    while b"\n" not in data:
+        more = control.recv(1 << 16)
+        if not more:
+            return None
+        data += more
+    header, _, payload = data.partition(b"\n")
+    m = re.fullmatch(rb"fork ([0-9]+)", header)
+    if not m or len(fds) != 4:
+        _fail(70, "the fork server got %r with %d descriptors, not a fork request"
+              % (header[:80], len(fds)))
+    n = int(m.group(1))
+    while len(payload) < n:
+        more = control.recv(n - len(payload))
+        if not more:
+            return None
+        payload += more
+    return fds, payload
+
+
+def _child(control, wake_r, wake_w, fds, payload):
+    """Become the life: its streams, directory, environment and point
+    descriptor."""
+    global _mode, _fd
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.close(wake_r)
+    os.close(wake_w)
+    control.close()
+    for i in range(3):
+        os.dup2(fds[i], i)
+        os.close(fds[i])
+    fields = payload.split(b"\0")
+    os.chdir(fields[0])
+    os.environb.clear()
+    for field in fields[1:]:
+        key, sep, value = field.partition(b"=")
+        if sep and key:
+            os.environb[key] = value
+    _fd = fds[3]
+    os.set_inheritable(_fd, False)
+    os.set_blocking(_fd, True)
+    _mode = "harness"

@@ -26,6 +26,11 @@ pub struct BenchArgs {
     /// (snapshots/disk.txt).
     #[arg(long)]
     disk: bool,
+    /// Time the build this command runs in, even a dev build, instead of
+    /// building and running a release build (slower numbers; the ratios of
+    /// one run still compare).
+    #[arg(long)]
+    this_build: bool,
     /// Only the process sweeps: the cost of one process life (spawn, the
     /// point protocol's handshake at one point, exit) next to an in-process
     /// life, the scenarios per second of the triage process sweep, and the
@@ -368,7 +373,11 @@ fn disk(samples: usize) -> Result<(), String> {
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), String> {
-    if cfg!(debug_assertions) {
+    if args.this_build && cfg!(debug_assertions) {
+        println!(
+            "note: timing this dev build (opt-level 1, debug assertions on), not a release build"
+        );
+    } else if cfg!(debug_assertions) {
         return in_release(args);
     }
     if args.growth {
@@ -605,6 +614,8 @@ fn process(samples: usize) -> Result<(), String> {
         in_child.as_secs_f64() / in_process.as_secs_f64()
     );
 
+    fork_server(&exe, samples)?;
+
     println!("\n== the triage process sweep (its own tracker, 2 threads)");
     let triage = crate::process::subject(crate::process::Tracker::Local)?;
     for depth in [1u32, 2] {
@@ -632,4 +643,136 @@ fn process(samples: usize) -> Result<(), String> {
         );
     }
     crate::bench_tracer::tracer(samples.min(5))
+}
+
+/// The fork server against its floor: the per-life cost of a small Rust
+/// binary's depth-2 sweep, exec'd and forked, next to spawning the same
+/// binary and waiting for it; then the Python payouts example at depth 2
+/// with and without the fork server (its example judge, a Python process
+/// per scenario, in both).
+fn fork_server(exe: &std::path::Path, samples: usize) -> Result<(), String> {
+    use std::process::Stdio;
+    use sweep::process::Process;
+    println!("\n== the fork server ({samples} samples, median; per life = sweep time / lives)");
+    let spawns = 20;
+    let floor = median(
+        (0..samples)
+            .map(|_| {
+                let t = Instant::now();
+                for _ in 0..spawns {
+                    let _ = black_box(
+                        Command::new(exe)
+                            .args(["point-child", "0"])
+                            .stdin(Stdio::null())
+                            .stdout(Stdio::null())
+                            .stderr(Stdio::null())
+                            .status(),
+                    );
+                }
+                t.elapsed() / spawns
+            })
+            .collect(),
+    );
+    let mut per_life = Vec::new();
+    for fork in [false, true] {
+        let mut p = Process::new(
+            "point child",
+            [exe.as_os_str(), "point-child".as_ref(), "4".as_ref()],
+        )
+        .judge_with(|_| Ok(sweep::Verdict::new().count("none", 0)))
+        .counters(vec![sweep::Counter::new("none")]);
+        if let Some(ram) = sweep::process::ram_disk() {
+            p = p.worlds_in(ram);
+        }
+        if fork {
+            p = p.fork_server();
+        }
+        let p = p.discover().map_err(|e| e.to_string())?;
+        let config = Config {
+            depth: 2,
+            threads: Some(1),
+            ..Config::default()
+        };
+        let mut times = Vec::new();
+        let mut lives = 0;
+        for _ in 0..samples {
+            let t = Instant::now();
+            let r = sweep::run(&p, &config).map_err(|e| e.to_string())?;
+            lives = r.stats.lives;
+            times.push(t.elapsed() / u32::try_from(lives.max(1)).unwrap_or(1));
+        }
+        per_life.push((median(times), lives));
+    }
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "floor: spawn the binary and wait             {:>10.1} µs",
+        us(floor)
+    );
+    for ((d, lives), how) in per_life.iter().zip(["exec'd", "forked"]) {
+        println!(
+            "a life in a depth-2 sweep, {how} ({lives} lives) {:>10.1} µs = {:>5.2}x the floor",
+            us(*d),
+            d.as_secs_f64() / floor.as_secs_f64()
+        );
+    }
+
+    let root = crate::root();
+    let script = root.join("clients/python/examples/payouts.py");
+    let judge = format!(
+        "python3 {}",
+        root.join("clients/examples/judge.py").display()
+    );
+    // The example's template world: empty.
+    let world = std::env::temp_dir().join(format!("crashsweep-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&world).map_err(|e| format!("{}: {e}", world.display()))?;
+    // The example judge is a Python process per scenario; the same counts
+    // in awk show what the lives cost without it.
+    let awk = "cat ledger.txt 2>/dev/null | awk '{n[$1]++} END {d=0; m=0; \
+               split(\"alice bob carol\",p,\" \"); for (i in p) { if (n[p[i]]==0) m++; \
+               else d+=n[p[i]]-1 }; printf \"{\\\"duplicates\\\": %d, \\\"missing\\\": %d}\\n\", d, m}'";
+    for (judge, which) in [(judge.as_str(), "judge.py"), (awk, "awk judge")] {
+        let mut rates = Vec::new();
+        let mut tables = Vec::new();
+        for fork in [false, true] {
+            let mut p = Process::new("payouts.py", ["python3".as_ref(), script.as_os_str()])
+                .world_from(&world)
+                .judge_command(judge);
+            if let Some(ram) = sweep::process::ram_disk() {
+                p = p.worlds_in(ram);
+            }
+            if fork {
+                p = p.fork_server();
+            }
+            let p = p.discover().map_err(|e| e.to_string())?;
+            let config = Config {
+                depth: 2,
+                threads: Some(2),
+                ..Config::default()
+            };
+            let t = Instant::now();
+            let r = sweep::run(&p, &config).map_err(|e| e.to_string())?;
+            let d = t.elapsed();
+            let n = r.stats.scenarios;
+            let procs = r.stats.processes.unwrap_or_default();
+            let rate = n as f64 / d.as_secs_f64();
+            println!(
+                "python payouts, depth 2, {which}, {}: {n} scenarios in {:>7.2} s = {rate:>6.2} scenarios/s; {} processes ({} lives, {} forked, {} judges)",
+                if fork { "fork server" } else { "exec'd" },
+                d.as_secs_f64(),
+                procs.total(),
+                procs.lives,
+                procs.forked,
+                procs.judges
+            );
+            rates.push(rate);
+            tables.push(sweep::table(&r.rows()));
+        }
+        println!(
+            "python payouts, {which}: the fork server sweeps {:.1}x the scenarios per second; same table: {}",
+            rates[1] / rates[0],
+            tables[0] == tables[1]
+        );
+    }
+    let _ = std::fs::remove_dir(&world);
+    Ok(())
 }

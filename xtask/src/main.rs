@@ -158,6 +158,8 @@ fn main() -> ExitCode {
         },
         Cmd::Bench(args) => bench::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::PointChild { n } => {
+            // Under a fork server, each life is forked here.
+            crashpoint::ready();
             for _ in 0..n {
                 crashpoint::point!("child point");
             }

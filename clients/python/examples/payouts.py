@@ -60,6 +60,7 @@ def pay(line):
 
 
 def main():
+    crashsweep.ready()  # set-up done: under a fork server, each life starts here
     fixed = "--fixed" in sys.argv[1:]
     i = load()
     while i < len(PAYEES):

@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 mod crash_state;
+mod fork_server;
 pub mod hit;
 pub mod points;
 pub mod protocol;
@@ -9,6 +10,7 @@ pub mod scope;
 pub mod task;
 pub mod unscoped;
 
+pub use fork_server::ready;
 #[doc(inline)]
 pub use hit::Hit;
 

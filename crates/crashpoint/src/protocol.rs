@@ -33,8 +33,11 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::Hit;
 
-/// The protocol version this client speaks.
+/// The protocol version this client speaks at a point.
 pub const VERSION: &str = "1";
+/// The protocol version a harness asks for when it wants a fork server
+/// (see [`ready`](crate::ready)): version 1 with a server's control channel.
+pub const FORK_SERVER_VERSION: &str = "2";
 /// The variable naming the inherited descriptor.
 pub const FD_VAR: &str = "CRASHSWEEP_FD";
 /// The variable naming the protocol version.
@@ -55,12 +58,21 @@ enum Mode {
     DieAt(Hit, Mutex<Vec<(String, u32)>>),
     /// The variables are wrong: refused at the first point.
     Refused(String),
+    /// A harness asked for a fork server, and a point came before
+    /// [`ready`](crate::ready): refused at that point, by name.
+    NotReady,
 }
 
 static MODE: OnceLock<Mode> = OnceLock::new();
 
 fn mode() -> &'static Mode {
     MODE.get_or_init(|| from_env(|k| std::env::var_os(k)))
+}
+
+/// Whether a point has chosen this client's mode already (so
+/// [`ready`](crate::ready) comes too late to serve).
+pub(crate) fn chosen() -> bool {
+    MODE.get().is_some()
 }
 
 /// Whether points outside a scope go to this client (a harness or a hit to
@@ -74,6 +86,9 @@ fn from_env(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Mode {
     if let Some(fd) = var(FD_VAR) {
         let fd = fd.to_string_lossy().into_owned();
         let version = var(VERSION_VAR).map(|v| v.to_string_lossy().into_owned());
+        if version.as_deref() == Some(FORK_SERVER_VERSION) {
+            return Mode::NotReady;
+        }
         if version.as_deref() != Some(VERSION) {
             return Mode::Refused(format!(
                 "crashsweep: this client speaks point protocol {VERSION}, the harness asked for {}",
@@ -170,6 +185,14 @@ pub(crate) fn report(name: &'static str) {
     match mode() {
         Mode::Off => {}
         Mode::Refused(why) => die(EXIT_USAGE, why),
+        Mode::NotReady => die(
+            EXIT_USAGE,
+            &format!(
+                "crashsweep: point {name:?} was passed before crashpoint::ready(): the harness \
+                 started this program as a fork server (point protocol 2), so call ready() \
+                 once, before any point"
+            ),
+        ),
         Mode::Harness(file) => {
             let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
             if let Err(why) = exchange(&mut file, name) {
@@ -262,7 +285,7 @@ mod tests {
     #[test]
     fn another_version_or_none_is_refused() {
         for pairs in [
-            &[(FD_VAR, "7"), (VERSION_VAR, "2")][..],
+            &[(FD_VAR, "7"), (VERSION_VAR, "3")][..],
             &[(FD_VAR, "7")][..],
         ] {
             let Mode::Refused(why) = from_env(env(pairs)) else {
@@ -270,6 +293,12 @@ mod tests {
             };
             assert!(why.contains("speaks point protocol 1"), "{why}");
         }
+    }
+
+    #[test]
+    fn a_fork_server_asked_for_refuses_points_before_ready() {
+        let m = from_env(env(&[(FD_VAR, "7"), (VERSION_VAR, FORK_SERVER_VERSION)]));
+        assert!(matches!(m, Mode::NotReady));
     }
 
     #[test]

@@ -9,9 +9,15 @@
 //! its save pays again on restart); `--fixed` gives each payment a key and
 //! looks it up in the ledger first, as a receiver that honours keys would.
 //!
+//! It calls `crashpoint::ready()` first: under a fork server
+//! (`crashsweep --fork-server`) every life is forked there.
+//!
 //! Flags for the harness's own tests: `--thread` passes each `paid` point on
 //! a second thread; `--hang-on-restart` sleeps for ever in any life after
-//! the first (a hung program for the time limit to kill).
+//! the first (a hung program for the time limit to kill);
+//! `--thread-before-ready` starts a thread named `poller` before `ready()`,
+//! and `--load-before-ready` reads `state.json` before it (both wrong under
+//! a fork server, and refused).
 //!
 //! ```text
 //! crashsweep --world <empty dir> --judge "python3 $PWD/clients/examples/judge.py" \
@@ -29,6 +35,24 @@ fn main() -> std::io::Result<()> {
     let fixed = args.iter().any(|a| a == "--fixed");
     let thread = args.iter().any(|a| a == "--thread");
     let hang = args.iter().any(|a| a == "--hang-on-restart");
+    let early = match args.iter().any(|a| a == "--load-before-ready") {
+        true => Some(load()?),
+        false => None,
+    };
+    if args.iter().any(|a| a == "--thread-before-ready") {
+        // Running (and so named) before ready() looks.
+        let (started, running) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("poller".into())
+            .spawn(move || {
+                let _ = started.send(());
+                loop {
+                    std::thread::sleep(std::time::Duration::from_secs(3600));
+                }
+            })?;
+        let _ = running.recv();
+    }
+    crashpoint::ready();
     if hang {
         if Path::new("started").exists() {
             crashpoint::point!("hanging");
@@ -39,7 +63,10 @@ fn main() -> std::io::Result<()> {
         File::create("started")?.sync_all()?;
     }
     crashpoint::point!("start");
-    let mut next = load()?;
+    let mut next = match early {
+        Some(n) => n,
+        None => load()?,
+    };
     while next < PAYEES.len() {
         let (payee, amount) = PAYEES[next];
         let key = format!("{payee}-{next}");

@@ -87,6 +87,14 @@ struct Args {
     /// next life starts the service again in its directory.
     #[arg(long, requires = "service")]
     crash_service: bool,
+    /// Fork every life from the program itself instead of starting it anew:
+    /// the program runs once to its `ready()` call (imports, set-up), then
+    /// each life is a child forked there (point protocol version 2; Python
+    /// and Rust clients). Checked first: forked and exec'd clean lives must
+    /// pass the same hits and leave the same world, and the program must
+    /// have one thread at ready().
+    #[arg(long)]
+    fork_server: bool,
     /// The subject's name in the table (default: the program's file name).
     #[arg(long)]
     name: Option<String>,
@@ -224,6 +232,9 @@ fn run(args: &Args, raw: &[OsString]) -> u8 {
     }
     for (k, v) in &args.env {
         process = process.env(k, v);
+    }
+    if args.fork_server {
+        process = process.fork_server();
     }
     for c in &args.count_only {
         process = process.count_only(c);

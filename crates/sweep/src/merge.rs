@@ -76,6 +76,10 @@ impl Report {
                 scenarios: first.stats.scenarios + p.stats.scenarios,
                 lives: first.stats.lives + p.stats.lives,
                 shared: first.stats.shared && p.stats.shared,
+                processes: match (first.stats.processes, p.stats.processes) {
+                    (Some(a), Some(b)) => Some(a.plus(&b)),
+                    (a, b) => a.or(b),
+                },
             };
         }
         // Shard numbers come from files: without this, `1/2` and `3/2` would

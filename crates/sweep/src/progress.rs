@@ -34,4 +34,53 @@ pub struct Stats {
     pub lives: u64,
     /// Whether lives were shared ([`Subject::share`](crate::Subject::share)).
     pub shared: bool,
+    /// The processes the sweep started, for a subject that starts them
+    /// ([`Subject::processes`](crate::Subject::processes)); `None` for one
+    /// swept in this process.
+    pub processes: Option<Processes>,
+}
+
+/// The processes a subject started ([`Stats::processes`](Stats::processes)): lives (exec'd
+/// or forked), judges, services and fork servers, reruns included.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Processes {
+    /// Lives started as a new process.
+    pub lives: u64,
+    /// Lives forked from a fork server.
+    pub forked: u64,
+    /// Judges started (one a scenario, for a judge command).
+    pub judges: u64,
+    /// Services started (one a world, again after a crash that kills it).
+    pub services: u64,
+    /// Fork servers started.
+    pub servers: u64,
+}
+
+impl Processes {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.lives + self.forked + self.judges + self.services + self.servers
+    }
+
+    /// `self - before`, field by field (saturating).
+    pub fn since(&self, before: &Processes) -> Processes {
+        Processes {
+            lives: self.lives.saturating_sub(before.lives),
+            forked: self.forked.saturating_sub(before.forked),
+            judges: self.judges.saturating_sub(before.judges),
+            services: self.services.saturating_sub(before.services),
+            servers: self.servers.saturating_sub(before.servers),
+        }
+    }
+
+    /// `self + other`, field by field.
+    pub fn plus(&self, other: &Processes) -> Processes {
+        Processes {
+            lives: self.lives + other.lives,
+            forked: self.forked + other.forked,
+            judges: self.judges + other.judges,
+            services: self.services + other.services,
+            servers: self.servers + other.servers,
+        }
+    }
 }

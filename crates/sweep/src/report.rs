@@ -10,7 +10,7 @@ pub use crate::config::OnProgress;
 pub use crate::error::Divergence;
 pub use crate::failure::{Failure, WhichLife};
 pub use crate::judge::Baseline;
-pub use crate::progress::{Progress, Stats};
+pub use crate::progress::{Processes, Progress, Stats};
 pub use crate::table::{depth_title, markdown, Row, Table};
 
 use serde::{Deserialize, Serialize};

@@ -36,7 +36,12 @@ use crate::watchdog::{StopOnDrop, Watchdog};
 /// and the engine, compiled once in this crate, runs it, so a crate that
 /// sweeps many subject types does not compile the engine again for each.
 pub fn run<S: Subject>(subject: &S, config: &Config) -> Result<Report, Error> {
-    run_erased(&Adapter(subject), config)
+    let before = subject.processes();
+    let mut report = run_erased(&Adapter(subject), config)?;
+    report.stats.processes = subject
+        .processes()
+        .map(|after| after.since(&before.unwrap_or_default()));
+    Ok(report)
 }
 
 /// [`run`] on any subject seen through its world boxed: not generic, so the
@@ -247,6 +252,7 @@ fn sweep_states<S: Subject>(
         scenarios: count + 1,
         lives: replayer.lives.load(Ordering::Relaxed),
         shared: shared.is_some(),
+        processes: None,
     };
     let report = Report {
         subject: subject.name(),

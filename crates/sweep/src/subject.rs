@@ -73,6 +73,15 @@ pub trait Subject: Sync {
     fn points_not_taken(&self) -> Vec<&'static str> {
         Vec::new()
     }
+
+    /// For a subject that starts processes (a [process
+    /// subject](crate::process::Process)): how many it has started so far,
+    /// by kind. A sweep reports the difference over its run in
+    /// [`Stats::processes`](crate::report::Stats::processes). `None` (the default):
+    /// it starts none.
+    fn processes(&self) -> Option<crate::report::Processes> {
+        None
+    }
 }
 
 /// `subject`'s [`PowerCuts`], or the process state alone.

@@ -2,5 +2,6 @@
 
 mod clients;
 mod io_points;
+mod forkserver;
 mod process;
 mod unchanged;

@@ -11,7 +11,7 @@ use sweep::process::{Process, ProcessWorld};
 use sweep::{report::Failure, Config, Verdict};
 
 /// The example program, built by `cargo test` next to this crate's binary.
-fn payouts() -> PathBuf {
+pub(crate) fn payouts() -> PathBuf {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_crashsweep"));
     let dir = bin.parent().expect("the target directory");
     let exe = dir.join("examples").join("payouts");
@@ -24,7 +24,7 @@ fn payouts() -> PathBuf {
 }
 
 /// Duplicates and missing payees in the world's ledger.
-fn judge(world: &ProcessWorld) -> Result<Verdict, String> {
+pub(crate) fn judge(world: &ProcessWorld) -> Result<Verdict, String> {
     let ledger = std::fs::read_to_string(world.dir().join("ledger.txt")).unwrap_or_default();
     let mut dups = 0;
     let mut missing = 0;
@@ -59,7 +59,7 @@ fn first_crashes(r: &sweep::Report) -> Vec<String> {
         .collect()
 }
 
-fn config(depth: u32) -> Config {
+pub(crate) fn config(depth: u32) -> Config {
     Config {
         depth,
         threads: Some(2),

@@ -145,6 +145,9 @@ fn try_execute(
         out.write_all(render(&reports, flags.format, false).as_bytes())
             .map_err(write_err)?;
     }
+    for line in reports.iter().filter_map(output::processes_line) {
+        let _ = writeln!(err, "{line}");
+    }
     let mut code = EXIT_PASSED;
     if let Some(snap) = &plan.snapshot {
         let table = crate::table(&reports.iter().flat_map(Report::rows).collect::<Vec<_>>());

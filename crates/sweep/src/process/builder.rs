@@ -7,7 +7,9 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::PathBuf;
 
+use super::count::{Count, Kind};
 use super::error::ProcessError;
+use super::forkserver::ForkSlot;
 use super::service;
 use super::world::{copy_tree, ProcessWorld};
 use crate::judge::{Counter, Verdict};
@@ -62,6 +64,8 @@ pub struct Process {
     pub(super) describe: Describe,
     /// The tracer's I/O points, when on ([`Process::io_points`]).
     pub(super) io_points: Option<std::sync::Arc<super::trace::IoPoints>>,
+    pub(super) fork: ForkSlot,
+    pub(super) count: Count,
 }
 
 impl Process {
@@ -90,6 +94,8 @@ impl Process {
             worlds_in: None,
             describe: Describe::default(),
             io_points: None,
+            fork: ForkSlot::default(),
+            count: Count::default(),
         }
     }
 
@@ -100,6 +106,19 @@ impl Process {
     /// points the program reports. See [`super::trace`].
     pub fn io_points(mut self, io: super::trace::IoPoints) -> Process {
         self.io_points = Some(std::sync::Arc::new(io));
+        self
+    }
+
+    /// Fork every life from a fork server instead of starting the program
+    /// anew: the program runs once to its `ready()` call (its imports and
+    /// set-up; point protocol version 2), then each life is a child forked
+    /// there. [`Process::discover`] checks it first: forked and exec'd
+    /// clean lives must pass the same hits and leave the same world, and the
+    /// program must have one thread at `ready()`; else it is refused. It
+    /// suits Python and Rust programs; Go and Node cannot fork a running
+    /// runtime (their clients refuse version 2).
+    pub fn fork_server(mut self) -> Process {
+        self.fork.wanted = true;
         self
     }
 
@@ -232,12 +251,21 @@ impl Process {
                 });
             }
         }
+        if self.io_points.is_some() && self.fork.wanted {
+            return Err(ProcessError::ForkServer {
+                subject: self.name.clone(),
+                reason: "I/O points and the fork server do not work together yet: a forked life is the fork server's child, which the tracer does not follow; drop one of --fork-server and --io-points".into(),
+            });
+        }
         if self.io_points.is_some() {
             super::trace::probe().map_err(|reason| ProcessError::Untraceable {
                 subject: self.name.clone(),
                 reason,
             })?;
             self.check_io_names()?;
+        }
+        if self.fork.wanted {
+            self.check_fork_server()?;
         }
         if !self.counters.is_empty() {
             return Ok(self);
@@ -293,30 +321,43 @@ impl Process {
         Ok(self)
     }
 
-    pub(super) fn try_world(&self) -> Result<ProcessWorld, String> {
+    /// A scratch directory where worlds are made.
+    pub(super) fn scratch(&self, prefix: &str) -> Result<tempfile::TempDir, String> {
         let mut temp = tempfile::Builder::new();
-        temp.prefix("crashsweep-world-");
-        let root = match &self.worlds_in {
+        temp.prefix(prefix);
+        match &self.worlds_in {
             Some(dir) => temp
                 .tempdir_in(dir)
-                .map_err(|e| format!("a temporary directory in {}: {e}", dir.display()))?,
+                .map_err(|e| format!("a temporary directory in {}: {e}", dir.display())),
             None => temp
                 .tempdir()
-                .map_err(|e| format!("a temporary directory: {e}"))?,
-        };
-        let dir = root.path().join("world");
-        match &self.template {
-            Some(t) => copy_tree(t, &dir)
-                .map_err(|e| format!("copying {} to {}: {e}", t.display(), dir.display()))?,
-            None => std::fs::create_dir(&dir).map_err(|e| e.to_string())?,
+                .map_err(|e| format!("a temporary directory: {e}")),
         }
+    }
+
+    /// `dir` made as a copy of the template (or empty).
+    pub(super) fn fill(&self, dir: &std::path::Path) -> Result<(), String> {
+        match &self.template {
+            Some(t) => copy_tree(t, dir)
+                .map_err(|e| format!("copying {} to {}: {e}", t.display(), dir.display())),
+            None => std::fs::create_dir(dir).map_err(|e| e.to_string()),
+        }
+    }
+
+    pub(super) fn try_world(&self) -> Result<ProcessWorld, String> {
+        let root = self.scratch("crashsweep-world-")?;
+        let dir = root.path().join("world");
+        self.fill(&dir)?;
         std::fs::create_dir(root.path().join("logs")).map_err(|e| e.to_string())?;
         let service = match &self.service {
-            Some(argv) => Some(service::Service::start(
-                argv,
-                &root.path().join("service"),
-                self.service_points,
-            )?),
+            Some(argv) => {
+                self.count.one(Kind::Service);
+                Some(service::Service::start(
+                    argv,
+                    &root.path().join("service"),
+                    self.service_points,
+                )?)
+            }
             None => None,
         };
         Ok(ProcessWorld {

@@ -17,8 +17,50 @@ pub(super) const POLL: Duration = Duration::from_millis(20);
 /// panic between its start and its end).
 #[derive(Debug)]
 pub(super) struct Running {
-    pub(super) child: Option<Child>,
+    pub(super) child: Option<Kid>,
     pub(super) shown: String,
+}
+
+/// A child this process cannot wait for itself (a fork server's child):
+/// its id, its end once known, and `SIGKILL` then its end.
+pub(super) trait Reaped: std::fmt::Debug + Send {
+    fn id(&self) -> u32;
+    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>>;
+    fn kill(&mut self) -> std::io::Result<ExitStatus>;
+}
+
+/// A child started as a new process, or forked by a fork server.
+#[derive(Debug)]
+pub(super) enum Kid {
+    Spawned(Child),
+    Forked(Box<dyn Reaped>),
+}
+
+impl Kid {
+    pub(super) fn id(&self) -> u32 {
+        match self {
+            Kid::Spawned(c) => c.id(),
+            Kid::Forked(f) => f.id(),
+        }
+    }
+
+    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        match self {
+            Kid::Spawned(c) => c.try_wait(),
+            Kid::Forked(f) => f.try_wait(),
+        }
+    }
+
+    fn kill(&mut self) -> std::io::Result<ExitStatus> {
+        match self {
+            Kid::Spawned(c) => {
+                // An error means it has exited already; `wait` tells how.
+                let _ = c.kill();
+                c.wait()
+            }
+            Kid::Forked(f) => f.kill(),
+        }
+    }
 }
 
 /// Keep a harness's protocol variables out of `cmd`'s environment (the
@@ -78,11 +120,7 @@ impl Running {
     /// `SIGKILL`, then reap: its exit status.
     pub(super) fn kill(&mut self) -> std::io::Result<ExitStatus> {
         match self.child.take() {
-            Some(mut c) => {
-                // An error means it has exited already; `wait` tells how.
-                let _ = c.kill();
-                c.wait()
-            }
+            Some(mut c) => c.kill(),
             None => Err(std::io::Error::other("the child was reaped already")),
         }
     }

@@ -80,4 +80,14 @@ pub enum ProcessError {
         /// A mask that would cover the difference.
         suggestion: String,
     },
+    /// The fork server was asked for and refused: threads at `ready()`,
+    /// a forked life that differs from an exec'd one, a program that
+    /// cannot be forked.
+    #[error("{subject}: the fork server is refused: {reason}")]
+    ForkServer {
+        /// The subject.
+        subject: String,
+        /// Why.
+        reason: String,
+    },
 }

@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 
 use super::builder::{Judge, Process};
 use super::child::{describe_status, without_protocol};
+use super::count::Kind;
 use super::world::ProcessWorld;
 use super::{LOGS_VAR, SERVICE_VAR};
 use crate::judge::Verdict;
@@ -26,6 +27,7 @@ impl Process {
                     .current_dir(world.dir())
                     .env(LOGS_VAR, world.logs())
                     .envs(self.env.iter().map(|(k, v)| (k, v)));
+                self.count.one(Kind::Judge);
                 let out = without_protocol(&mut command)
                     .stdin(Stdio::null())
                     .output()

@@ -12,7 +12,10 @@ use std::panic::{self, AssertUnwindSafe};
 use std::process::{Command, Stdio};
 
 use super::builder::Process;
-use super::child::{describe_status, pass_fd, show_argv, tail, Running, POLL};
+use super::child::{describe_status, pass_fd, show_argv, tail, Kid, Running, POLL};
+use super::count::Kind;
+use super::forking::fork_life;
+use super::forkserver::Via;
 use super::world::ProcessWorld;
 use super::{DIE_AT_VAR, FD_VAR, SERVICE_VAR, VERSION, VERSION_VAR};
 use crate::error::LifeError;
@@ -21,6 +24,16 @@ impl Process {
     /// One life: run the program (or the restart) to its end, relaying its
     /// hits into the current scope.
     pub(super) fn run_life(&self, world: &mut ProcessWorld) -> Result<(), LifeError> {
+        let via = if self.fork.wanted {
+            Via::Fork
+        } else {
+            Via::Exec
+        };
+        self.run_life_via(world, via)
+    }
+
+    /// One life, exec'd or forked from the fork server.
+    pub(super) fn run_life_via(&self, world: &mut ProcessWorld, via: Via) -> Result<(), LifeError> {
         let argv = match (&self.restart, world.lives) {
             (Some(r), n) if n > 0 => r,
             _ => &self.argv,
@@ -29,7 +42,9 @@ impl Process {
             return Err(format!("{}: the program's command line is empty", self.name).into());
         };
         if let Some(service) = world.service.as_mut() {
-            service.ensure_running()?;
+            if service.ensure_running()? {
+                self.count.one(Kind::Service);
+            }
         }
         world.lives += 1;
         let life = world.lives;
@@ -50,16 +65,44 @@ impl Process {
             .env(FD_VAR, child_fd.to_string())
             .env(VERSION_VAR, VERSION)
             .env_remove(DIE_AT_VAR)
-            .stdin(Stdio::null())
-            .stdout(File::create(world.log(life, "out"))?)
-            .stderr(File::create(world.log(life, "err"))?);
-        pass_fd(&mut cmd, fd);
-        if let Some(io) = &self.io_points {
-            return super::trace::life(cmd, ours, theirs, world, life, shown, io);
-        }
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("{shown} could not start: {e}"))?;
+            .stdin(Stdio::null());
+        let (out, err) = (
+            File::create(world.log(life, "out"))?,
+            File::create(world.log(life, "err"))?,
+        );
+        let child = match via {
+            Via::Fork if self.io_points.is_some() => {
+                return Err(format!(
+                    "{}: I/O points and the fork server do not work together yet: a forked life is the fork server's child, which the tracer does not follow; drop --fork-server or --io-points",
+                    self.name
+                )
+                .into());
+            }
+            Via::Fork => {
+                let server = self.fork_server_now()?.ok_or("no fork server")?;
+                let null = File::open("/dev/null")?;
+                self.count.one(Kind::Forked);
+                Kid::Forked(Box::new(fork_life(
+                    self,
+                    &server,
+                    world,
+                    [&null, &out, &err],
+                    &theirs,
+                )?))
+            }
+            Via::Exec => {
+                cmd.stdout(out).stderr(err);
+                pass_fd(&mut cmd, fd);
+                self.count.one(Kind::Life);
+                if let Some(io) = &self.io_points {
+                    return super::trace::life(cmd, ours, theirs, world, life, shown, io);
+                }
+                Kid::Spawned(
+                    cmd.spawn()
+                        .map_err(|e| format!("{shown} could not start: {e}"))?,
+                )
+            }
+        };
         drop(theirs);
         // The service's hits go to this life's scope while it runs, and a
         // crash at one of them kills this program too.

@@ -14,6 +14,12 @@
 //! landed exactly at the point. A life past the scenario time limit is
 //! killed the same way and fails as hung.
 //!
+//! With [`Process::fork_server`], the program runs once to its `ready()`
+//! call and every life is a child forked there (point protocol version 2),
+//! checked first against exec'd lives. A sweep's
+//! [`Stats::processes`](crate::report::Stats::processes) counts the
+//! processes it started.
+//!
 //! Everything the runner offers applies: depth 1 and 2, scenarios in
 //! parallel (each with its own directory), the safety nets, tables, JSON,
 //! snapshots, shards, a scenario rerun by name with its timeline.
@@ -34,7 +40,10 @@
 
 mod builder;
 mod child;
+mod count;
 mod error;
+mod forking;
+mod forkserver;
 mod judge;
 mod life;
 mod service;
@@ -84,6 +93,10 @@ impl Subject for Process {
             Ok(v) => v,
             Err(e) => panic!("{e}"),
         }
+    }
+
+    fn processes(&self) -> Option<crate::report::Processes> {
+        Some(self.count.now())
     }
 
     fn describe(&self, world: &ProcessWorld) -> String {

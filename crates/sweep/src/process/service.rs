@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crashpoint::scope::Handle;
 
-use super::child::{describe_status, pass_fd, show_argv, tail, without_protocol, Running};
+use super::child::{describe_status, pass_fd, show_argv, tail, without_protocol, Kid, Running};
 use super::{FD_VAR, VERSION, VERSION_VAR};
 
 /// What the service's relay thread shares with the lives.
@@ -81,12 +81,13 @@ impl Service {
         &self.url
     }
 
-    /// Start it again if a crash killed it.
-    pub(super) fn ensure_running(&mut self) -> Result<(), String> {
+    /// Start it again if a crash killed it; whether it was started.
+    pub(super) fn ensure_running(&mut self) -> Result<bool, String> {
         if lock(&self.running).is_none() {
             self.launch()?;
+            return Ok(true);
         }
-        Ok(())
+        Ok(false)
     }
 
     /// A life of the program with process id `pid` starts in the current
@@ -138,7 +139,7 @@ impl Service {
         });
         let stdout = child.stdout.take();
         let mut running = Running {
-            child: Some(child),
+            child: Some(Kid::Spawned(child)),
             shown: shown.clone(),
         };
         let Some(stdout) = stdout else {
