@@ -44,6 +44,7 @@ use durable::dir::LockGuard;
 use durable::store::RunStore;
 use durable::{Dir, DiskDir, RunId};
 use serde_json::json;
+use tracker::Fence;
 
 use self::hooks::{FirstSave, Hooks};
 use self::input::{check_tool_option, tool_options, Input};
@@ -184,6 +185,7 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         shutdown: &shutdown,
         holder: Holder::Lock(checkpoints),
         on_claimed: None,
+        done: finished_result(&run, before.as_ref()),
     })
 }
 
@@ -203,6 +205,11 @@ pub(crate) enum Holder {
 /// stops the run before it calls anything.
 pub(crate) type OnClaimed = Box<dyn Fn() -> Result<(), Failure> + Send + Sync>;
 
+/// On a store: the hook run once the loop has claimed the run; it returns
+/// the epoch of the lease this process holds (`None`: it holds none), and
+/// an error stops the run before it calls anything.
+pub(crate) type OnLeased = Box<dyn Fn() -> Result<Option<u64>, Failure> + Send + Sync>;
+
 /// What [`drive`] needs: the run picked, its world open.
 pub(crate) struct Drive<'a> {
     pub(crate) cli: &'a Cli,
@@ -220,12 +227,58 @@ pub(crate) struct Drive<'a> {
     pub(crate) prices: Prices,
     pub(crate) shutdown: &'a Shutdown,
     pub(crate) holder: Holder,
-    pub(crate) on_claimed: Option<OnClaimed>,
+    pub(crate) on_claimed: Option<OnLeased>,
+    /// A finished run's saved result ([`finished_result`]).
+    pub(crate) done: Option<agent::RunResult>,
+}
+
+/// The result a finished run's checkpoint holds, as the loop would return
+/// it (calling nothing): `None` unless the run is done.
+pub(crate) fn finished_result(
+    run: &RunId,
+    saved: Option<&Saved<agent::state::State>>,
+) -> Option<agent::RunResult> {
+    let saved = saved.filter(|s| s.phase == Phase::Done)?;
+    Some(agent::RunResult {
+        run: run.to_string(),
+        answer: saved.answer.clone().unwrap_or_default(),
+        messages: saved.messages.clone(),
+        usage: saved.usage.clone(),
+        turns: saved.turns,
+        summary: saved.summary.clone(),
+        resumes: saved.resumes,
+        files: saved.files.clone(),
+    })
+}
+
+/// A finished run on the tracker service, reported from the checks it
+/// saved when it finished: no connection, no call (`None`: it saved none,
+/// so the checks are evaluated against the service as the run ends).
+fn report_saved(d: &Drive<'_>) -> Result<Option<Exit>, Failure> {
+    let Some(result) = d.done.as_ref().filter(|_| d.cli.tracker.is_some()) else {
+        return Ok(None);
+    };
+    let Some(verdicts) = report::Verdicts::load(d.world)? else {
+        return Ok(None);
+    };
+    let report = Report {
+        checkpoint: &d.checkpoint_path,
+        run: d.run,
+        world: d.world,
+        already_done: true,
+        live: d.mode.is_live(),
+    };
+    let exit = report.print_verdicts(result, &verdicts, d.printer);
+    crashpoint::point!("exiting");
+    Ok(Some(exit))
 }
 
 /// Step 4: the loop, on the world's tracker (or the tracker service) and
 /// workspace, then the report.
 pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
+    if let Some(exit) = report_saved(&d)? {
+        return Ok(exit);
+    }
     let Drive {
         cli,
         printer,
@@ -234,6 +287,16 @@ pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
         ..
     } = d;
     let tracker = open_tracker(cli, printer, world, run)?;
+    // Nothing happens to the run's outside world before it is held: under
+    // its lock (held now) seed at once; on a store, once the loop holds
+    // the lease, with its epoch.
+    let on_claimed = match d.on_claimed {
+        None => {
+            seed(&tracker, printer, world, run, None)?;
+            None
+        }
+        Some(hook) => Some(seed_when_leased(hook, &tracker, printer, world, run)),
+    };
     let ws_path = world.workspace();
     let workspace: Arc<dyn Dir> = Arc::new(DiskDir::new(&ws_path).map_err(|e| {
         Failure::run(
@@ -263,7 +326,7 @@ pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
                 run: run.clone(),
                 failed: Arc::clone(&mark_failed),
             }),
-            on_claimed: d.on_claimed.map(|hook| (hook, Arc::clone(&mark_failed))),
+            on_claimed: on_claimed.map(|hook| (hook, Arc::clone(&mark_failed))),
         },
     );
     let model = parts::model(cli, &d.mode, d.prices, world, &tools, printer)?;
@@ -300,7 +363,13 @@ pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
                 already_done: d.already_done,
                 live: d.mode.is_live(),
             };
-            let exit = report.print(&result, &tracker.issues()?, printer);
+            let verdicts = report.evaluate(&result, &tracker.issues()?);
+            // On the service, the checks are kept: reporting the run again
+            // then calls nothing (the service may be gone by then).
+            if matches!(tracker, RunTracker::Http(_)) && !d.already_done {
+                verdicts.save(world)?;
+            }
+            let exit = report.print_verdicts(&result, &verdicts, printer);
             // The run is done and reported, and the command has not exited
             // yet: a kill here must not make the same command redo the job.
             crashpoint::point!("exiting");
@@ -545,19 +614,31 @@ fn run_mode(before: Option<&Saved<agent::state::State>>, env_mode: Mode) -> (Mod
     (mode, mode_text)
 }
 
-/// The run's tracker — the world's, or the tracker service — saying which,
-/// and what seeding the service did.
+/// The run's tracker — the world's, or the tracker service — saying which.
+/// Connecting changes nothing: [`seed`] files the seeds.
 fn open_tracker(
     cli: &Cli,
     printer: &Shared,
     world: &World,
     run: &RunId,
 ) -> Result<RunTracker, Failure> {
-    let (tracker, seeded) = RunTracker::open(cli.tracker.as_deref(), world, run)?;
+    let tracker = RunTracker::open(cli.tracker.as_deref(), world, run)?;
     if let Some(line) = tracker.describe() {
         output::lock(printer).detail(&line);
     }
-    if let Some(seeded) = seeded {
+    Ok(tracker)
+}
+
+/// File the task's seeds on the tracker service (once per run), by the
+/// process that holds the run, and say what seeding did.
+fn seed(
+    tracker: &RunTracker,
+    printer: &Shared,
+    world: &World,
+    run: &RunId,
+    fence: Option<&Fence>,
+) -> Result<(), Failure> {
+    if let Some(seeded) = tracker.seed(world, run, fence)? {
         output::lock(printer).step(
             "seeded",
             &seeded.describe(),
@@ -565,7 +646,35 @@ fn open_tracker(
                    "keyed": seeded.keyed}),
         );
     }
-    Ok(tracker)
+    Ok(())
+}
+
+/// The store's hook, then the seeds under the lease it reports held (two
+/// workers that both picked a queued run never both seed it: only the one
+/// whose claim won gets here).
+fn seed_when_leased(
+    hook: OnLeased,
+    tracker: &RunTracker,
+    printer: &Shared,
+    world: &World,
+    run: &RunId,
+) -> OnClaimed {
+    let (tracker, printer, world, run) = (
+        tracker.clone(),
+        Arc::clone(printer),
+        world.clone(),
+        run.clone(),
+    );
+    Box::new(move || {
+        let Some(epoch) = hook()? else {
+            return Ok(());
+        };
+        let fence = Fence {
+            run: run.to_string(),
+            epoch,
+        };
+        seed(&tracker, &printer, &world, &run, Some(&fence))
+    })
 }
 
 /// How the command came to work on its run.

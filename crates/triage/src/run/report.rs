@@ -8,8 +8,10 @@ use durable::RunId;
 use serde_json::json;
 
 use super::{How, Shared};
-use crate::checks::{self, Evidence, Kind};
+use crate::checks::{self, Evidence, Kind, Verdict};
 use crate::exit::Exit;
+use crate::exit::Failure;
+use crate::files;
 use crate::live::Mode;
 use crate::output::{self, plural};
 use crate::world::{Collected, World};
@@ -25,16 +27,57 @@ pub(crate) struct Report<'a> {
     pub(crate) live: bool,
 }
 
+/// The checks of a finished run on the tracker service, saved in its world
+/// when it finished: reporting it again reads them, calling nothing.
+pub(crate) const SAVED_CHECKS: &str = "checks.json";
+
+/// What [`SAVED_CHECKS`] holds.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct Verdicts {
+    /// Each check's verdict, in the catalog's order.
+    pub(crate) verdicts: Vec<Verdict>,
+    /// The checks live mode skipped.
+    pub(crate) skipped: Vec<String>,
+}
+
+impl Verdicts {
+    /// The verdicts saved in `world`, if it holds them.
+    pub(crate) fn load(world: &World) -> Result<Option<Verdicts>, Failure> {
+        let path = world.path.join(SAVED_CHECKS);
+        let Some(bytes) = files::read_regular("the run's saved checks", &path)? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            Failure::run(
+                "corrupt",
+                format!("{}: cannot be read: {e}", path.display()),
+            )
+            .hint("remove it to check the run again against its tracker service")
+        })
+    }
+
+    /// Save them in `world` (synced, 0600).
+    pub(crate) fn save(&self, world: &World) -> Result<(), Failure> {
+        let path = world.path.join(SAVED_CHECKS);
+        let bytes = serde_json::to_vec_pretty(self)
+            .map_err(|e| Failure::run("io", format!("{}: {e}", path.display())))?;
+        let opts = durable::write::WriteOptions {
+            sync: true,
+            points: false,
+        };
+        durable::write::write_atomic(world.dir()?.as_ref(), SAVED_CHECKS, &bytes, opts)
+            .map_err(|e| files::io_failure("save the checks", &path, &e))
+    }
+}
+
 impl Report<'_> {
-    /// Evaluate the task's checks against the world and the answer, print
-    /// them with the answer and a summary, and say how the command ends.
-    pub(crate) fn print(
+    /// Evaluate the task's checks against the world and the answer.
+    pub(crate) fn evaluate(
         &self,
         result: &agent::RunResult,
         issues: &[tracker::Issue],
-        printer: &Shared,
-    ) -> Exit {
-        let (run, world) = (self.run, self.world);
+    ) -> Verdicts {
+        let world = self.world;
         let evidence = Evidence {
             issues,
             workspace: &world.workspace(),
@@ -49,7 +92,22 @@ impl Report<'_> {
             world.task.checks.iter().cloned().partition(|c| {
                 !(self.live && matches!(c.kind, Kind::Turns { .. } | Kind::PaidOnce))
             });
-        let verdicts = checks::evaluate(&catalog, &evidence);
+        Verdicts {
+            verdicts: checks::evaluate(&catalog, &evidence),
+            skipped: skipped.into_iter().map(|c| c.name).collect(),
+        }
+    }
+
+    /// Print the answer, the checks' verdicts and a summary, and say how
+    /// the command ends.
+    pub(crate) fn print_verdicts(
+        &self,
+        result: &agent::RunResult,
+        v: &Verdicts,
+        printer: &Shared,
+    ) -> Exit {
+        let (run, world) = (self.run, self.world);
+        let (verdicts, skipped) = (&v.verdicts, &v.skipped);
         let passed = verdicts.iter().filter(|v| v.passed).count();
         let exit = if passed == verdicts.len() {
             Exit::Done
@@ -62,16 +120,12 @@ impl Report<'_> {
             &result.answer,
             json!({"event": "answer", "answer": result.answer}),
         );
-        p.checks(&verdicts);
+        p.checks(verdicts);
         if !skipped.is_empty() {
             p.detail(&format!(
                 "live mode: {} check(s) that compare with the recording skipped ({})",
                 skipped.len(),
-                skipped
-                    .iter()
-                    .map(|c| c.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                skipped.join(", ")
             ));
         }
         let u = &result.usage;

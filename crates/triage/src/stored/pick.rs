@@ -183,13 +183,14 @@ fn run_one(
         let store = Arc::clone(&store);
         Box::new(move || {
             beat.learn()?;
-            if let Some(lease) = beat.lease() {
-                adopt::mark_saved(&world_path, &run)
-                    .and_then(|()| run::remove_leftovers(&printer, &world_for_leftovers))
-                    .map_err(|e| fenced_or(store.as_ref(), &lease, e))?;
-            }
-            Ok(())
-        })
+            let Some(lease) = beat.lease() else {
+                return Ok(None);
+            };
+            adopt::mark_saved(&world_path, &run)
+                .and_then(|()| run::remove_leftovers(&printer, &world_for_leftovers))
+                .map_err(|e| fenced_or(store.as_ref(), &lease, e))?;
+            Ok(Some(lease.epoch))
+        }) as run::OnLeased
     };
     let result = run::drive(Drive {
         cli: &cli,
@@ -209,6 +210,7 @@ fn run_one(
             lease,
         },
         on_claimed: Some(on_claimed),
+        done: run::finished_result(&run, before.as_ref()),
     });
     // The hook is gone with the loop: the heartbeat is ours alone again.
     if let Ok(beat) = Arc::try_unwrap(beat) {
