@@ -104,6 +104,12 @@ fn retry(default: Duration) -> Result<Retry, Failure> {
     })
 }
 
+/// [`UNREACHABLE_ENV`], if set, is a whole number of milliseconds: checked
+/// before anything is created.
+pub fn check_env() -> Result<(), Failure> {
+    retry(CHECK_UNREACHABLE).map(|_| ())
+}
+
 /// `--tracker URL` must be an `http://` URL: checked before anything is
 /// created.
 pub fn check_url(url: &str) -> Result<(), Failure> {
@@ -123,10 +129,23 @@ pub fn check_url(url: &str) -> Result<(), Failure> {
 /// nothing listens (its URL is recorded for good when it is made).
 pub fn check_answers(url: &str) -> Result<(), Failure> {
     check_url(url)?;
-    HttpTracker::connect_with(url, retry(CHECK_UNREACHABLE)?).map_err(|e| {
+    let retry = retry(CHECK_UNREACHABLE)?;
+    // A service that accepts and never answers is bounded too: connecting
+    // and reading take at most as long as connections are tried.
+    let retry = Retry {
+        timeout: retry.unreachable.max(Duration::from_millis(100)),
+        ..retry
+    };
+    HttpTracker::connect_with(url, retry).map_err(|e| {
+        // The error names the service; the message names it once.
+        let why = match &e {
+            ClientError::Unreachable { reason, .. } => format!("it refuses connections: {reason}"),
+            ClientError::Unknown { reason, .. } => reason.clone(),
+            e => e.to_string(),
+        };
         Failure::run(
             "tracker",
-            format!("the tracker at {url} does not answer: {e}; nothing was created"),
+            format!("the tracker at {url} does not answer ({why}); nothing was created"),
         )
         .hint(
             "start one with: cargo run -p tracker -- serve --dir DIR --addr 127.0.0.1:0 \

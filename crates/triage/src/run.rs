@@ -186,6 +186,7 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         holder: Holder::Lock(checkpoints),
         on_claimed: None,
         done: finished_result(&run, before.as_ref()),
+        written: before.map(|s| s.state.files).unwrap_or_default(),
     })
 }
 
@@ -230,6 +231,9 @@ pub(crate) struct Drive<'a> {
     pub(crate) on_claimed: Option<OnLeased>,
     /// A finished run's saved result ([`finished_result`]).
     pub(crate) done: Option<agent::RunResult>,
+    /// The workspace files the run wrote, as its checkpoint records them
+    /// (name → SHA-256).
+    pub(crate) written: std::collections::BTreeMap<String, String>,
 }
 
 /// The result a finished run's checkpoint holds, as the loop would return
@@ -304,9 +308,19 @@ pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
             format!("cannot open the workspace {}: {e}", ws_path.display()),
         )
     })?);
+    let fence = match &d.holder {
+        Holder::Store { store, .. } => {
+            Some(Arc::new(parts::StoreFence(Arc::clone(store))) as Arc<dyn triage_tools::Holds>)
+        }
+        Holder::Lock(_) => None,
+    };
     let tools = parts::build_tools(
         &tracker.backend(),
-        Arc::clone(&workspace),
+        parts::Workspace {
+            dir: Arc::clone(&workspace),
+            expected: triage_tools::Expected::new(&world.task.workspace, &d.written),
+            fence,
+        },
         &world.task.approval,
     );
     let approver: Box<dyn Approver> = match cli.approve {
@@ -321,7 +335,9 @@ pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
             die_after: cli.die_after.clone(),
             signal_after: cli.signal_after.clone(),
             cancel: d.shutdown.cancel_flag(),
-            first_save: d.fresh.then(|| FirstSave {
+            // On a store the claim hook writes the mark, fenced by the
+            // lease's epoch.
+            first_save: (d.fresh && on_claimed.is_none()).then(|| FirstSave {
                 world: world.path.clone(),
                 run: run.clone(),
                 failed: Arc::clone(&mark_failed),
@@ -493,7 +509,13 @@ fn open_world(
     env_mode: &Mode,
 ) -> Result<(World, Option<Saved<agent::state::State>>), Failure> {
     let opened = match (how, task) {
-        (How::New, Some(task)) => (sd.create_world(run, task)?, None),
+        (How::New, Some(task)) => {
+            // A new run's tracker must answer before its world is built.
+            if let Some(tracker) = cli.tracker.as_deref() {
+                crate::remote::check_answers(tracker)?;
+            }
+            (sd.create_world(run, task)?, None)
+        }
         (How::Adopted, _) => {
             // Killed before its first save: its world goes on under its ID,
             // and the loop saves its first checkpoint. Judged (again) now

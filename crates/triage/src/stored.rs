@@ -198,15 +198,37 @@ impl StoreUrl {
                     )
                     .hint("create the directory first, or name a database in one that exists; nothing was created"));
                 }
+                // A device, FIFO or directory is no database: SQLite would
+                // make its journal beside it (`/dev/null-journal`).
+                let existing = std::fs::metadata(path).ok();
+                if existing.as_ref().is_some_and(|m| !m.is_file()) {
+                    return Err(Failure::usage(
+                        "bad_store",
+                        format!(
+                            "--store sqlite:{}: not a regular file, so it cannot hold a database",
+                            path.display()
+                        ),
+                    )
+                    .hint("name a database file (enqueue creates it); nothing was created"));
+                }
                 let store = durable::store::SqliteStore::open(path).map_err(|e| {
                     let failure = Failure::from(e);
                     if failure.hint.is_some() {
                         return failure;
                     }
-                    failure.hint(format!(
-                        "the database file is {}; its directory must be writable",
-                        path.display()
-                    ))
+                    let hint = if existing.is_some() && failure.message.contains("not a database") {
+                        format!(
+                            "{} is a file, but not an SQLite database; name the store's database \
+                             or a new file; it was left as it is",
+                            path.display()
+                        )
+                    } else {
+                        format!(
+                            "the database file is {}; its directory must be writable",
+                            path.display()
+                        )
+                    };
+                    failure.hint(hint)
                 })?;
                 Ok(Some(Arc::new(store)))
             }

@@ -184,7 +184,7 @@ fn run_one(
         Box::new(move || {
             beat.learn()?;
             let Some(lease) = beat.lease() else {
-                return Ok(None);
+                return not_held(store.as_ref(), &run, already_done);
             };
             adopt::mark_saved(&world_path, &run)
                 .and_then(|()| run::remove_leftovers(&printer, &world_for_leftovers))
@@ -211,6 +211,7 @@ fn run_one(
         },
         on_claimed: Some(on_claimed),
         done: run::finished_result(&run, before.as_ref()),
+        written: before.map(|s| s.state.files).unwrap_or_default(),
     });
     // The hook is gone with the loop: the heartbeat is ours alone again.
     if let Ok(beat) = Arc::try_unwrap(beat) {
@@ -237,6 +238,38 @@ fn fenced_or(store: &dyn RunStore, lease: &durable::store::Lease, failure: Failu
             on_disk: record.epoch,
         }),
         _ => failure,
+    }
+}
+
+/// The loop claimed the run, yet the store names another holder: this
+/// process was stopped past its lease right after its claim, and another
+/// took the run over. Fenced (exit 3), before anything is written.
+fn not_held(store: &dyn RunStore, run: &RunId, was_done: bool) -> Result<Option<u64>, Failure> {
+    match store.load(run).map_err(Failure::from)? {
+        // A finished run reported again: nobody holds it, nothing is done.
+        Some(record) if record.done && was_done => Ok(None),
+        Some(record) if !record.done => Err(Failure::new(
+            Exit::Locked,
+            "fenced",
+            format!(
+                "run {run} was taken over by a newer holder (epoch {} in the store, held by {}) \
+                 right after this process claimed it",
+                record.epoch,
+                record.owner.as_deref().unwrap_or("nobody now")
+            ),
+        )
+        .hint("another process holds the run and finishes it; this one wrote nothing and called nothing")),
+        Some(record) => Err(Failure::new(
+            Exit::Locked,
+            "fenced",
+            format!(
+                "run {run} was finished by a newer holder (epoch {} in the store) while this \
+                 process was stopped",
+                record.epoch
+            ),
+        )
+        .hint("the same command reports the finished run; this one wrote nothing and called nothing")),
+        None => Ok(None),
     }
 }
 
