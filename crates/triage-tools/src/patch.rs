@@ -237,6 +237,11 @@ impl Tool for CodePatch {
     }
     fn call(&self, ctx: &CallContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
         let p = Patch::parse(args)?;
+        // A process that lost the run is told so first, whatever the
+        // newer holder did to the file.
+        if let Some(fence) = &self.fence {
+            fence.holds(ctx.run, ctx.epoch)?;
+        }
         let content = self.read(p.path)?;
         self.check_expected(p.path, content.as_deref())?;
         let patched = match (p.old.is_empty(), content) {

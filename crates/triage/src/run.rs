@@ -145,7 +145,7 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
     // 3. The world: built for a new run, read for an existing or adopted
     // one; then the temp files killed writers left in it are removed (we
     // hold the run's lock, so no writer is alive).
-    let (world, before) = open_world(cli, &sd, (&run, how), task.as_ref(), &env_mode)?;
+    let (world, before) = open_world(cli, printer, &sd, (&run, how), task.as_ref(), &env_mode)?;
     drop(state_guard);
     // A run with a checkpoint got past its first save: say so in its world
     // (runs started before the mark existed get it here), so a world that
@@ -503,6 +503,7 @@ fn pick_run(
 /// one — and, for an existing run, its checkpoint.
 fn open_world(
     cli: &Cli,
+    printer: &Shared,
     sd: &StateDir,
     (run, how): (&RunId, How),
     task: Option<&Task>,
@@ -514,6 +515,13 @@ fn open_world(
             if let Some(tracker) = cli.tracker.as_deref() {
                 crate::remote::check_answers(tracker)?;
             }
+            report::new_run_line(
+                printer,
+                (sd.path(), &sd.checkpoint_path(run), &sd.world_path(run)),
+                run,
+                &task.name,
+                env_mode,
+            );
             (sd.create_world(run, task)?, None)
         }
         (How::Adopted, _) => {

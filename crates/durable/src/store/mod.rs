@@ -192,8 +192,9 @@ pub trait RunStore: Send + Sync + fmt::Debug {
     fn release(&self, lease: &Lease) -> Result<()>;
 
     /// Where `run` lives, for messages: a file's path, or
-    /// `sqlite:<path>#<run>`, `postgres://<user>@<host>/<database>#<run>`
-    /// (never a password).
+    /// `sqlite:<path>#<run>`, `postgres://<user>@<host>/<database> (run
+    /// <run>)` (never a password; a Unix socket as
+    /// `postgresql:///<database>?host=<dir>&user=<user>`, as libpq takes it).
     fn path_of(&self, run: &RunId) -> PathBuf;
 }
 

@@ -159,7 +159,8 @@ impl Report<'_> {
     }
 }
 
-/// The first lines: which run, where its files are.
+/// The first lines: which run, where its files are. A new run's first
+/// line was printed before its world was built ([`new_run_line`]).
 pub(crate) fn header(
     printer: &Shared,
     (state, checkpoint): (&Path, &Path),
@@ -169,39 +170,60 @@ pub(crate) fn header(
     (mode, mode_text): (&Mode, &str),
 ) {
     let p = output::lock(printer);
+    let task = &world.task.name;
     let text = match before {
-        None if how == How::Adopted => format!(
-            "adopted run {run} of task {}: it was killed before its first save, so it goes on \
-             under its own ID (the same idempotency keys) in its world; {mode_text}",
-            world.task.name
-        ),
-        None if how == How::Queued => format!(
-            "queued run {run} of task {}: its first life; {mode_text}",
-            world.task.name
-        ),
-        None => format!("new run {run} of task {}; {mode_text}", world.task.name),
-        Some(s) => format!(
-            "found run {run} of task {} in phase {} after {}; {mode_text}",
-            world.task.name,
+        None if how == How::New => None,
+        None if how == How::Adopted => Some(format!(
+            "adopted run {run} of task {task}: it was killed before its first save, so it goes \
+             on under its own ID (the same idempotency keys) in its world; {mode_text}"
+        )),
+        None if how == How::Queued => Some(format!(
+            "queued run {run} of task {task}: its first life; {mode_text}"
+        )),
+        None => Some(format!("new run {run} of task {task}; {mode_text}")),
+        Some(s) => Some(format!(
+            "found run {run} of task {task} in phase {} after {}; {mode_text}",
             s.phase,
             plural(s.turns as usize, "turn")
-        ),
+        )),
     };
-    p.step(
-        "run",
-        &text,
-        json!({"event": "run", "run": run.as_str(), "task": world.task.name,
-               "mode": mode.record(), "live": mode.is_live(),
-               "new": how == How::New, "adopted": how == How::Adopted,
-               "phase": before.map(|s| s.phase.as_str()),
-               "started": world.meta.started,
-               "state": state, "checkpoint": checkpoint, "world": world.path}),
-    );
+    if let Some(text) = text {
+        p.step(
+            "run",
+            &text,
+            json!({"event": "run", "run": run.as_str(), "task": task,
+                   "mode": mode.record(), "live": mode.is_live(),
+                   "new": false, "adopted": how == How::Adopted,
+                   "phase": before.map(|s| s.phase.as_str()),
+                   "started": world.meta.started,
+                   "state": state, "checkpoint": checkpoint, "world": world.path}),
+        );
+    }
     p.detail(&format!("checkpoint {}", checkpoint.display()));
     p.detail(&format!(
         "world      {} (tracker.json, workspace/)",
         world.path.display()
     ));
+}
+
+/// A new run's first line, printed before its world is built: a kill from
+/// then on leaves a world whose run ID the user has seen (`--run ID`
+/// continues it).
+pub(crate) fn new_run_line(
+    printer: &Shared,
+    (state, checkpoint, world): (&Path, &Path, &Path),
+    run: &RunId,
+    task: &str,
+    mode: &Mode,
+) {
+    output::lock(printer).step(
+        "run",
+        &format!("new run {run} of task {task}; {}", mode.describe()),
+        json!({"event": "run", "run": run.as_str(), "task": task,
+               "mode": mode.record(), "live": mode.is_live(),
+               "new": true, "adopted": false, "phase": null,
+               "state": state, "checkpoint": checkpoint, "world": world}),
+    );
 }
 
 /// A run found already done: say so (it prints its saved answer and calls

@@ -130,6 +130,13 @@ fn run_one(
     let (world, before) = match (how, task.as_ref()) {
         (How::New, Some(task)) => {
             let tracker = cli.tracker.as_deref().ok_or_else(no_tracker)?;
+            run::report::new_run_line(
+                printer,
+                (sd.path(), &store.path_of(&run), &sd.world_path(&run)),
+                &run,
+                &task.name,
+                &env_mode,
+            );
             (sd.create_world_for(&run, task, Some(tracker))?, None)
         }
         _ => {

@@ -630,7 +630,8 @@ fn a_postgres_connection_error_says_what_the_server_said() {
         out.stderr
     );
     assert!(
-        out.stderr.contains("connect to postgres://postgres@/"),
+        out.stderr
+            .contains("connect to postgresql:///no_such_db?host=/"),
         "{}",
         out.stderr
     );
