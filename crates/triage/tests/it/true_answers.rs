@@ -454,3 +454,30 @@ fn a_postgres_store_is_shown_as_it_can_be_pasted() {
     assert!(shown.starts_with("postgresql:///shown?host=/"), "{line}");
     durable::store::PostgresStore::connect(shown).expect("the shown store connects");
 }
+
+/// A process stopped while writing its first-save mark (its first
+/// checkpoint saved), woken after another process finished the run and
+/// removed its temp file, is fenced (exit 3): it calls nothing.
+#[test]
+fn a_process_stopped_at_its_first_save_is_fenced_when_it_wakes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("runs.db");
+    let store_url = format!("sqlite:{}", db.display());
+    let t = task("s2-known-sync-timeout");
+    let svc = Svc::start(true);
+    let base = ["--store", store_url.as_str(), "--lease-secs", "1", "--approve", "off"];
+    let mut first = base.to_vec();
+    first.extend(["--task", t.name.as_str(), "--tracker", svc.url.as_str()]);
+    let held = Held::stop_at(&first, "first-save mark: before rename", 1);
+    let worlds = tmp.path().join("runs.db.worlds");
+    let run = crate::stores::world_runs(&worlds).remove(0);
+    let mut second = base.to_vec();
+    second.extend(["--run", run.as_str()]);
+    once_the_lease_expired(&second)
+        .expect_code(0)
+        .expect_stdout(&common::all_passed(&t));
+    let out = held.resume();
+    out.expect_code(3);
+    assert!(!out.stdout.contains("call      "), "{out:?}");
+    crate::stores::each_effect_once(&t, &svc, "after the stale process continued");
+}
