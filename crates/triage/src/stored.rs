@@ -49,6 +49,7 @@
 //! save and its patch's write, past its lease, still writes that patch when
 //! it wakes: the workspace is not a receiver that knows epochs.
 
+mod patient;
 mod pick;
 
 use std::path::{Path, PathBuf};
@@ -62,6 +63,7 @@ use durable::RunId;
 
 use crate::exit::Failure;
 
+pub use patient::Patient;
 pub use pick::{execute, execute_with, Given};
 
 /// Many machines, as `--help` explains it.
@@ -260,19 +262,64 @@ impl StoreUrl {
     }
 }
 
-/// A name for this process as a lease holder, unique among the workers:
-/// host, pid and a random part.
-pub fn owner_name() -> String {
+/// This host's name.
+fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its length; gethostname writes at
     // most that many bytes.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let host = if rc == 0 {
+    if rc == 0 {
         let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
         String::from_utf8_lossy(&buf[..end]).into_owned()
     } else {
         "host".to_owned()
+    }
+}
+
+/// Whether `owner` (a lease holder's name, [`owner_name`]) is a triage
+/// process on this host that no longer exists: its lease need not be
+/// waited out. Any doubt (another host, a name of another form, a pid
+/// that exists, perhaps reused) is "no".
+pub fn gone_local_holder(owner: &str) -> bool {
+    let Some(rest) = owner.strip_prefix("triage@") else {
+        return false;
     };
+    let mut parts = rest.rsplitn(3, ':');
+    let (Some(_nanos), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<libc::pid_t>() else {
+        return false;
+    };
+    if host != host_name() || pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 sends nothing; it only asks whether the pid exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// If `run` is leased by a process on this host that is gone, end that
+/// lease so this process can claim the run now; the holder's name if so.
+pub fn end_gone_holders_lease(
+    store: &dyn RunStore,
+    run: &RunId,
+) -> Result<Option<String>, Failure> {
+    let Some(record) = store.load(run).map_err(Failure::from)? else {
+        return Ok(None);
+    };
+    match record.owner {
+        Some(owner) if !record.done && gone_local_holder(&owner) => {
+            Ok(store.end_lease_of(run, &owner).map_err(Failure::from)?.then_some(owner))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A name for this process as a lease holder, unique among the workers:
+/// host, pid and a random part.
+pub fn owner_name() -> String {
+    let host = host_name();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())

@@ -126,6 +126,8 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
         )
         .hint("triage enqueue --store URL … creates it with the first run it queues; nothing was created"));
     };
+    // A busy or restarting database is waited for within the lease.
+    let store = crate::stored::Patient::new(store, Duration::from_secs(w.lease_secs));
     let owner = owner_name();
     let lease = Duration::from_secs(w.lease_secs);
     output::lock(printer).step(
@@ -365,6 +367,15 @@ fn pending(
             continue;
         }
         match record.owner {
+            // A holder on this host whose process is gone: its lease is
+            // ended now, not waited out.
+            Some(holder)
+                if holder != owner
+                    && crate::stored::gone_local_holder(&holder)
+                    && store.end_lease_of(&run, &holder).map_err(Failure::from)? =>
+            {
+                free.push(run);
+            }
             Some(holder) if holder != owner => held.push((run, holder)),
             Some(_) => {}
             None => free.push(run),

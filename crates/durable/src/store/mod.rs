@@ -196,6 +196,17 @@ pub trait RunStore: Send + Sync + fmt::Debug {
     /// <run>)` (never a password; a Unix socket as
     /// `postgresql:///<database>?host=<dir>&user=<user>`, as libpq takes it).
     fn path_of(&self, run: &RunId) -> PathBuf;
+
+    /// End `owner`'s lease on `run` now, because the caller knows that
+    /// holder is gone (a process on this host that no longer exists), so
+    /// the next claim may take the run without waiting for the lease to
+    /// expire. The epoch is not changed: the claim raises it. `Ok(false)`
+    /// if `owner` does not hold the run (any more), the run is done, or the
+    /// store cannot do this (the default).
+    fn end_lease_of(&self, run: &RunId, owner: &str) -> Result<bool> {
+        let _ = (run, owner);
+        Ok(false)
+    }
 }
 
 impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
@@ -222,6 +233,9 @@ impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
     }
     fn path_of(&self, run: &RunId) -> PathBuf {
         (**self).path_of(run)
+    }
+    fn end_lease_of(&self, run: &RunId, owner: &str) -> Result<bool> {
+        (**self).end_lease_of(run, owner)
     }
 }
 

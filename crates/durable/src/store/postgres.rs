@@ -445,4 +445,17 @@ impl RunStore for PostgresStore {
         // The name stays pasteable: the run goes after a space.
         PathBuf::from(format!("{} (run {run})", self.name))
     }
+
+    fn end_lease_of(&self, run: &RunId, owner: &str) -> Result<bool> {
+        let fail = self.fail(Some(run), "end a gone holder's lease in");
+        let ended = self
+            .client(|| self.path_of(run), "end a gone holder's lease in")?
+            .execute(
+                "UPDATE runs SET lease_expires_at = now() - interval '1 millisecond' \
+                 WHERE run_id = $1 AND lease_owner = $2 AND status <> 'done'",
+                &[&run.as_str(), &owner],
+            )
+            .map_err(fail)?;
+        Ok(ended > 0)
+    }
 }

@@ -356,4 +356,20 @@ impl RunStore for SqliteStore {
     fn path_of(&self, run: &RunId) -> PathBuf {
         PathBuf::from(format!("sqlite:{}#{run}", self.path.display()))
     }
+
+    fn end_lease_of(&self, run: &RunId, owner: &str) -> Result<bool> {
+        let fail = self.fail(Some(run), "end a gone holder's lease in");
+        let ended = self
+            .conn()
+            .execute(
+                concat!(
+                    "UPDATE runs SET lease_expires_at = ",
+                    now_ms!(),
+                    " - 1 WHERE run_id = ?1 AND lease_owner = ?2 AND status <> 'done'"
+                ),
+                params![run.as_str(), owner],
+            )
+            .map_err(fail)?;
+        Ok(ended > 0)
+    }
 }

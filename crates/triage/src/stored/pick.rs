@@ -110,6 +110,8 @@ fn run_one(
             let Some(store) = url.open(create)? else {
                 return Err(no_run(cli, url));
             };
+            // A busy or restarting database is waited for within the lease.
+            let store = super::Patient::new(store, Duration::from_secs(cli.lease_secs));
             (&installed, store, owner_name())
         }
     };
@@ -154,6 +156,12 @@ fn run_one(
         }
     };
     drop(state_guard);
+    if let Some(gone) = super::end_gone_holders_lease(store.as_ref(), &run)? {
+        output::lock(printer).detail(&format!(
+            "lease      {gone} held run {run}, and its process on this host is gone: \
+             its lease ended now, so this process takes the run over"
+        ));
+    }
     let recorded = recorded_tracker(&run, &world, cli)?;
     let mut cli = cli.clone();
     cli.tracker = Some(recorded);

@@ -481,3 +481,96 @@ fn a_process_stopped_at_its_first_save_is_fenced_when_it_wakes() {
     assert!(!out.stdout.contains("call      "), "{out:?}");
     crate::stores::each_effect_once(&t, &svc, "after the stale process continued");
 }
+
+/// A run whose holder on this host was killed is taken over at once: its
+/// process is gone, so its lease is not waited out.
+#[test]
+fn a_killed_local_holders_run_is_taken_over_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("runs.db");
+    let store_url = format!("sqlite:{}", db.display());
+    let t = task("s2-known-sync-timeout");
+    let svc = Svc::start(true);
+    let base = ["--store", store_url.as_str(), "--lease-secs", "600", "--approve", "off"];
+    let mut first = base.to_vec();
+    first.extend(["--task", t.name.as_str(), "--tracker", svc.url.as_str(), "--die-after", "search"]);
+    common::triage(&first).expect_killed();
+    let run = crate::stores::world_runs(&tmp.path().join("runs.db.worlds")).remove(0);
+    let mut second = base.to_vec();
+    second.extend(["--run", run.as_str()]);
+    let out = common::triage_or_hang(&second, Duration::from_secs(120));
+    out.expect_code(0)
+        .expect_stdout("its process on this host is gone")
+        .expect_stdout(&common::all_passed(&t));
+    crate::stores::each_effect_once(&t, &svc, "after the takeover");
+}
+
+/// A Postgres restart of a second or two in the middle of a run costs
+/// nothing: each store step is tried again within the lease.
+#[test]
+fn a_postgres_restart_mid_run_is_waited_out() {
+    let Some(pg) = crate::pg_cluster::PgCluster::start(false) else {
+        return;
+    };
+    let url = crate::stores::pg_url(&pg, "restart");
+    let tmp = tempfile::tempdir().unwrap();
+    let worlds = tmp.path().join("worlds");
+    let t = task("s2-known-sync-timeout");
+    let svc = Svc::start(true);
+    let args = [
+        "--store", url.as_str(), "--state", arg(&worlds), "--task", t.name.as_str(),
+        "--tracker", svc.url.as_str(), "--approve", "off",
+    ];
+    // Held after its first call's marker: its next step is a store save.
+    let held = Held::stop_at(&args, "marker saved", 1);
+    pg.stop_immediate();
+    let pg = std::sync::Arc::new(pg);
+    let again = {
+        let pg = std::sync::Arc::clone(&pg);
+        std::thread::spawn(move || {
+            // The child meets the server down first, then up again.
+            std::thread::sleep(Duration::from_millis(1500));
+            pg.start_again();
+        })
+    };
+    let out = held.resume();
+    again.join().unwrap();
+    out.expect_code(0).expect_stdout(&common::all_passed(&t));
+    crate::stores::each_effect_once(&t, &svc, "across the restart");
+}
+
+/// On SQLite a process stopped inside a write holds the database's write
+/// lock: another process's run waits for it (past the busy timeout) and
+/// goes on once it is let go, instead of failing.
+#[test]
+fn a_sqlite_writer_stopped_inside_a_write_is_waited_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("runs.db");
+    let store_url = format!("sqlite:{}", db.display());
+    let worlds = tmp.path().join("runs.db.worlds");
+    let t = task("s2-known-sync-timeout");
+    let (svc_a, svc_b) = (Svc::start(true), Svc::start(true));
+    let a = crate::stores::enqueue(&store_url, &worlds, &t.name, &svc_a.url);
+    let b = crate::stores::enqueue(&store_url, &worlds, &t.name, &svc_b.url);
+    let run_args = |run: &str| -> Vec<String> {
+        ["--store", store_url.as_str(), "--run", run, "--approve", "off"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let a_args = run_args(&a);
+    let a_args: Vec<&str> = a_args.iter().map(String::as_str).collect();
+    // Held inside its first save's transaction: the write lock is its.
+    let held = Held::stop_at(&a_args, "save: before commit", 1);
+    let b_args = run_args(&b);
+    let b_args: Vec<&str> = b_args.iter().map(String::as_str).collect();
+    let other = crate::stores::spawn(&b_args);
+    // Past SQLite's busy timeout (10 s), the other process has met
+    // `database is locked` at least once.
+    std::thread::sleep(Duration::from_secs(12));
+    let out_a = held.resume();
+    let out_b = crate::stores::finish(other);
+    out_a.expect_code(0);
+    out_b.expect_code(0).expect_stdout(&common::all_passed(&t));
+    crate::stores::each_effect_once(&t, &svc_b, "the other run");
+}
