@@ -309,11 +309,27 @@ pub fn end_gone_holders_lease(
         return Ok(None);
     };
     match record.owner {
-        Some(owner) if !record.done && gone_local_holder(&owner) => {
-            Ok(store.end_lease_of(run, &owner).map_err(Failure::from)?.then_some(owner))
-        }
+        Some(owner) if !record.done && gone_local_holder(&owner) => Ok(store
+            .end_lease_of(run, &owner)
+            .map_err(Failure::from)?
+            .then_some(owner)),
         _ => Ok(None),
     }
+}
+
+/// When `run`'s lease ends by the store's clock unless renewed, for
+/// messages: `until 07:31:05 UTC (in 27 s)`; `None` if the store cannot say.
+pub fn lease_until(store: &dyn RunStore, run: &RunId) -> Option<String> {
+    let left = store.lease_left(run).ok()??;
+    let at = std::time::SystemTime::now() + left;
+    let secs = at.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs() % 86_400;
+    Some(format!(
+        "until {:02}:{:02}:{:02} UTC (in {} s) unless renewed",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        left.as_secs_f64().ceil() as u64
+    ))
 }
 
 /// A name for this process as a lease holder, unique among the workers:

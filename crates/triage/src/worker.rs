@@ -376,7 +376,13 @@ fn pending(
             {
                 free.push(run);
             }
-            Some(holder) if holder != owner => held.push((run, holder)),
+            Some(holder) if holder != owner => {
+                let holder = match crate::stored::lease_until(store, &run) {
+                    Some(until) => format!("{holder} {until}"),
+                    None => holder,
+                };
+                held.push((run, holder));
+            }
             Some(_) => {}
             None => free.push(run),
         }

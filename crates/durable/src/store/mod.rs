@@ -207,6 +207,14 @@ pub trait RunStore: Send + Sync + fmt::Debug {
         let _ = (run, owner);
         Ok(false)
     }
+
+    /// How long the lease on `run` still lasts by the store's clock, for
+    /// messages ("leased by … until …"): `None` if nobody holds it, it has
+    /// expired, or the store cannot say (the default).
+    fn lease_left(&self, run: &RunId) -> Result<Option<Duration>> {
+        let _ = run;
+        Ok(None)
+    }
 }
 
 impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
@@ -236,6 +244,9 @@ impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
     }
     fn end_lease_of(&self, run: &RunId, owner: &str) -> Result<bool> {
         (**self).end_lease_of(run, owner)
+    }
+    fn lease_left(&self, run: &RunId) -> Result<Option<Duration>> {
+        (**self).lease_left(run)
     }
 }
 

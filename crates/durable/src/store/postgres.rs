@@ -458,4 +458,20 @@ impl RunStore for PostgresStore {
             .map_err(fail)?;
         Ok(ended > 0)
     }
+
+    fn lease_left(&self, run: &RunId) -> Result<Option<Duration>> {
+        let fail = self.fail(Some(run), "read the lease in");
+        let row = self
+            .client(|| self.path_of(run), "read the lease in")?
+            .query_opt(
+                "SELECT (extract(epoch FROM lease_expires_at - now()) * 1000)::float8 \
+                 FROM runs WHERE run_id = $1 AND lease_owner IS NOT NULL AND status <> 'done'",
+                &[&run.as_str()],
+            )
+            .map_err(fail)?;
+        let ms: Option<f64> = row.and_then(|r| r.get(0));
+        Ok(ms
+            .filter(|ms| *ms > 0.0)
+            .map(|ms| Duration::from_millis(ms as u64)))
+    }
 }

@@ -372,4 +372,25 @@ impl RunStore for SqliteStore {
             .map_err(fail)?;
         Ok(ended > 0)
     }
+
+    fn lease_left(&self, run: &RunId) -> Result<Option<Duration>> {
+        let fail = self.fail(Some(run), "read the lease in");
+        let left: Option<Option<i64>> = self
+            .conn()
+            .query_row(
+                concat!(
+                    "SELECT lease_expires_at - ",
+                    now_ms!(),
+                    " FROM runs WHERE run_id = ?1 AND lease_owner IS NOT NULL AND status <> 'done'"
+                ),
+                params![run.as_str()],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(fail)?;
+        Ok(left
+            .flatten()
+            .filter(|ms| *ms > 0)
+            .map(|ms| Duration::from_millis(ms as u64)))
+    }
 }

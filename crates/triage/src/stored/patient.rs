@@ -135,7 +135,8 @@ impl RunStore for Patient {
     fn release(&self, lease: &Lease) -> Result<()> {
         // A refused release after a lost answer: it landed (or another
         // holder has the run), nothing of ours is left to release.
-        let landed = |e: &Error| matches!(e, Error::Fenced { .. } | Error::Finished { .. }).then_some(());
+        let landed =
+            |e: &Error| matches!(e, Error::Fenced { .. } | Error::Finished { .. }).then_some(());
         self.retry(|| self.inner.release(lease), landed)
     }
 
@@ -145,5 +146,9 @@ impl RunStore for Patient {
 
     fn end_lease_of(&self, run: &RunId, owner: &str) -> Result<bool> {
         self.retry(|| self.inner.end_lease_of(run, owner), |_| None)
+    }
+
+    fn lease_left(&self, run: &RunId) -> Result<Option<Duration>> {
+        self.inner.lease_left(run)
     }
 }

@@ -207,6 +207,7 @@ fn run_one(
             Ok(Some(lease.epoch))
         }) as run::OnLeased
     };
+    let asked = Arc::clone(&store);
     let result = run::drive(Drive {
         cli: &cli,
         printer,
@@ -227,7 +228,8 @@ fn run_one(
         on_claimed: Some(on_claimed),
         done: run::finished_result(&run, before.as_ref()),
         written: before.map(|s| s.state.files).unwrap_or_default(),
-    });
+    })
+    .map_err(|f| leased_until(f, asked.as_ref(), &run));
     // The hook is gone with the loop: the heartbeat is ours alone again.
     if let Ok(beat) = Arc::try_unwrap(beat) {
         let done = matches!(result, Ok(Exit::Done | Exit::ChecksFailed));
@@ -254,6 +256,16 @@ fn fenced_or(store: &dyn RunStore, lease: &durable::store::Lease, failure: Failu
         }),
         _ => failure,
     }
+}
+
+/// A run another process leases: say until when.
+fn leased_until(mut failure: Failure, store: &dyn RunStore, run: &RunId) -> Failure {
+    if failure.kind == "leased" {
+        if let Some(until) = super::lease_until(store, run) {
+            failure.message = failure.message.replace("until its lease expires", &until);
+        }
+    }
+    failure
 }
 
 /// The loop claimed the run, yet the store names another holder: this

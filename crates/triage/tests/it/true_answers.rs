@@ -18,7 +18,8 @@ use durable::store::{Claim, RunStore, SqliteStore};
 use durable::RunId;
 
 /// A queued run on SQLite whose lease another holder has: a process that
-/// cannot claim it files none of its seed issues (it used to seed first).
+/// cannot claim it files none of its seed issues (it used to seed first),
+/// and says until when the run is leased.
 #[test]
 fn a_run_is_seeded_only_by_the_process_that_holds_it() {
     let tmp = tempfile::tempdir().unwrap();
@@ -46,7 +47,15 @@ fn a_run_is_seeded_only_by_the_process_that_holds_it() {
         ],
     ] {
         let out = common::triage(&args);
+        // "Leased by" says until when.
         out.expect_code(3);
+        let said = format!("{}{}", out.stdout, out.stderr);
+        assert!(
+            said.contains("leased by \"someone-else\" until ")
+                || said.contains("leased by someone-else until "),
+            "{out:?}"
+        );
+        assert!(said.contains(" UTC (in "), "{out:?}");
         assert!(
             svc.issues().is_empty(),
             "{args:?} filed seeds of a run it does not hold: {:#?}\n{out:?}",
@@ -465,7 +474,14 @@ fn a_process_stopped_at_its_first_save_is_fenced_when_it_wakes() {
     let store_url = format!("sqlite:{}", db.display());
     let t = task("s2-known-sync-timeout");
     let svc = Svc::start(true);
-    let base = ["--store", store_url.as_str(), "--lease-secs", "1", "--approve", "off"];
+    let base = [
+        "--store",
+        store_url.as_str(),
+        "--lease-secs",
+        "1",
+        "--approve",
+        "off",
+    ];
     let mut first = base.to_vec();
     first.extend(["--task", t.name.as_str(), "--tracker", svc.url.as_str()]);
     let held = Held::stop_at(&first, "first-save mark: before rename", 1);
@@ -491,9 +507,23 @@ fn a_killed_local_holders_run_is_taken_over_at_once() {
     let store_url = format!("sqlite:{}", db.display());
     let t = task("s2-known-sync-timeout");
     let svc = Svc::start(true);
-    let base = ["--store", store_url.as_str(), "--lease-secs", "600", "--approve", "off"];
+    let base = [
+        "--store",
+        store_url.as_str(),
+        "--lease-secs",
+        "600",
+        "--approve",
+        "off",
+    ];
     let mut first = base.to_vec();
-    first.extend(["--task", t.name.as_str(), "--tracker", svc.url.as_str(), "--die-after", "search"]);
+    first.extend([
+        "--task",
+        t.name.as_str(),
+        "--tracker",
+        svc.url.as_str(),
+        "--die-after",
+        "search",
+    ]);
     common::triage(&first).expect_killed();
     let run = crate::stores::world_runs(&tmp.path().join("runs.db.worlds")).remove(0);
     let mut second = base.to_vec();
@@ -518,8 +548,16 @@ fn a_postgres_restart_mid_run_is_waited_out() {
     let t = task("s2-known-sync-timeout");
     let svc = Svc::start(true);
     let args = [
-        "--store", url.as_str(), "--state", arg(&worlds), "--task", t.name.as_str(),
-        "--tracker", svc.url.as_str(), "--approve", "off",
+        "--store",
+        url.as_str(),
+        "--state",
+        arg(&worlds),
+        "--task",
+        t.name.as_str(),
+        "--tracker",
+        svc.url.as_str(),
+        "--approve",
+        "off",
     ];
     // Held after its first call's marker: its next step is a store save.
     let held = Held::stop_at(&args, "marker saved", 1);
@@ -553,10 +591,17 @@ fn a_sqlite_writer_stopped_inside_a_write_is_waited_for() {
     let a = crate::stores::enqueue(&store_url, &worlds, &t.name, &svc_a.url);
     let b = crate::stores::enqueue(&store_url, &worlds, &t.name, &svc_b.url);
     let run_args = |run: &str| -> Vec<String> {
-        ["--store", store_url.as_str(), "--run", run, "--approve", "off"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
+        [
+            "--store",
+            store_url.as_str(),
+            "--run",
+            run,
+            "--approve",
+            "off",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
     };
     let a_args = run_args(&a);
     let a_args: Vec<&str> = a_args.iter().map(String::as_str).collect();
