@@ -161,6 +161,41 @@ impl CodePatch {
         }
     }
 
+    /// The file's new text: `new` in place of the one `old` (or a new
+    /// file holding `new`); an error the model sees if it cannot apply.
+    fn apply(p: &Patch<'_>, content: Option<String>) -> Result<String, ToolError> {
+        Ok(match (p.old.is_empty(), content) {
+        (true, None) => p.new.to_owned(),
+        (true, Some(_)) => {
+            return Err(ToolError::Failed(format!(
+                "code_patch: {} already exists; give the text to replace in \"old\"",
+                p.path
+            )))
+        }
+        (false, None) => {
+            return Err(ToolError::Failed(format!(
+                "code_patch: no file {} in the workspace",
+                p.path
+            )))
+        }
+        (false, Some(c)) => match c.matches(p.old).count() {
+            1 => c.replacen(p.old, p.new, 1),
+            0 => {
+                return Err(ToolError::Failed(format!(
+                    "code_patch: the old text is not in {}",
+                    p.path
+                )))
+            }
+            n => {
+                return Err(ToolError::Failed(format!(
+                    "code_patch: the old text occurs {n} times in {}; give enough of it to occur once",
+                    p.path
+                )))
+            }
+        },
+    })
+    }
+
     fn done(path: &str, content: &str) -> ToolOutput {
         let out = ToolOutput::default().with_file(path, content.as_bytes());
         let sha = out.files.get(path).cloned().unwrap_or_default();
@@ -244,36 +279,7 @@ impl Tool for CodePatch {
         }
         let content = self.read(p.path)?;
         self.check_expected(p.path, content.as_deref())?;
-        let patched = match (p.old.is_empty(), content) {
-            (true, None) => p.new.to_owned(),
-            (true, Some(_)) => {
-                return Err(ToolError::Failed(format!(
-                    "code_patch: {} already exists; give the text to replace in \"old\"",
-                    p.path
-                )))
-            }
-            (false, None) => {
-                return Err(ToolError::Failed(format!(
-                    "code_patch: no file {} in the workspace",
-                    p.path
-                )))
-            }
-            (false, Some(c)) => match c.matches(p.old).count() {
-                1 => c.replacen(p.old, p.new, 1),
-                0 => {
-                    return Err(ToolError::Failed(format!(
-                        "code_patch: the old text is not in {}",
-                        p.path
-                    )))
-                }
-                n => {
-                    return Err(ToolError::Failed(format!(
-                        "code_patch: the old text occurs {n} times in {}; give enough of it to occur once",
-                        p.path
-                    )))
-                }
-            },
-        };
+        let patched = CodePatch::apply(&p, content)?;
         let opts = WriteOptions {
             sync: self.sync,
             points: false,

@@ -162,6 +162,19 @@ fn unreachable(url: &str, e: impl std::fmt::Display) -> Failure {
     )
 }
 
+/// Whether a keyless service already holds seed `i` of `seeds` (an issue
+/// with its title and body, beyond those earlier equal seeds account for).
+fn already_there(held: &[Issue], seeds: &[crate::task::SeedIssue], i: usize) -> bool {
+    let seed = &seeds[i];
+    let same = |title: &str, body: &str| title == seed.title && body == seed.body;
+    let there = held.iter().filter(|h| same(&h.title, &h.body)).count();
+    let before = seeds[..i]
+        .iter()
+        .filter(|s| same(&s.title, &s.body))
+        .count();
+    there > before
+}
+
 impl RunTracker {
     /// The run's tracker: the service at `url` if given, else the world's
     /// file. Connecting reads the service's `GET /config` and changes
@@ -231,17 +244,9 @@ impl RunTracker {
         };
         let seeds = &world.task.tracker;
         for (i, seed) in seeds.iter().enumerate() {
-            if !keyed {
-                let same = |title: &str, body: &str| title == seed.title && body == seed.body;
-                let there = held.iter().filter(|h| same(&h.title, &h.body)).count();
-                let before = seeds[..i]
-                    .iter()
-                    .filter(|s| same(&s.title, &s.body))
-                    .count();
-                if there > before {
-                    tally.found += 1;
-                    continue;
-                }
+            if !keyed && already_there(&held, seeds, i) {
+                tally.found += 1;
+                continue;
             }
             let key = keyed.then(|| durable::key(run.as_str(), &format!("seed-{i}")));
             let req = Request::FileIssue {

@@ -279,7 +279,7 @@ fn report_saved(d: &Drive<'_>) -> Result<Option<Exit>, Failure> {
 
 /// Step 4: the loop, on the world's tracker (or the tracker service) and
 /// workspace, then the report.
-pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
+pub(crate) fn drive(mut d: Drive<'_>) -> Result<Exit, Failure> {
     if let Some(exit) = report_saved(&d)? {
         return Ok(exit);
     }
@@ -294,40 +294,15 @@ pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
     // Nothing happens to the run's outside world before it is held: under
     // its lock (held now) seed at once; on a store, once the loop holds
     // the lease, with its epoch.
-    let on_claimed = match d.on_claimed {
+    let on_claimed = match d.on_claimed.take() {
         None => {
             seed(&tracker, printer, world, run, None)?;
             None
         }
         Some(hook) => Some(seed_when_leased(hook, &tracker, printer, world, run)),
     };
-    let ws_path = world.workspace();
-    let workspace: Arc<dyn Dir> = Arc::new(DiskDir::new(&ws_path).map_err(|e| {
-        Failure::run(
-            "io",
-            format!("cannot open the workspace {}: {e}", ws_path.display()),
-        )
-    })?);
-    let fence = match &d.holder {
-        Holder::Store { store, .. } => {
-            Some(Arc::new(parts::StoreFence(Arc::clone(store))) as Arc<dyn triage_tools::Holds>)
-        }
-        Holder::Lock(_) => None,
-    };
-    let tools = parts::build_tools(
-        &tracker.backend(),
-        parts::Workspace {
-            dir: Arc::clone(&workspace),
-            expected: triage_tools::Expected::new(&world.task.workspace, &d.written),
-            fence,
-        },
-        &world.task.approval,
-    );
-    let approver: Box<dyn Approver> = match cli.approve {
-        Approve::Off => Box::new(ApproveAll),
-        Approve::On if io::stdin().is_terminal() => Box::new(TerminalApprover::stdio()),
-        Approve::On => Box::new(Unattended),
-    };
+    let (workspace, tools) = workspace_and_tools(&d, &tracker)?;
+    let approver = approver(cli);
     let mark_failed: Arc<Mutex<Option<Failure>>> = Arc::new(Mutex::new(None));
     let observer = hooks::observer(
         Arc::clone(printer),
@@ -346,6 +321,13 @@ pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
         },
     );
     let model = parts::model(cli, &d.mode, d.prices, world, &tools, printer)?;
+    let report = Report {
+        checkpoint: &d.checkpoint_path,
+        run,
+        world,
+        already_done: d.already_done,
+        live: d.mode.is_live(),
+    };
     let (checkpoints, on_store): (Arc<dyn Dir>, _) = match d.holder {
         Holder::Lock(held) => (Arc::new(held), None),
         Holder::Store {
@@ -371,26 +353,7 @@ pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
     }
 
     match agent.run() {
-        Ok(result) => {
-            let report = Report {
-                checkpoint: &d.checkpoint_path,
-                run,
-                world,
-                already_done: d.already_done,
-                live: d.mode.is_live(),
-            };
-            let verdicts = report.evaluate(&result, &tracker.issues()?);
-            // On the service, the checks are kept: reporting the run again
-            // then calls nothing (the service may be gone by then).
-            if matches!(tracker, RunTracker::Http(_)) && !d.already_done {
-                verdicts.save(world)?;
-            }
-            let exit = report.print_verdicts(&result, &verdicts, printer);
-            // The run is done and reported, and the command has not exited
-            // yet: a kill here must not make the same command redo the job.
-            crashpoint::point!("exiting");
-            Ok(exit)
-        }
+        Ok(result) => report_finished(&report, &tracker, &result, printer),
         Err(e) => {
             let failed = mark_failed.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(failure) = failed {
@@ -406,6 +369,67 @@ pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
             ))
         }
     }
+}
+
+/// The run's workspace, and the tools on it and on the tracker:
+/// `code_patch` expects each file as the task seeded it or the run wrote
+/// it, and on a store asks the store for the run's epoch before a write.
+fn workspace_and_tools(
+    d: &Drive<'_>,
+    tracker: &RunTracker,
+) -> Result<(Arc<dyn Dir>, agent::tool::Tools), Failure> {
+    let ws_path = d.world.workspace();
+    let workspace: Arc<dyn Dir> = Arc::new(DiskDir::new(&ws_path).map_err(|e| {
+        Failure::run(
+            "io",
+            format!("cannot open the workspace {}: {e}", ws_path.display()),
+        )
+    })?);
+    let fence = match &d.holder {
+        Holder::Store { store, .. } => {
+            Some(Arc::new(parts::StoreFence(Arc::clone(store))) as Arc<dyn triage_tools::Holds>)
+        }
+        Holder::Lock(_) => None,
+    };
+    let tools = parts::build_tools(
+        &tracker.backend(),
+        parts::Workspace {
+            dir: Arc::clone(&workspace),
+            expected: triage_tools::Expected::new(&d.world.task.workspace, &d.written),
+            fence,
+        },
+        &d.world.task.approval,
+    );
+    Ok((workspace, tools))
+}
+
+/// Who approves gated calls: nobody (`--approve off`), the person at the
+/// terminal, or, without one, a pause.
+fn approver(cli: &Cli) -> Box<dyn Approver> {
+    match cli.approve {
+        Approve::Off => Box::new(ApproveAll),
+        Approve::On if io::stdin().is_terminal() => Box::new(TerminalApprover::stdio()),
+        Approve::On => Box::new(Unattended),
+    }
+}
+
+/// The loop's end: the checks, evaluated (and kept, on the service, so
+/// reporting the run again calls nothing), the answer and the summary.
+fn report_finished(
+    report: &Report<'_>,
+    tracker: &RunTracker,
+    result: &agent::RunResult,
+    printer: &Shared,
+) -> Result<Exit, Failure> {
+    let verdicts = report.evaluate(result, &tracker.issues()?);
+    if matches!(tracker, RunTracker::Http(_)) && !report.already_done {
+        verdicts.save(report.world)?;
+    }
+    let exit = report.print_verdicts(result, &verdicts, printer);
+    // The run is done and reported, and the command has not exited yet: a
+    // kill here must not make the same command redo the job.
+    crashpoint::point!("exiting");
+    Ok(exit)
 }
 
 /// The state directory `--state` names: one that exists, else a new one,

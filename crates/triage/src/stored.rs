@@ -409,6 +409,11 @@ impl Heartbeat {
         *self.shared.lease.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
     }
 
+    /// The run.
+    pub fn run(&self) -> &RunId {
+        &self.shared.run
+    }
+
     /// The lease this process holds on the run, if it still renews one.
     pub fn lease(&self) -> Option<Lease> {
         self.shared

@@ -127,7 +127,7 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
         .hint("triage enqueue --store URL … creates it with the first run it queues; nothing was created"));
     };
     // A busy or restarting database is waited for within the lease.
-    let store = crate::stored::Patient::new(store, Duration::from_secs(w.lease_secs));
+    let store = crate::stored::Patient::wrap(store, Duration::from_secs(w.lease_secs));
     let owner = owner_name();
     let lease = Duration::from_secs(w.lease_secs);
     output::lock(printer).step(

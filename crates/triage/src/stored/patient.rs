@@ -31,7 +31,7 @@ pub struct Patient {
 
 impl Patient {
     /// `inner`, each step tried for up to `patience` (the lease).
-    pub fn new(inner: Arc<dyn RunStore>, patience: Duration) -> Arc<dyn RunStore> {
+    pub fn wrap(inner: Arc<dyn RunStore>, patience: Duration) -> Arc<dyn RunStore> {
         Arc::new(Patient { inner, patience })
     }
 

@@ -111,7 +111,7 @@ fn run_one(
                 return Err(no_run(cli, url));
             };
             // A busy or restarting database is waited for within the lease.
-            let store = super::Patient::new(store, Duration::from_secs(cli.lease_secs));
+            let store = super::Patient::wrap(store, Duration::from_secs(cli.lease_secs));
             (&installed, store, owner_name())
         }
     };
@@ -185,28 +185,7 @@ fn run_one(
         owner.clone(),
         lease,
     ));
-    let on_claimed = {
-        let beat = Arc::clone(&beat);
-        let world_path = world.path.clone();
-        let run = run.clone();
-        let printer = Arc::clone(printer);
-        let world_for_leftovers = World {
-            path: world.path.clone(),
-            meta: world.meta.clone(),
-            task: world.task.clone(),
-        };
-        let store = Arc::clone(&store);
-        Box::new(move || {
-            beat.learn()?;
-            let Some(lease) = beat.lease() else {
-                return not_held(store.as_ref(), &run, already_done);
-            };
-            adopt::mark_saved(&world_path, &run)
-                .and_then(|()| run::remove_leftovers(&printer, &world_for_leftovers))
-                .map_err(|e| fenced_or(store.as_ref(), &lease, e))?;
-            Ok(Some(lease.epoch))
-        }) as run::OnLeased
-    };
+    let on_claimed = claim_hook(&beat, &store, printer, &world, already_done);
     let asked = Arc::clone(&store);
     let result = run::drive(Drive {
         cli: &cli,
@@ -256,6 +235,36 @@ fn fenced_or(store: &dyn RunStore, lease: &durable::store::Lease, failure: Failu
         }),
         _ => failure,
     }
+}
+
+/// What runs once the loop has claimed the run: the heartbeat learns the
+/// lease, and under it the world is marked as past its first save and
+/// cleaned of killed writers' temp files (fenced: a failure once another
+/// holder has the run is exit 3). It returns the lease's epoch.
+fn claim_hook(
+    beat: &Arc<Heartbeat>,
+    store: &Arc<dyn RunStore>,
+    printer: &Shared,
+    world: &World,
+    already_done: bool,
+) -> run::OnLeased {
+    let (beat, store, printer, world) = (
+        Arc::clone(beat),
+        Arc::clone(store),
+        Arc::clone(printer),
+        world.clone(),
+    );
+    Box::new(move || {
+        beat.learn()?;
+        let run = beat.run().clone();
+        let Some(lease) = beat.lease() else {
+            return not_held(store.as_ref(), &run, already_done);
+        };
+        adopt::mark_saved(&world.path, &run)
+            .and_then(|()| run::remove_leftovers(&printer, &world))
+            .map_err(|e| fenced_or(store.as_ref(), &lease, e))?;
+        Ok(Some(lease.epoch))
+    })
 }
 
 /// A run another process leases: say until when.
