@@ -480,6 +480,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_a_gone_process_on_this_host_is_a_gone_holder() {
+        let me = owner_name();
+        assert!(!gone_local_holder(&me), "this process is alive: {me}");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let host = host_name();
+        assert!(gone_local_holder(&format!("triage@{host}:{pid}:0000abcd")));
+        assert!(!gone_local_holder(&format!(
+            "triage@elsewhere-{host}:{pid}:0000abcd"
+        )));
+        for odd in ["someone-else", "triage@", "triage@h:x:1", ""] {
+            assert!(!gone_local_holder(odd), "{odd:?}");
+        }
+    }
+
+    #[test]
     fn store_urls_parse_or_are_refused() {
         assert_eq!(
             StoreUrl::parse("sqlite:/tmp/r.db").unwrap(),

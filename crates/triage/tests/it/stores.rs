@@ -489,7 +489,7 @@ fn bad_store_input_is_refused_and_creates_nothing() {
                 tracker,
             ],
             5,
-            "connect to postgres:///nonexistent-triage-socket-dir/db: error connecting to server: ",
+            "connect to postgresql:///db?host=/nonexistent-triage-socket-dir: error connecting to server: ",
         ),
         (
             vec![
