@@ -244,6 +244,11 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
                 shutdown: &shutdown,
             }),
         );
+        // A hook that stopped this one run set the cancel flag; only a
+        // signal stops the worker.
+        if !shutdown.signalled() {
+            cancel.store(false, std::sync::atomic::Ordering::SeqCst);
+        }
         let exit = match &ended.result {
             Ok(Exit::Done | Exit::ChecksFailed)
                 if finished_by_another(store.as_ref(), &run, &owner) =>
@@ -282,11 +287,6 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
         );
         if let Some(beat) = ended.held {
             held.push(beat);
-        }
-        // A hook that stopped this one run set the cancel flag; only a
-        // signal stops the worker.
-        if !shutdown.signalled() {
-            cancel.store(false, std::sync::atomic::Ordering::SeqCst);
         }
         if exit == Exit::Stopped {
             stopped = true;

@@ -185,7 +185,7 @@ fn run_one(
         owner.clone(),
         lease,
     ));
-    let on_claimed = claim_hook(&beat, &store, printer, &world, already_done);
+    let on_claimed = claim_hook(&beat, &store, printer, &world);
     let asked = Arc::clone(&store);
     let result = run::drive(Drive {
         cli: &cli,
@@ -246,7 +246,6 @@ fn claim_hook(
     store: &Arc<dyn RunStore>,
     printer: &Shared,
     world: &World,
-    already_done: bool,
 ) -> run::OnLeased {
     let (beat, store, printer, world) = (
         Arc::clone(beat),
@@ -258,7 +257,7 @@ fn claim_hook(
         beat.learn()?;
         let run = beat.run().clone();
         let Some(lease) = beat.lease() else {
-            return not_held(store.as_ref(), &run, already_done);
+            return not_held(store.as_ref(), &run);
         };
         adopt::mark_saved(&world.path, &run)
             .and_then(|()| run::remove_leftovers(&printer, &world))
@@ -280,10 +279,8 @@ fn leased_until(mut failure: Failure, store: &dyn RunStore, run: &RunId) -> Fail
 /// The loop claimed the run, yet the store names another holder: this
 /// process was stopped past its lease right after its claim, and another
 /// took the run over. Fenced (exit 3), before anything is written.
-fn not_held(store: &dyn RunStore, run: &RunId, was_done: bool) -> Result<Option<u64>, Failure> {
+fn not_held(store: &dyn RunStore, run: &RunId) -> Result<Option<u64>, Failure> {
     match store.load(run).map_err(Failure::from)? {
-        // A finished run reported again: nobody holds it, nothing is done.
-        Some(record) if record.done && was_done => Ok(None),
         Some(record) if !record.done => Err(Failure::new(
             Exit::Locked,
             "fenced",
@@ -295,17 +292,9 @@ fn not_held(store: &dyn RunStore, run: &RunId, was_done: bool) -> Result<Option<
             ),
         )
         .hint("another process holds the run and finishes it; this one wrote nothing and called nothing")),
-        Some(record) => Err(Failure::new(
-            Exit::Locked,
-            "fenced",
-            format!(
-                "run {run} was finished by a newer holder (epoch {} in the store) while this \
-                 process was stopped",
-                record.epoch
-            ),
-        )
-        .hint("the same command reports the finished run; this one wrote nothing and called nothing")),
-        None => Ok(None),
+        // Done: the loop found it done and only reads it (or, had it opened
+        // the run before it was done, its next save is refused).
+        Some(_) | None => Ok(None),
     }
 }
 
