@@ -23,19 +23,22 @@
 //!    `--new-run` starts another.
 
 mod failure;
+mod finished;
 mod hooks;
 pub(crate) mod input;
 mod list;
 mod lock;
 mod parts;
 pub(crate) mod report;
+mod seeding;
+mod tools;
 
-use std::io::{self, IsTerminal};
+pub(crate) use self::finished::finished_result;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use agent::approve::{ApproveAll, Approver, TerminalApprover, Unattended};
 use agent::provider::Prices;
 use agent::state::{Checkpoint, Phase};
 use agent::Agent;
@@ -44,24 +47,25 @@ use durable::dir::LockGuard;
 use durable::store::RunStore;
 use durable::{Dir, DiskDir, RunId};
 use serde_json::json;
-use tracker::Fence;
 
+use self::finished::{report_finished, report_saved};
 use self::hooks::{FirstSave, Hooks};
 use self::input::{check_tool_option, tool_options, Input};
 use self::lock::{take_lock, HeldLock};
 use self::report::Report;
+use self::seeding::{open_tracker, seed, seed_when_leased};
+use self::tools::{approver, workspace_and_tools};
 use crate::adopt;
 use crate::exit::{Exit, Failure};
 use crate::files;
 use crate::live::Mode;
 use crate::output::{self, plural, Printer};
-use crate::remote::RunTracker;
 use crate::select::{Selection, Wanted};
 use crate::shutdown::Shutdown;
 use crate::stored::{self, StoreUrl};
 use crate::task::{Catalog, Task};
 use crate::world::{StateDir, World};
-use crate::{Approve, Cli};
+use crate::Cli;
 
 type Shared = Arc<Mutex<Printer>>;
 
@@ -236,47 +240,6 @@ pub(crate) struct Drive<'a> {
     pub(crate) written: std::collections::BTreeMap<String, String>,
 }
 
-/// The result a finished run's checkpoint holds, as the loop would return
-/// it (calling nothing): `None` unless the run is done.
-pub(crate) fn finished_result(
-    run: &RunId,
-    saved: Option<&Saved<agent::state::State>>,
-) -> Option<agent::RunResult> {
-    let saved = saved.filter(|s| s.phase == Phase::Done)?;
-    Some(agent::RunResult {
-        run: run.to_string(),
-        answer: saved.answer.clone().unwrap_or_default(),
-        messages: saved.messages.clone(),
-        usage: saved.usage.clone(),
-        turns: saved.turns,
-        summary: saved.summary.clone(),
-        resumes: saved.resumes,
-        files: saved.files.clone(),
-    })
-}
-
-/// A finished run on the tracker service, reported from the checks it
-/// saved when it finished: no connection, no call (`None`: it saved none,
-/// so the checks are evaluated against the service as the run ends).
-fn report_saved(d: &Drive<'_>) -> Result<Option<Exit>, Failure> {
-    let Some(result) = d.done.as_ref().filter(|_| d.cli.tracker.is_some()) else {
-        return Ok(None);
-    };
-    let Some(verdicts) = report::Verdicts::load(d.world)? else {
-        return Ok(None);
-    };
-    let report = Report {
-        checkpoint: &d.checkpoint_path,
-        run: d.run,
-        world: d.world,
-        already_done: true,
-        live: d.mode.is_live(),
-    };
-    let exit = report.print_verdicts(result, &verdicts, d.printer);
-    crashpoint::point!("exiting");
-    Ok(Some(exit))
-}
-
 /// Step 4: the loop, on the world's tracker (or the tracker service) and
 /// workspace, then the report.
 pub(crate) fn drive(mut d: Drive<'_>) -> Result<Exit, Failure> {
@@ -369,67 +332,6 @@ pub(crate) fn drive(mut d: Drive<'_>) -> Result<Exit, Failure> {
             ))
         }
     }
-}
-
-/// The run's workspace, and the tools on it and on the tracker:
-/// `code_patch` expects each file as the task seeded it or the run wrote
-/// it, and on a store asks the store for the run's epoch before a write.
-fn workspace_and_tools(
-    d: &Drive<'_>,
-    tracker: &RunTracker,
-) -> Result<(Arc<dyn Dir>, agent::tool::Tools), Failure> {
-    let ws_path = d.world.workspace();
-    let workspace: Arc<dyn Dir> = Arc::new(DiskDir::new(&ws_path).map_err(|e| {
-        Failure::run(
-            "io",
-            format!("cannot open the workspace {}: {e}", ws_path.display()),
-        )
-    })?);
-    let fence = match &d.holder {
-        Holder::Store { store, .. } => {
-            Some(Arc::new(parts::StoreFence(Arc::clone(store))) as Arc<dyn triage_tools::Holds>)
-        }
-        Holder::Lock(_) => None,
-    };
-    let tools = parts::build_tools(
-        &tracker.backend(),
-        parts::Workspace {
-            dir: Arc::clone(&workspace),
-            expected: triage_tools::Expected::new(&d.world.task.workspace, &d.written),
-            fence,
-        },
-        &d.world.task.approval,
-    );
-    Ok((workspace, tools))
-}
-
-/// Who approves gated calls: nobody (`--approve off`), the person at the
-/// terminal, or, without one, a pause.
-fn approver(cli: &Cli) -> Box<dyn Approver> {
-    match cli.approve {
-        Approve::Off => Box::new(ApproveAll),
-        Approve::On if io::stdin().is_terminal() => Box::new(TerminalApprover::stdio()),
-        Approve::On => Box::new(Unattended),
-    }
-}
-
-/// The loop's end: the checks, evaluated (and kept, on the service, so
-/// reporting the run again calls nothing), the answer and the summary.
-fn report_finished(
-    report: &Report<'_>,
-    tracker: &RunTracker,
-    result: &agent::RunResult,
-    printer: &Shared,
-) -> Result<Exit, Failure> {
-    let verdicts = report.evaluate(result, &tracker.issues()?);
-    if matches!(tracker, RunTracker::Http(_)) && !report.already_done {
-        verdicts.save(report.world)?;
-    }
-    let exit = report.print_verdicts(result, &verdicts, printer);
-    // The run is done and reported, and the command has not exited yet: a
-    // kill here must not make the same command redo the job.
-    crashpoint::point!("exiting");
-    Ok(exit)
 }
 
 /// The state directory `--state` names: one that exists, else a new one,
@@ -666,69 +568,6 @@ fn run_mode(before: Option<&Saved<agent::state::State>>, env_mode: Mode) -> (Mod
         mode.describe()
     };
     (mode, mode_text)
-}
-
-/// The run's tracker — the world's, or the tracker service — saying which.
-/// Connecting changes nothing: [`seed`] files the seeds.
-fn open_tracker(
-    cli: &Cli,
-    printer: &Shared,
-    world: &World,
-    run: &RunId,
-) -> Result<RunTracker, Failure> {
-    let tracker = RunTracker::open(cli.tracker.as_deref(), world, run)?;
-    if let Some(line) = tracker.describe() {
-        output::lock(printer).detail(&line);
-    }
-    Ok(tracker)
-}
-
-/// File the task's seeds on the tracker service (once per run), by the
-/// process that holds the run, and say what seeding did.
-fn seed(
-    tracker: &RunTracker,
-    printer: &Shared,
-    world: &World,
-    run: &RunId,
-    fence: Option<&Fence>,
-) -> Result<(), Failure> {
-    if let Some(seeded) = tracker.seed(world, run, fence)? {
-        output::lock(printer).step(
-            "seeded",
-            &seeded.describe(),
-            json!({"event": "seeded", "filed": seeded.filed, "found": seeded.found,
-                   "keyed": seeded.keyed}),
-        );
-    }
-    Ok(())
-}
-
-/// The store's hook, then the seeds under the lease it reports held (two
-/// workers that both picked a queued run never both seed it: only the one
-/// whose claim won gets here).
-fn seed_when_leased(
-    hook: OnLeased,
-    tracker: &RunTracker,
-    printer: &Shared,
-    world: &World,
-    run: &RunId,
-) -> OnClaimed {
-    let (tracker, printer, world, run) = (
-        tracker.clone(),
-        Arc::clone(printer),
-        world.clone(),
-        run.clone(),
-    );
-    Box::new(move || {
-        let Some(epoch) = hook()? else {
-            return Ok(());
-        };
-        let fence = Fence {
-            run: run.to_string(),
-            epoch,
-        };
-        seed(&tracker, &printer, &world, &run, Some(&fence))
-    })
 }
 
 /// How the command came to work on its run.
