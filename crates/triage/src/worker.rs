@@ -265,6 +265,9 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
             Err(f) if f.kind == "leased" => {
                 // Another worker won it between our release and our claim.
                 output::lock(printer).detail(&format!("run {run}: another worker took it"));
+                // Not tried here: if it comes back to the pool (its holder
+                // gave it up), this worker may run it.
+                tried.remove(&run);
                 ran -= 1;
                 continue;
             }
