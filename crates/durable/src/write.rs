@@ -113,6 +113,39 @@ pub(crate) fn write_atomic_step(
     Ok(())
 }
 
+/// [`write_atomic`] with `before_rename` asked after the temp file is
+/// written (and synced) and just before the rename: an `Err` from it
+/// removes the temp file, writes nothing, and is returned. For a writer
+/// fenced by an epoch, whose check belongs as close to the rename as it
+/// can be.
+pub fn write_atomic_checked(
+    dir: &dyn Dir,
+    name: &str,
+    bytes: &[u8],
+    opts: WriteOptions,
+    before_rename: &mut dyn FnMut() -> io::Result<()>,
+) -> io::Result<()> {
+    let mut refused = None;
+    let mut check = || {
+        before_rename().map_err(|e| {
+            refused = Some(e);
+            crate::Error::Io {
+                path: dir.path_of(name),
+                op: "check before renaming over",
+                source: io::Error::other("refused"),
+            }
+        })
+    };
+    let result = write_atomic_step(dir, name, bytes, opts, &mut check);
+    if let Some(e) = refused {
+        return Err(e);
+    }
+    result.map_err(|fail| match fail {
+        WriteFail::Step(_, e) => e,
+        WriteFail::Refused(e) => io::Error::other(e),
+    })
+}
+
 /// Remove the temp files a crashed [`write_atomic`] of `name` left behind
 /// (`.<name>-<unique>.tmp`), and return their names.
 ///

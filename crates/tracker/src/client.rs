@@ -255,7 +255,10 @@ impl HttpTracker {
                     if started.elapsed() >= self.retry.unreachable {
                         return Err(ClientError::Unreachable {
                             url: self.base.clone(),
-                            reason: format!("{e} (for {:?})", started.elapsed()),
+                            reason: format!(
+                                "{e} (tried for {:.1} s)",
+                                started.elapsed().as_secs_f64()
+                            ),
                         });
                     }
                     thread::sleep(pause);

@@ -38,7 +38,7 @@ use durable::Dir;
 use serde_json::Value;
 
 pub use backend::Backend;
-pub use patch::CodePatch;
+pub use patch::{CodePatch, Expected, Holds};
 pub use tracker_tools::{comment_output, issue_output, IssueComment, IssueFile, Search};
 
 /// The four tools of the triage job: tracker tools on `tracker` (keyed if

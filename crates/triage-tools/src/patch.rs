@@ -1,10 +1,12 @@
 //! `code_patch`: replace text in a workspace file (or create the file).
 
+use std::collections::BTreeMap;
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use durable::hash::sha256_hex;
 use durable::write::WriteOptions;
-use durable::Dir;
+use durable::{Dir, RunId};
 use serde_json::{json, Value};
 
 use super::str_arg;
@@ -27,6 +29,42 @@ use agent::tool::{CallContext, Effect, Lookup, Tool, ToolError, ToolOutput};
 pub struct CodePatch {
     workspace: Arc<dyn Dir>,
     sync: bool,
+    /// Asked right before each write whether this process still holds the
+    /// run (the workspace is a receiver too).
+    fence: Option<Arc<dyn Holds>>,
+    /// What each workspace file must hold before a patch acts on it.
+    expected: Option<Arc<Mutex<Expected>>>,
+}
+
+/// Whether this process still holds a run at an epoch: the fence a patch
+/// asks right before its write.
+pub trait Holds: Send + Sync + std::fmt::Debug {
+    /// `Ok` if the run is still held at `epoch`; else
+    /// [`ToolError::Stale`] (another holder took it over) or
+    /// [`ToolError::Fatal`] (it cannot be told).
+    fn holds(&self, run: &RunId, epoch: u64) -> Result<(), ToolError>;
+}
+
+/// The workspace as the run knows it: each file's SHA-256 (a file not
+/// named must not exist). It starts as the task's seeds with what the run
+/// wrote over them; every patch and every lookup that finds one applied
+/// updates it.
+#[derive(Clone, Debug, Default)]
+pub struct Expected(pub BTreeMap<String, String>);
+
+impl Expected {
+    /// `seeds` (name → contents), then `written` (name → SHA-256) over them.
+    pub fn new<'a>(
+        seeds: impl IntoIterator<Item = (&'a String, &'a String)>,
+        written: &BTreeMap<String, String>,
+    ) -> Expected {
+        let mut known: BTreeMap<String, String> = seeds
+            .into_iter()
+            .map(|(name, text)| (name.clone(), sha256_hex(text.as_bytes())))
+            .collect();
+        known.extend(written.iter().map(|(k, v)| (k.clone(), v.clone())));
+        Expected(known)
+    }
 }
 
 /// The arguments of one patch.
@@ -52,6 +90,53 @@ impl CodePatch {
         CodePatch {
             workspace,
             sync: true,
+            fence: None,
+            expected: None,
+        }
+    }
+
+    /// Ask `fence` right before each write whether the run is still held
+    /// at the call's epoch: a process that lost the run writes nothing.
+    pub fn fenced(mut self, fence: Arc<dyn Holds>) -> CodePatch {
+        self.fence = Some(fence);
+        self
+    }
+
+    /// Refuse to act on a file that does not hold what `expected` says
+    /// (a person changed it behind the run's back).
+    pub fn expecting(mut self, expected: Expected) -> CodePatch {
+        self.expected = Some(Arc::new(Mutex::new(expected)));
+        self
+    }
+
+    /// The file as the run last knew it must be as it is now.
+    fn check_expected(&self, path: &str, content: Option<&str>) -> Result<(), ToolError> {
+        let Some(expected) = &self.expected else {
+            return Ok(());
+        };
+        let known = expected.lock().unwrap_or_else(|e| e.into_inner());
+        let want = known.0.get(path);
+        let found = content.map(|c| sha256_hex(c.as_bytes()));
+        if want == found.as_ref() {
+            return Ok(());
+        }
+        let what = match (want, found) {
+            (None, _) => "exists, but the run neither seeded nor wrote it".to_owned(),
+            (Some(_), None) => "is gone".to_owned(),
+            (Some(w), Some(f)) => format!("holds SHA-256 {f}, the run expects {w}"),
+        };
+        Err(ToolError::Fatal(format!(
+            "workspace file changed behind the run's back: {path} {what}; nothing was written"
+        )))
+    }
+
+    /// Record what `path` holds now, as the run knows it.
+    fn learn(&self, path: &str, content: &str) {
+        if let Some(expected) = &self.expected {
+            let mut known = expected.lock().unwrap_or_else(|e| e.into_inner());
+            known
+                .0
+                .insert(path.to_owned(), sha256_hex(content.as_bytes()));
         }
     }
 
@@ -76,6 +161,41 @@ impl CodePatch {
         }
     }
 
+    /// The file's new text: `new` in place of the one `old` (or a new
+    /// file holding `new`); an error the model sees if it cannot apply.
+    fn apply(p: &Patch<'_>, content: Option<String>) -> Result<String, ToolError> {
+        Ok(match (p.old.is_empty(), content) {
+        (true, None) => p.new.to_owned(),
+        (true, Some(_)) => {
+            return Err(ToolError::Failed(format!(
+                "code_patch: {} already exists; give the text to replace in \"old\"",
+                p.path
+            )))
+        }
+        (false, None) => {
+            return Err(ToolError::Failed(format!(
+                "code_patch: no file {} in the workspace",
+                p.path
+            )))
+        }
+        (false, Some(c)) => match c.matches(p.old).count() {
+            1 => c.replacen(p.old, p.new, 1),
+            0 => {
+                return Err(ToolError::Failed(format!(
+                    "code_patch: the old text is not in {}",
+                    p.path
+                )))
+            }
+            n => {
+                return Err(ToolError::Failed(format!(
+                    "code_patch: the old text occurs {n} times in {}; give enough of it to occur once",
+                    p.path
+                )))
+            }
+        },
+    })
+    }
+
     fn done(path: &str, content: &str) -> ToolOutput {
         let out = ToolOutput::default().with_file(path, content.as_bytes());
         let sha = out.files.get(path).cloned().unwrap_or_default();
@@ -97,7 +217,10 @@ impl CodePatch {
         };
         match (p.old.is_empty(), content) {
             (true, None) => Lookup::NotFound,
-            (true, Some(c)) if c.contains(p.new) => Lookup::Found(CodePatch::done(p.path, &c)),
+            (true, Some(c)) if c.contains(p.new) => {
+                self.learn(p.path, &c);
+                Lookup::Found(CodePatch::done(p.path, &c))
+            }
             (false, None) => Lookup::CantTell(format!(
                 "{} is missing, so neither the old nor the new text is there",
                 p.path
@@ -106,6 +229,7 @@ impl CodePatch {
                 let has_old = c.contains(p.old);
                 let has_new = c.contains(p.new);
                 if has_new && !has_old {
+                    self.learn(p.path, &c);
                     Lookup::Found(CodePatch::done(p.path, &c))
                 } else if has_old && (!has_new || p.new.is_empty()) {
                     // Applied, the file would hold `new`.
@@ -146,39 +270,16 @@ impl Tool for CodePatch {
     fn touches(&self, args: &Value) -> Vec<String> {
         Patch::parse(args).map_or_else(|_| Vec::new(), |p| vec![p.path.to_owned()])
     }
-    fn call(&self, _ctx: &CallContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
+    fn call(&self, ctx: &CallContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
         let p = Patch::parse(args)?;
+        // A process that lost the run is told so first, whatever the
+        // newer holder did to the file.
+        if let Some(fence) = &self.fence {
+            fence.holds(ctx.run, ctx.epoch)?;
+        }
         let content = self.read(p.path)?;
-        let patched = match (p.old.is_empty(), content) {
-            (true, None) => p.new.to_owned(),
-            (true, Some(_)) => {
-                return Err(ToolError::Failed(format!(
-                    "code_patch: {} already exists; give the text to replace in \"old\"",
-                    p.path
-                )))
-            }
-            (false, None) => {
-                return Err(ToolError::Failed(format!(
-                    "code_patch: no file {} in the workspace",
-                    p.path
-                )))
-            }
-            (false, Some(c)) => match c.matches(p.old).count() {
-                1 => c.replacen(p.old, p.new, 1),
-                0 => {
-                    return Err(ToolError::Failed(format!(
-                        "code_patch: the old text is not in {}",
-                        p.path
-                    )))
-                }
-                n => {
-                    return Err(ToolError::Failed(format!(
-                        "code_patch: the old text occurs {n} times in {}; give enough of it to occur once",
-                        p.path
-                    )))
-                }
-            },
-        };
+        self.check_expected(p.path, content.as_deref())?;
+        let patched = CodePatch::apply(&p, content)?;
         let opts = WriteOptions {
             sync: self.sync,
             points: false,
@@ -186,8 +287,30 @@ impl Tool for CodePatch {
         // A failed write may or may not have replaced the file (the rename
         // is done before the directory sync): the outcome is unknown, and
         // the lookup will read the workspace to settle it.
-        durable::write::write_atomic(self.workspace.as_ref(), p.path, patched.as_bytes(), opts)
-            .map_err(|e| ToolError::Unknown(format!("code_patch: writing {}: {e}", p.path)))?;
+        // The fence is asked after the temp file is written, right before
+        // the rename that makes the patch: a process that lost the run
+        // writes nothing.
+        let mut stale = None;
+        let mut check = || match &self.fence {
+            Some(fence) => fence.holds(ctx.run, ctx.epoch).map_err(|e| {
+                let shown = e.to_string();
+                stale = Some(e);
+                io::Error::other(shown)
+            }),
+            None => Ok(()),
+        };
+        let written = durable::write::write_atomic_checked(
+            self.workspace.as_ref(),
+            p.path,
+            patched.as_bytes(),
+            opts,
+            &mut check,
+        );
+        if let Some(e) = stale {
+            return Err(e);
+        }
+        written.map_err(|e| ToolError::Unknown(format!("code_patch: writing {}: {e}", p.path)))?;
+        self.learn(p.path, &patched);
         Ok(CodePatch::done(p.path, &patched))
     }
     fn lookup(&self, _ctx: &CallContext<'_>, args: &Value) -> Lookup {

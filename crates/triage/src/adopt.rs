@@ -53,7 +53,13 @@ pub fn mark_saved(world: &Path, run: &RunId) -> Result<(), Failure> {
     };
     let mut text = run.as_str().as_bytes().to_vec();
     text.push(b'\n');
-    durable::write::write_atomic(&dir, SAVED_MARK, &text, opts)
+    // A process stopped here past its lease may find its temp file removed
+    // by the run's new holder when it wakes (a killed writer's leftover).
+    let mut point = || {
+        crashpoint::point!("first-save mark: before rename");
+        Ok(())
+    };
+    durable::write::write_atomic_checked(&dir, SAVED_MARK, &text, opts, &mut point)
         .map_err(|e| io_failure("write the first-save mark", &path, &e))
 }
 

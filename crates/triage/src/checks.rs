@@ -217,7 +217,7 @@ pub struct Evidence<'a> {
 }
 
 /// One check's verdict.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Verdict {
     /// The check's name.
     pub name: String,

@@ -174,7 +174,7 @@ impl From<durable::Error> for Failure {
                 // durable's message speaks of the checkpoint file on disk;
                 // on a database store the epoch is the store's row's.
                 let shown = path.to_string_lossy();
-                let message = if shown.starts_with("sqlite:") || shown.starts_with("postgres://") {
+                let message = if shown.starts_with("sqlite:") || shown.starts_with("postgres") {
                     format!(
                         "run was opened by a newer holder (epoch {on_disk} in the store, {ours} \
                          here); this process must stop: {shown}"

@@ -158,6 +158,24 @@ pub fn create_dir(path: &Path) -> Result<(), Failure> {
         .map_err(|e| io_failure("create", path, &e))
 }
 
+/// Create the missing directories above the file `path`, each 0700 like
+/// every directory the command makes (existing ones are left alone).
+pub fn create_parents(path: &Path) -> Result<(), Failure> {
+    let mut missing = Vec::new();
+    let mut at = path.parent();
+    while let Some(dir) = at.filter(|d| !d.as_os_str().is_empty()) {
+        if fs::symlink_metadata(dir).is_ok() {
+            break;
+        }
+        missing.push(dir);
+        at = dir.parent();
+    }
+    for dir in missing.into_iter().rev() {
+        create_dir(dir)?;
+    }
+    Ok(())
+}
+
 /// Set a directory's mode to 0700, whatever the umask made it.
 pub fn set_dir_mode(path: &Path) -> io::Result<()> {
     fs::set_permissions(path, fs::Permissions::from_mode(DIR_MODE))

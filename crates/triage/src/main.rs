@@ -266,11 +266,12 @@ fn main() -> ExitCode {
         None => cli.json,
     };
     let printer = Arc::new(Mutex::new(Printer::new(json)));
-    let result = match &cli.command {
+    // The environment is input too: refused before anything is made.
+    let result = run::input::check_env().and_then(|()| match &cli.command {
         Some(Command::Enqueue(e)) => worker::enqueue(e, &printer),
         Some(Command::Worker(w)) => worker::work(w, &printer),
         None => run::execute(&cli, &printer),
-    };
+    });
     match result {
         Ok(exit) => exit.into(),
         Err(failure) => {

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use durable::{Dir, RunId};
-use tracker::client::{HttpTracker, Retry};
-use tracker::{Issue, Mode, Tracker};
+use tracker::client::{ClientError, HttpTracker, Retry};
+use tracker::{Fence, Issue, Mode, Request, Tracker};
 use triage_tools::Backend;
 
 use crate::exit::Failure;
@@ -55,7 +55,7 @@ impl Seeded {
 }
 
 /// The tracker of one run.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum RunTracker {
     /// The run's own file-backed tracker.
     Local(Tracker),
@@ -104,6 +104,12 @@ fn retry(default: Duration) -> Result<Retry, Failure> {
     })
 }
 
+/// [`UNREACHABLE_ENV`], if set, is a whole number of milliseconds: checked
+/// before anything is created.
+pub fn check_env() -> Result<(), Failure> {
+    retry(CHECK_UNREACHABLE).map(|_| ())
+}
+
 /// `--tracker URL` must be an `http://` URL: checked before anything is
 /// created.
 pub fn check_url(url: &str) -> Result<(), Failure> {
@@ -123,10 +129,23 @@ pub fn check_url(url: &str) -> Result<(), Failure> {
 /// nothing listens (its URL is recorded for good when it is made).
 pub fn check_answers(url: &str) -> Result<(), Failure> {
     check_url(url)?;
-    HttpTracker::connect_with(url, retry(CHECK_UNREACHABLE)?).map_err(|e| {
+    let retry = retry(CHECK_UNREACHABLE)?;
+    // A service that accepts and never answers is bounded too: connecting
+    // and reading take at most as long as connections are tried.
+    let retry = Retry {
+        timeout: retry.unreachable.max(Duration::from_millis(100)),
+        ..retry
+    };
+    HttpTracker::connect_with(url, retry).map_err(|e| {
+        // The error names the service; the message names it once.
+        let why = match &e {
+            ClientError::Unreachable { reason, .. } => format!("it refuses connections: {reason}"),
+            ClientError::Unknown { reason, .. } => reason.clone(),
+            e => e.to_string(),
+        };
         Failure::run(
             "tracker",
-            format!("the tracker at {url} does not answer: {e}; nothing was created"),
+            format!("the tracker at {url} does not answer ({why}); nothing was created"),
         )
         .hint(
             "start one with: cargo run -p tracker -- serve --dir DIR --addr 127.0.0.1:0 \
@@ -143,14 +162,25 @@ fn unreachable(url: &str, e: impl std::fmt::Display) -> Failure {
     )
 }
 
+/// Whether a keyless service already holds seed `i` of `seeds` (an issue
+/// with its title and body, beyond those earlier equal seeds account for).
+fn already_there(held: &[Issue], seeds: &[crate::task::SeedIssue], i: usize) -> bool {
+    let seed = &seeds[i];
+    let same = |title: &str, body: &str| title == seed.title && body == seed.body;
+    let there = held.iter().filter(|h| same(&h.title, &h.body)).count();
+    let before = seeds[..i]
+        .iter()
+        .filter(|s| same(&s.title, &s.body))
+        .count();
+    there > before
+}
+
 impl RunTracker {
-    /// The run's tracker: the service at `url` if given (seeded once for
-    /// this run; what seeding did, if it seeded now), else the world's file.
-    pub fn open(
-        url: Option<&str>,
-        world: &World,
-        run: &RunId,
-    ) -> Result<(RunTracker, Option<Seeded>), Failure> {
+    /// The run's tracker: the service at `url` if given, else the world's
+    /// file. Connecting reads the service's `GET /config` and changes
+    /// nothing: the seeds are filed by [`RunTracker::seed`], once the run
+    /// is held.
+    pub fn open(url: Option<&str>, world: &World, run: &RunId) -> Result<RunTracker, Failure> {
         let Some(url) = url else {
             // A world's tracker must be there: a missing tracker.json is
             // refused, never replaced by an empty one. Only a task that
@@ -162,7 +192,7 @@ impl RunTracker {
             } else {
                 Tracker::open_existing(dir, Mode::Keyed)?
             };
-            return Ok((RunTracker::Local(tracker), None));
+            return Ok(RunTracker::Local(tracker));
         };
         let http = HttpTracker::connect_with(url, retry(RUN_UNREACHABLE)?).map_err(|e| {
             let failure = unreachable(url, e);
@@ -174,61 +204,77 @@ impl RunTracker {
                 world.path.display()
             ))
         })?;
+        Ok(RunTracker::Http(Arc::new(http)))
+    }
+
+    /// File the task's seed issues on the service, once per run: only by
+    /// the process that holds the run (its lock, or its lease, whose epoch
+    /// goes with each seed as `fence`). What seeding did, if it seeded now;
+    /// `None` for the world's own tracker or a run seeded before.
+    pub fn seed(
+        &self,
+        world: &World,
+        run: &RunId,
+        fence: Option<&Fence>,
+    ) -> Result<Option<Seeded>, Failure> {
+        let RunTracker::Http(http) = self else {
+            return Ok(None);
+        };
+        let url = http.url();
         let dir = world.dir()?;
         let seeded = dir
             .read(SEEDED)
             .map_err(|e| Failure::run("io", format!("{}: {e}", dir.path_of(SEEDED).display())))?
             .is_some();
-        let mut done = None;
-        if !seeded {
-            let keyed = http.mode() == Mode::Keyed;
-            // Keyless, a repeat cannot be recognised by its key: look first.
-            let held = if keyed {
-                Vec::new()
-            } else {
-                http.issues().map_err(|e| {
-                    unreachable(url, format!("cannot list its issues to seed it: {e}"))
-                })?
-            };
-            let mut tally = Seeded {
-                filed: 0,
-                found: 0,
-                keyed,
-            };
-            let seeds = &world.task.tracker;
-            for (i, seed) in seeds.iter().enumerate() {
-                if !keyed {
-                    let same = |title: &str, body: &str| title == seed.title && body == seed.body;
-                    let there = held.iter().filter(|h| same(&h.title, &h.body)).count();
-                    let before = seeds[..i]
-                        .iter()
-                        .filter(|s| same(&s.title, &s.body))
-                        .count();
-                    if there > before {
-                        tally.found += 1;
-                        continue;
-                    }
-                }
-                let key = keyed.then(|| durable::key(run.as_str(), &format!("seed-{i}")));
-                http.file_issue(&seed.title, &seed.body, key.as_deref())
-                    .map_err(|e| {
-                        unreachable(url, format!("cannot file the task's seed issue: {e}"))
-                    })?;
-                tally.filed += 1;
-            }
-            // The seeds are on the service and not yet recorded as such: a
-            // kill here leaves a run that seeds again when it goes on.
-            crashpoint::point!("seeds filed");
-            done = Some(tally);
-            let opts = durable::write::WriteOptions {
-                sync: true,
-                points: false,
-            };
-            durable::write::write_atomic(dir.as_ref(), SEEDED, url.as_bytes(), opts).map_err(
-                |e| Failure::run("io", format!("{}: {e}", dir.path_of(SEEDED).display())),
-            )?;
+        if seeded {
+            return Ok(None);
         }
-        Ok((RunTracker::Http(Arc::new(http)), done))
+        let keyed = http.mode() == Mode::Keyed;
+        // Keyless, a repeat cannot be recognised by its key: look first.
+        let held = if keyed {
+            Vec::new()
+        } else {
+            http.issues()
+                .map_err(|e| unreachable(url, format!("cannot list its issues to seed it: {e}")))?
+        };
+        let mut tally = Seeded {
+            filed: 0,
+            found: 0,
+            keyed,
+        };
+        let seeds = &world.task.tracker;
+        for (i, seed) in seeds.iter().enumerate() {
+            if !keyed && already_there(&held, seeds, i) {
+                tally.found += 1;
+                continue;
+            }
+            let key = keyed.then(|| durable::key(run.as_str(), &format!("seed-{i}")));
+            let req = Request::FileIssue {
+                title: seed.title.clone(),
+                body: seed.body.clone(),
+            };
+            http.apply_fenced(&req, key.as_deref(), fence)
+                .map_err(|e| match e {
+                    ClientError::Stale { .. } => Failure::new(
+                        crate::exit::Exit::Locked,
+                        "stale_holder",
+                        format!("the tracker at {url} refused the run's seed issue: {e}"),
+                    )
+                    .hint("another process holds the run now; this one stopped and filed nothing more"),
+                    e => unreachable(url, format!("cannot file the task's seed issue: {e}")),
+                })?;
+            tally.filed += 1;
+        }
+        // The seeds are on the service and not yet recorded as such: a
+        // kill here leaves a run that seeds again when it goes on.
+        crashpoint::point!("seeds filed");
+        let opts = durable::write::WriteOptions {
+            sync: true,
+            points: false,
+        };
+        durable::write::write_atomic(dir.as_ref(), SEEDED, url.as_bytes(), opts)
+            .map_err(|e| Failure::run("io", format!("{}: {e}", dir.path_of(SEEDED).display())))?;
+        Ok(Some(tally))
     }
 
     /// What the tools talk to.

@@ -23,19 +23,22 @@
 //!    `--new-run` starts another.
 
 mod failure;
+mod finished;
 mod hooks;
 pub(crate) mod input;
 mod list;
 mod lock;
 mod parts;
 pub(crate) mod report;
+mod seeding;
+mod tools;
 
-use std::io::{self, IsTerminal};
+pub(crate) use self::finished::finished_result;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use agent::approve::{ApproveAll, Approver, TerminalApprover, Unattended};
 use agent::provider::Prices;
 use agent::state::{Checkpoint, Phase};
 use agent::Agent;
@@ -45,22 +48,24 @@ use durable::store::RunStore;
 use durable::{Dir, DiskDir, RunId};
 use serde_json::json;
 
+use self::finished::{report_finished, report_saved};
 use self::hooks::{FirstSave, Hooks};
 use self::input::{check_tool_option, tool_options, Input};
 use self::lock::{take_lock, HeldLock};
 use self::report::Report;
+use self::seeding::{open_tracker, seed, seed_when_leased};
+use self::tools::{approver, workspace_and_tools};
 use crate::adopt;
 use crate::exit::{Exit, Failure};
 use crate::files;
 use crate::live::Mode;
 use crate::output::{self, plural, Printer};
-use crate::remote::RunTracker;
 use crate::select::{Selection, Wanted};
 use crate::shutdown::Shutdown;
 use crate::stored::{self, StoreUrl};
 use crate::task::{Catalog, Task};
 use crate::world::{StateDir, World};
-use crate::{Approve, Cli};
+use crate::Cli;
 
 type Shared = Arc<Mutex<Printer>>;
 
@@ -144,7 +149,7 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
     // 3. The world: built for a new run, read for an existing or adopted
     // one; then the temp files killed writers left in it are removed (we
     // hold the run's lock, so no writer is alive).
-    let (world, before) = open_world(cli, &sd, (&run, how), task.as_ref(), &env_mode)?;
+    let (world, before) = open_world(cli, printer, &sd, (&run, how), task.as_ref(), &env_mode)?;
     drop(state_guard);
     // A run with a checkpoint got past its first save: say so in its world
     // (runs started before the mark existed get it here), so a world that
@@ -184,6 +189,8 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         shutdown: &shutdown,
         holder: Holder::Lock(checkpoints),
         on_claimed: None,
+        done: finished_result(&run, before.as_ref()),
+        written: before.map(|s| s.state.files).unwrap_or_default(),
     })
 }
 
@@ -203,6 +210,11 @@ pub(crate) enum Holder {
 /// stops the run before it calls anything.
 pub(crate) type OnClaimed = Box<dyn Fn() -> Result<(), Failure> + Send + Sync>;
 
+/// On a store: the hook run once the loop has claimed the run; it returns
+/// the epoch of the lease this process holds (`None`: it holds none), and
+/// an error stops the run before it calls anything.
+pub(crate) type OnLeased = Box<dyn Fn() -> Result<Option<u64>, Failure> + Send + Sync>;
+
 /// What [`drive`] needs: the run picked, its world open.
 pub(crate) struct Drive<'a> {
     pub(crate) cli: &'a Cli,
@@ -220,12 +232,20 @@ pub(crate) struct Drive<'a> {
     pub(crate) prices: Prices,
     pub(crate) shutdown: &'a Shutdown,
     pub(crate) holder: Holder,
-    pub(crate) on_claimed: Option<OnClaimed>,
+    pub(crate) on_claimed: Option<OnLeased>,
+    /// A finished run's saved result ([`finished_result`]).
+    pub(crate) done: Option<agent::RunResult>,
+    /// The workspace files the run wrote, as its checkpoint records them
+    /// (name → SHA-256).
+    pub(crate) written: std::collections::BTreeMap<String, String>,
 }
 
 /// Step 4: the loop, on the world's tracker (or the tracker service) and
 /// workspace, then the report.
-pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
+pub(crate) fn drive(mut d: Drive<'_>) -> Result<Exit, Failure> {
+    if let Some(exit) = report_saved(&d)? {
+        return Ok(exit);
+    }
     let Drive {
         cli,
         printer,
@@ -234,23 +254,18 @@ pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
         ..
     } = d;
     let tracker = open_tracker(cli, printer, world, run)?;
-    let ws_path = world.workspace();
-    let workspace: Arc<dyn Dir> = Arc::new(DiskDir::new(&ws_path).map_err(|e| {
-        Failure::run(
-            "io",
-            format!("cannot open the workspace {}: {e}", ws_path.display()),
-        )
-    })?);
-    let tools = parts::build_tools(
-        &tracker.backend(),
-        Arc::clone(&workspace),
-        &world.task.approval,
-    );
-    let approver: Box<dyn Approver> = match cli.approve {
-        Approve::Off => Box::new(ApproveAll),
-        Approve::On if io::stdin().is_terminal() => Box::new(TerminalApprover::stdio()),
-        Approve::On => Box::new(Unattended),
+    // Nothing happens to the run's outside world before it is held: under
+    // its lock (held now) seed at once; on a store, once the loop holds
+    // the lease, with its epoch.
+    let on_claimed = match d.on_claimed.take() {
+        None => {
+            seed(&tracker, printer, world, run, None)?;
+            None
+        }
+        Some(hook) => Some(seed_when_leased(hook, &tracker, printer, world, run)),
     };
+    let (workspace, tools) = workspace_and_tools(&d, &tracker)?;
+    let approver = approver(cli);
     let mark_failed: Arc<Mutex<Option<Failure>>> = Arc::new(Mutex::new(None));
     let observer = hooks::observer(
         Arc::clone(printer),
@@ -258,15 +273,24 @@ pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
             die_after: cli.die_after.clone(),
             signal_after: cli.signal_after.clone(),
             cancel: d.shutdown.cancel_flag(),
-            first_save: d.fresh.then(|| FirstSave {
+            // On a store the claim hook writes the mark, fenced by the
+            // lease's epoch.
+            first_save: (d.fresh && on_claimed.is_none()).then(|| FirstSave {
                 world: world.path.clone(),
                 run: run.clone(),
                 failed: Arc::clone(&mark_failed),
             }),
-            on_claimed: d.on_claimed.map(|hook| (hook, Arc::clone(&mark_failed))),
+            on_claimed: on_claimed.map(|hook| (hook, Arc::clone(&mark_failed))),
         },
     );
     let model = parts::model(cli, &d.mode, d.prices, world, &tools, printer)?;
+    let report = Report {
+        checkpoint: &d.checkpoint_path,
+        run,
+        world,
+        already_done: d.already_done,
+        live: d.mode.is_live(),
+    };
     let (checkpoints, on_store): (Arc<dyn Dir>, _) = match d.holder {
         Holder::Lock(held) => (Arc::new(held), None),
         Holder::Store {
@@ -292,20 +316,7 @@ pub(crate) fn drive(d: Drive<'_>) -> Result<Exit, Failure> {
     }
 
     match agent.run() {
-        Ok(result) => {
-            let report = Report {
-                checkpoint: &d.checkpoint_path,
-                run,
-                world,
-                already_done: d.already_done,
-                live: d.mode.is_live(),
-            };
-            let exit = report.print(&result, &tracker.issues()?, printer);
-            // The run is done and reported, and the command has not exited
-            // yet: a kill here must not make the same command redo the job.
-            crashpoint::point!("exiting");
-            Ok(exit)
-        }
+        Ok(result) => report_finished(&report, &tracker, &result, printer),
         Err(e) => {
             let failed = mark_failed.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(failure) = failed {
@@ -418,13 +429,27 @@ fn pick_run(
 /// one — and, for an existing run, its checkpoint.
 fn open_world(
     cli: &Cli,
+    printer: &Shared,
     sd: &StateDir,
     (run, how): (&RunId, How),
     task: Option<&Task>,
     env_mode: &Mode,
 ) -> Result<(World, Option<Saved<agent::state::State>>), Failure> {
     let opened = match (how, task) {
-        (How::New, Some(task)) => (sd.create_world(run, task)?, None),
+        (How::New, Some(task)) => {
+            // A new run's tracker must answer before its world is built.
+            if let Some(tracker) = cli.tracker.as_deref() {
+                crate::remote::check_answers(tracker)?;
+            }
+            report::new_run_line(
+                printer,
+                (sd.path(), &sd.checkpoint_path(run), &sd.world_path(run)),
+                run,
+                &task.name,
+                env_mode,
+            );
+            (sd.create_world(run, task)?, None)
+        }
         (How::Adopted, _) => {
             // Killed before its first save: its world goes on under its ID,
             // and the loop saves its first checkpoint. Judged (again) now
@@ -543,29 +568,6 @@ fn run_mode(before: Option<&Saved<agent::state::State>>, env_mode: Mode) -> (Mod
         mode.describe()
     };
     (mode, mode_text)
-}
-
-/// The run's tracker — the world's, or the tracker service — saying which,
-/// and what seeding the service did.
-fn open_tracker(
-    cli: &Cli,
-    printer: &Shared,
-    world: &World,
-    run: &RunId,
-) -> Result<RunTracker, Failure> {
-    let (tracker, seeded) = RunTracker::open(cli.tracker.as_deref(), world, run)?;
-    if let Some(line) = tracker.describe() {
-        output::lock(printer).detail(&line);
-    }
-    if let Some(seeded) = seeded {
-        output::lock(printer).step(
-            "seeded",
-            &seeded.describe(),
-            json!({"event": "seeded", "filed": seeded.filed, "found": seeded.found,
-                   "keyed": seeded.keyed}),
-        );
-    }
-    Ok(tracker)
 }
 
 /// How the command came to work on its run.

@@ -49,6 +49,7 @@
 //! save and its patch's write, past its lease, still writes that patch when
 //! it wakes: the workspace is not a receiver that knows epochs.
 
+mod patient;
 mod pick;
 
 use std::path::{Path, PathBuf};
@@ -62,6 +63,7 @@ use durable::RunId;
 
 use crate::exit::Failure;
 
+pub use patient::Patient;
 pub use pick::{execute, execute_with, Given};
 
 /// Many machines, as `--help` explains it.
@@ -198,15 +200,37 @@ impl StoreUrl {
                     )
                     .hint("create the directory first, or name a database in one that exists; nothing was created"));
                 }
+                // A device, FIFO or directory is no database: SQLite would
+                // make its journal beside it (`/dev/null-journal`).
+                let existing = std::fs::metadata(path).ok();
+                if existing.as_ref().is_some_and(|m| !m.is_file()) {
+                    return Err(Failure::usage(
+                        "bad_store",
+                        format!(
+                            "--store sqlite:{}: not a regular file, so it cannot hold a database",
+                            path.display()
+                        ),
+                    )
+                    .hint("name a database file (enqueue creates it); nothing was created"));
+                }
                 let store = durable::store::SqliteStore::open(path).map_err(|e| {
                     let failure = Failure::from(e);
                     if failure.hint.is_some() {
                         return failure;
                     }
-                    failure.hint(format!(
-                        "the database file is {}; its directory must be writable",
-                        path.display()
-                    ))
+                    let hint = if existing.is_some() && failure.message.contains("not a database") {
+                        format!(
+                            "{} is a file, but not an SQLite database; name the store's database \
+                             or a new file; it was left as it is",
+                            path.display()
+                        )
+                    } else {
+                        format!(
+                            "the database file is {}; its directory must be writable",
+                            path.display()
+                        )
+                    };
+                    failure.hint(hint)
                 })?;
                 Ok(Some(Arc::new(store)))
             }
@@ -238,19 +262,80 @@ impl StoreUrl {
     }
 }
 
-/// A name for this process as a lease holder, unique among the workers:
-/// host, pid and a random part.
-pub fn owner_name() -> String {
+/// This host's name.
+fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its length; gethostname writes at
     // most that many bytes.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let host = if rc == 0 {
+    if rc == 0 {
         let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
         String::from_utf8_lossy(&buf[..end]).into_owned()
     } else {
         "host".to_owned()
+    }
+}
+
+/// Whether `owner` (a lease holder's name, [`owner_name`]) is a triage
+/// process on this host that no longer exists: its lease need not be
+/// waited out. Any doubt (another host, a name of another form, a pid
+/// that exists, perhaps reused) is "no".
+pub fn gone_local_holder(owner: &str) -> bool {
+    let Some(rest) = owner.strip_prefix("triage@") else {
+        return false;
     };
+    let mut parts = rest.rsplitn(3, ':');
+    let (Some(_nanos), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<libc::pid_t>() else {
+        return false;
+    };
+    if host != host_name() || pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 sends nothing; it only asks whether the pid exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// If `run` is leased by a process on this host that is gone, end that
+/// lease so this process can claim the run now; the holder's name if so.
+pub fn end_gone_holders_lease(
+    store: &dyn RunStore,
+    run: &RunId,
+) -> Result<Option<String>, Failure> {
+    let Some(record) = store.load(run).map_err(Failure::from)? else {
+        return Ok(None);
+    };
+    match record.owner {
+        Some(owner) if !record.done && gone_local_holder(&owner) => Ok(store
+            .end_lease_of(run, &owner)
+            .map_err(Failure::from)?
+            .then_some(owner)),
+        _ => Ok(None),
+    }
+}
+
+/// When `run`'s lease ends by the store's clock unless renewed, for
+/// messages: `until 07:31:05 UTC (in 27 s)`; `None` if the store cannot say.
+pub fn lease_until(store: &dyn RunStore, run: &RunId) -> Option<String> {
+    let left = store.lease_left(run).ok()??;
+    let at = std::time::SystemTime::now() + left;
+    let secs = at.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs() % 86_400;
+    Some(format!(
+        "until {:02}:{:02}:{:02} UTC (in {} s) unless renewed",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        left.as_secs_f64().ceil() as u64
+    ))
+}
+
+/// A name for this process as a lease holder, unique among the workers:
+/// host, pid and a random part.
+pub fn owner_name() -> String {
+    let host = host_name();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
@@ -324,6 +409,11 @@ impl Heartbeat {
         *self.shared.lease.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
     }
 
+    /// The run.
+    pub fn run(&self) -> &RunId {
+        &self.shared.run
+    }
+
     /// The lease this process holds on the run, if it still renews one.
     pub fn lease(&self) -> Option<Lease> {
         self.shared
@@ -388,6 +478,23 @@ impl Beat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_gone_process_on_this_host_is_a_gone_holder() {
+        let me = owner_name();
+        assert!(!gone_local_holder(&me), "this process is alive: {me}");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let host = host_name();
+        assert!(gone_local_holder(&format!("triage@{host}:{pid}:0000abcd")));
+        assert!(!gone_local_holder(&format!(
+            "triage@elsewhere-{host}:{pid}:0000abcd"
+        )));
+        for odd in ["someone-else", "triage@", "triage@h:x:1", ""] {
+            assert!(!gone_local_holder(odd), "{odd:?}");
+        }
+    }
 
     #[test]
     fn store_urls_parse_or_are_refused() {

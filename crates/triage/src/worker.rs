@@ -126,6 +126,8 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
         )
         .hint("triage enqueue --store URL … creates it with the first run it queues; nothing was created"));
     };
+    // A busy or restarting database is waited for within the lease.
+    let store = crate::stored::Patient::wrap(store, Duration::from_secs(w.lease_secs));
     let owner = owner_name();
     let lease = Duration::from_secs(w.lease_secs);
     output::lock(printer).step(
@@ -242,6 +244,11 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
                 shutdown: &shutdown,
             }),
         );
+        // A hook that stopped this one run set the cancel flag; only a
+        // signal stops the worker.
+        if !shutdown.signalled() {
+            cancel.store(false, std::sync::atomic::Ordering::SeqCst);
+        }
         let exit = match &ended.result {
             Ok(Exit::Done | Exit::ChecksFailed)
                 if finished_by_another(store.as_ref(), &run, &owner) =>
@@ -258,6 +265,9 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
             Err(f) if f.kind == "leased" => {
                 // Another worker won it between our release and our claim.
                 output::lock(printer).detail(&format!("run {run}: another worker took it"));
+                // Not tried here: if it comes back to the pool (its holder
+                // gave it up), this worker may run it.
+                tried.remove(&run);
                 ran -= 1;
                 continue;
             }
@@ -280,11 +290,6 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
         );
         if let Some(beat) = ended.held {
             held.push(beat);
-        }
-        // A hook that stopped this one run set the cancel flag; only a
-        // signal stops the worker.
-        if !shutdown.signalled() {
-            cancel.store(false, std::sync::atomic::Ordering::SeqCst);
         }
         if exit == Exit::Stopped {
             stopped = true;
@@ -365,7 +370,22 @@ fn pending(
             continue;
         }
         match record.owner {
-            Some(holder) if holder != owner => held.push((run, holder)),
+            // A holder on this host whose process is gone: its lease is
+            // ended now, not waited out.
+            Some(holder)
+                if holder != owner
+                    && crate::stored::gone_local_holder(&holder)
+                    && store.end_lease_of(&run, &holder).map_err(Failure::from)? =>
+            {
+                free.push(run);
+            }
+            Some(holder) if holder != owner => {
+                let holder = match crate::stored::lease_until(store, &run) {
+                    Some(until) => format!("{holder} {until}"),
+                    None => holder,
+                };
+                held.push((run, holder));
+            }
             Some(_) => {}
             None => free.push(run),
         }

@@ -109,7 +109,7 @@ pub struct StateDir {
 }
 
 /// A run's world, opened.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct World {
     /// The world directory.
     pub path: PathBuf,

@@ -192,9 +192,29 @@ pub trait RunStore: Send + Sync + fmt::Debug {
     fn release(&self, lease: &Lease) -> Result<()>;
 
     /// Where `run` lives, for messages: a file's path, or
-    /// `sqlite:<path>#<run>`, `postgres://<user>@<host>/<database>#<run>`
-    /// (never a password).
+    /// `sqlite:<path>#<run>`, `postgres://<user>@<host>/<database> (run
+    /// <run>)` (never a password; a Unix socket as
+    /// `postgresql:///<database>?host=<dir>&user=<user>`, as libpq takes it).
     fn path_of(&self, run: &RunId) -> PathBuf;
+
+    /// End `owner`'s lease on `run` now, because the caller knows that
+    /// holder is gone (a process on this host that no longer exists), so
+    /// the next claim may take the run without waiting for the lease to
+    /// expire. The epoch is not changed: the claim raises it. `Ok(false)`
+    /// if `owner` does not hold the run (any more), the run is done, or the
+    /// store cannot do this (the default).
+    fn end_lease_of(&self, run: &RunId, owner: &str) -> Result<bool> {
+        let _ = (run, owner);
+        Ok(false)
+    }
+
+    /// How long the lease on `run` still lasts by the store's clock, for
+    /// messages ("leased by … until …"): `None` if nobody holds it, it has
+    /// expired, or the store cannot say (the default).
+    fn lease_left(&self, run: &RunId) -> Result<Option<Duration>> {
+        let _ = run;
+        Ok(None)
+    }
 }
 
 impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
@@ -221,6 +241,12 @@ impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
     }
     fn path_of(&self, run: &RunId) -> PathBuf {
         (**self).path_of(run)
+    }
+    fn end_lease_of(&self, run: &RunId, owner: &str) -> Result<bool> {
+        (**self).end_lease_of(run, owner)
+    }
+    fn lease_left(&self, run: &RunId) -> Result<Option<Duration>> {
+        (**self).lease_left(run)
     }
 }
 

@@ -89,11 +89,36 @@ fn parse(params: &str) -> Result<Config> {
     })
 }
 
-/// `postgres://USER@HOST:PORT/DB` for messages: what the connection string
-/// names, never its password.
+/// The store's name for messages, in a form libpq takes back (pasteable):
+/// `postgres://USER@HOST:PORT/DB` for TCP hosts, and
+/// `postgresql:///DB?host=DIR&port=PORT&user=USER` when a host is a Unix
+/// socket's directory. Never the password.
 fn name_of(config: &Config) -> String {
     use postgres::config::Host;
     let user = config.get_user().unwrap_or("");
+    let db = config.get_dbname().or(config.get_user()).unwrap_or("");
+    let port = |i: usize| config.get_ports().get(i).or(config.get_ports().first());
+    let unix = config
+        .get_hosts()
+        .iter()
+        .any(|h| matches!(h, Host::Unix(_)));
+    if unix {
+        let mut query = Vec::new();
+        for (i, h) in config.get_hosts().iter().enumerate() {
+            let host = match h {
+                Host::Tcp(name) => name.clone(),
+                Host::Unix(dir) => dir.display().to_string(),
+            };
+            query.push(format!("host={host}"));
+            if let Some(p) = port(i) {
+                query.push(format!("port={p}"));
+            }
+        }
+        if !user.is_empty() {
+            query.push(format!("user={user}"));
+        }
+        return format!("postgresql:///{db}?{}", query.join("&"));
+    }
     let hosts: Vec<String> = config
         .get_hosts()
         .iter()
@@ -103,13 +128,12 @@ fn name_of(config: &Config) -> String {
                 Host::Tcp(name) => name.clone(),
                 Host::Unix(dir) => dir.display().to_string(),
             };
-            match config.get_ports().get(i).or(config.get_ports().first()) {
-                Some(port) => format!("{host}:{port}"),
+            match port(i) {
+                Some(p) => format!("{host}:{p}"),
                 None => host,
             }
         })
         .collect();
-    let db = config.get_dbname().or(config.get_user()).unwrap_or("");
     let at = if user.is_empty() { "" } else { "@" };
     format!("postgres://{user}{at}{}/{db}", hosts.join(","))
 }
@@ -418,6 +442,36 @@ impl RunStore for PostgresStore {
     }
 
     fn path_of(&self, run: &RunId) -> PathBuf {
-        PathBuf::from(format!("{}#{run}", self.name))
+        // The name stays pasteable: the run goes after a space.
+        PathBuf::from(format!("{} (run {run})", self.name))
+    }
+
+    fn end_lease_of(&self, run: &RunId, owner: &str) -> Result<bool> {
+        let fail = self.fail(Some(run), "end a gone holder's lease in");
+        let ended = self
+            .client(|| self.path_of(run), "end a gone holder's lease in")?
+            .execute(
+                "UPDATE runs SET lease_expires_at = now() - interval '1 millisecond' \
+                 WHERE run_id = $1 AND lease_owner = $2 AND status <> 'done'",
+                &[&run.as_str(), &owner],
+            )
+            .map_err(fail)?;
+        Ok(ended > 0)
+    }
+
+    fn lease_left(&self, run: &RunId) -> Result<Option<Duration>> {
+        let fail = self.fail(Some(run), "read the lease in");
+        let row = self
+            .client(|| self.path_of(run), "read the lease in")?
+            .query_opt(
+                "SELECT (extract(epoch FROM lease_expires_at - now()) * 1000)::float8 \
+                 FROM runs WHERE run_id = $1 AND lease_owner IS NOT NULL AND status <> 'done'",
+                &[&run.as_str()],
+            )
+            .map_err(fail)?;
+        let ms: Option<f64> = row.and_then(|r| r.get(0));
+        Ok(ms
+            .filter(|ms| *ms > 0.0)
+            .map(|ms| Duration::from_millis(ms as u64)))
     }
 }

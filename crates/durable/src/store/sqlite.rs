@@ -356,4 +356,41 @@ impl RunStore for SqliteStore {
     fn path_of(&self, run: &RunId) -> PathBuf {
         PathBuf::from(format!("sqlite:{}#{run}", self.path.display()))
     }
+
+    fn end_lease_of(&self, run: &RunId, owner: &str) -> Result<bool> {
+        let fail = self.fail(Some(run), "end a gone holder's lease in");
+        let ended = self
+            .conn()
+            .execute(
+                concat!(
+                    "UPDATE runs SET lease_expires_at = ",
+                    now_ms!(),
+                    " - 1 WHERE run_id = ?1 AND lease_owner = ?2 AND status <> 'done'"
+                ),
+                params![run.as_str(), owner],
+            )
+            .map_err(fail)?;
+        Ok(ended > 0)
+    }
+
+    fn lease_left(&self, run: &RunId) -> Result<Option<Duration>> {
+        let fail = self.fail(Some(run), "read the lease in");
+        let left: Option<Option<i64>> = self
+            .conn()
+            .query_row(
+                concat!(
+                    "SELECT lease_expires_at - ",
+                    now_ms!(),
+                    " FROM runs WHERE run_id = ?1 AND lease_owner IS NOT NULL AND status <> 'done'"
+                ),
+                params![run.as_str()],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(fail)?;
+        Ok(left
+            .flatten()
+            .filter(|ms| *ms > 0)
+            .map(|ms| Duration::from_millis(ms as u64)))
+    }
 }

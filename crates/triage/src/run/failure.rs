@@ -73,6 +73,12 @@ pub(crate) fn loop_failure(
         }
         E::OutcomeUnknown { .. } => Failure::run("outcome_unknown", e.to_string()),
         E::UnknownTool { .. } => Failure::run("unknown_tool", e.to_string()),
+        E::ToolFatal { .. } if e.to_string().contains("changed behind the run's back") => {
+            Failure::run("workspace_changed", e.to_string()).hint(
+                "the run stopped before acting on it; put the file back as it was (or remove \
+                 the run's world and start the task again), then rerun",
+            )
+        }
         E::ToolFatal { .. } => Failure::run("tool_refused", e.to_string()),
         // The tracker has seen a newer holder of this run: like a fenced
         // save, this process stops and leaves the run to it.

@@ -52,6 +52,24 @@ pub(crate) fn check_input(cli: &Cli, catalog: &Catalog) -> Result<Input, Failure
     })
 }
 
+/// The variables the command reads besides the provider's: a bad value is
+/// refused (exit 2) before anything is created, not when a point or the
+/// tracker first reads it.
+pub(crate) fn check_env() -> Result<(), Failure> {
+    remote::check_env()?;
+    // Under a harness (`CRASHSWEEP_FD`) the variable is not read.
+    if std::env::var_os("CRASHSWEEP_FD").is_none() {
+        if let Some(at) = std::env::var_os("CRASHSWEEP_DIE_AT") {
+            let at = at.to_string_lossy();
+            at.parse::<crashpoint::Hit>().map_err(|e| {
+                Failure::usage("usage", format!("CRASHSWEEP_DIE_AT={at:?}: {e}"))
+                    .hint("write the point and its occurrence, as in CRASHSWEEP_DIE_AT='seeds filed#1', or unset it")
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// The options that name a tool: `--die-after`, `--signal-after`.
 pub(crate) fn tool_options(cli: &Cli) -> impl Iterator<Item = (&'static str, &String)> {
     [

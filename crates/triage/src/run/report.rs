@@ -8,8 +8,10 @@ use durable::RunId;
 use serde_json::json;
 
 use super::{How, Shared};
-use crate::checks::{self, Evidence, Kind};
+use crate::checks::{self, Evidence, Kind, Verdict};
 use crate::exit::Exit;
+use crate::exit::Failure;
+use crate::files;
 use crate::live::Mode;
 use crate::output::{self, plural};
 use crate::world::{Collected, World};
@@ -25,16 +27,57 @@ pub(crate) struct Report<'a> {
     pub(crate) live: bool,
 }
 
+/// The checks of a finished run on the tracker service, saved in its world
+/// when it finished: reporting it again reads them, calling nothing.
+pub(crate) const SAVED_CHECKS: &str = "checks.json";
+
+/// What [`SAVED_CHECKS`] holds.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct Verdicts {
+    /// Each check's verdict, in the catalog's order.
+    pub(crate) verdicts: Vec<Verdict>,
+    /// The checks live mode skipped.
+    pub(crate) skipped: Vec<String>,
+}
+
+impl Verdicts {
+    /// The verdicts saved in `world`, if it holds them.
+    pub(crate) fn load(world: &World) -> Result<Option<Verdicts>, Failure> {
+        let path = world.path.join(SAVED_CHECKS);
+        let Some(bytes) = files::read_regular("the run's saved checks", &path)? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            Failure::run(
+                "corrupt",
+                format!("{}: cannot be read: {e}", path.display()),
+            )
+            .hint("remove it to check the run again against its tracker service")
+        })
+    }
+
+    /// Save them in `world` (synced, 0600).
+    pub(crate) fn save(&self, world: &World) -> Result<(), Failure> {
+        let path = world.path.join(SAVED_CHECKS);
+        let bytes = serde_json::to_vec_pretty(self)
+            .map_err(|e| Failure::run("io", format!("{}: {e}", path.display())))?;
+        let opts = durable::write::WriteOptions {
+            sync: true,
+            points: false,
+        };
+        durable::write::write_atomic(world.dir()?.as_ref(), SAVED_CHECKS, &bytes, opts)
+            .map_err(|e| files::io_failure("save the checks", &path, &e))
+    }
+}
+
 impl Report<'_> {
-    /// Evaluate the task's checks against the world and the answer, print
-    /// them with the answer and a summary, and say how the command ends.
-    pub(crate) fn print(
+    /// Evaluate the task's checks against the world and the answer.
+    pub(crate) fn evaluate(
         &self,
         result: &agent::RunResult,
         issues: &[tracker::Issue],
-        printer: &Shared,
-    ) -> Exit {
-        let (run, world) = (self.run, self.world);
+    ) -> Verdicts {
+        let world = self.world;
         let evidence = Evidence {
             issues,
             workspace: &world.workspace(),
@@ -49,7 +92,22 @@ impl Report<'_> {
             world.task.checks.iter().cloned().partition(|c| {
                 !(self.live && matches!(c.kind, Kind::Turns { .. } | Kind::PaidOnce))
             });
-        let verdicts = checks::evaluate(&catalog, &evidence);
+        Verdicts {
+            verdicts: checks::evaluate(&catalog, &evidence),
+            skipped: skipped.into_iter().map(|c| c.name).collect(),
+        }
+    }
+
+    /// Print the answer, the checks' verdicts and a summary, and say how
+    /// the command ends.
+    pub(crate) fn print_verdicts(
+        &self,
+        result: &agent::RunResult,
+        v: &Verdicts,
+        printer: &Shared,
+    ) -> Exit {
+        let (run, world) = (self.run, self.world);
+        let (verdicts, skipped) = (&v.verdicts, &v.skipped);
         let passed = verdicts.iter().filter(|v| v.passed).count();
         let exit = if passed == verdicts.len() {
             Exit::Done
@@ -62,16 +120,12 @@ impl Report<'_> {
             &result.answer,
             json!({"event": "answer", "answer": result.answer}),
         );
-        p.checks(&verdicts);
+        p.checks(verdicts);
         if !skipped.is_empty() {
             p.detail(&format!(
                 "live mode: {} check(s) that compare with the recording skipped ({})",
                 skipped.len(),
-                skipped
-                    .iter()
-                    .map(|c| c.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                skipped.join(", ")
             ));
         }
         let u = &result.usage;
@@ -105,7 +159,8 @@ impl Report<'_> {
     }
 }
 
-/// The first lines: which run, where its files are.
+/// The first lines: which run, where its files are. A new run's first
+/// line was printed before its world was built ([`new_run_line`]).
 pub(crate) fn header(
     printer: &Shared,
     (state, checkpoint): (&Path, &Path),
@@ -115,39 +170,60 @@ pub(crate) fn header(
     (mode, mode_text): (&Mode, &str),
 ) {
     let p = output::lock(printer);
+    let task = &world.task.name;
     let text = match before {
-        None if how == How::Adopted => format!(
-            "adopted run {run} of task {}: it was killed before its first save, so it goes on \
-             under its own ID (the same idempotency keys) in its world; {mode_text}",
-            world.task.name
-        ),
-        None if how == How::Queued => format!(
-            "queued run {run} of task {}: its first life; {mode_text}",
-            world.task.name
-        ),
-        None => format!("new run {run} of task {}; {mode_text}", world.task.name),
-        Some(s) => format!(
-            "found run {run} of task {} in phase {} after {}; {mode_text}",
-            world.task.name,
+        None if how == How::New => None,
+        None if how == How::Adopted => Some(format!(
+            "adopted run {run} of task {task}: it was killed before its first save, so it goes \
+             on under its own ID (the same idempotency keys) in its world; {mode_text}"
+        )),
+        None if how == How::Queued => Some(format!(
+            "queued run {run} of task {task}: its first life; {mode_text}"
+        )),
+        None => Some(format!("new run {run} of task {task}; {mode_text}")),
+        Some(s) => Some(format!(
+            "found run {run} of task {task} in phase {} after {}; {mode_text}",
             s.phase,
             plural(s.turns as usize, "turn")
-        ),
+        )),
     };
-    p.step(
-        "run",
-        &text,
-        json!({"event": "run", "run": run.as_str(), "task": world.task.name,
-               "mode": mode.record(), "live": mode.is_live(),
-               "new": how == How::New, "adopted": how == How::Adopted,
-               "phase": before.map(|s| s.phase.as_str()),
-               "started": world.meta.started,
-               "state": state, "checkpoint": checkpoint, "world": world.path}),
-    );
+    if let Some(text) = text {
+        p.step(
+            "run",
+            &text,
+            json!({"event": "run", "run": run.as_str(), "task": task,
+                   "mode": mode.record(), "live": mode.is_live(),
+                   "new": false, "adopted": how == How::Adopted,
+                   "phase": before.map(|s| s.phase.as_str()),
+                   "started": world.meta.started,
+                   "state": state, "checkpoint": checkpoint, "world": world.path}),
+        );
+    }
     p.detail(&format!("checkpoint {}", checkpoint.display()));
     p.detail(&format!(
         "world      {} (tracker.json, workspace/)",
         world.path.display()
     ));
+}
+
+/// A new run's first line, printed before its world is built: a kill from
+/// then on leaves a world whose run ID the user has seen (`--run ID`
+/// continues it).
+pub(crate) fn new_run_line(
+    printer: &Shared,
+    (state, checkpoint, world): (&Path, &Path, &Path),
+    run: &RunId,
+    task: &str,
+    mode: &Mode,
+) {
+    output::lock(printer).step(
+        "run",
+        &format!("new run {run} of task {task}; {}", mode.describe()),
+        json!({"event": "run", "run": run.as_str(), "task": task,
+               "mode": mode.record(), "live": mode.is_live(),
+               "new": true, "adopted": false, "phase": null,
+               "state": state, "checkpoint": checkpoint, "world": world}),
+    );
 }
 
 /// A run found already done: say so (it prints its saved answer and calls

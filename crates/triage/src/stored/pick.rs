@@ -110,6 +110,8 @@ fn run_one(
             let Some(store) = url.open(create)? else {
                 return Err(no_run(cli, url));
             };
+            // A busy or restarting database is waited for within the lease.
+            let store = super::Patient::wrap(store, Duration::from_secs(cli.lease_secs));
             (&installed, store, owner_name())
         }
     };
@@ -130,6 +132,13 @@ fn run_one(
     let (world, before) = match (how, task.as_ref()) {
         (How::New, Some(task)) => {
             let tracker = cli.tracker.as_deref().ok_or_else(no_tracker)?;
+            run::report::new_run_line(
+                printer,
+                (sd.path(), &store.path_of(&run), &sd.world_path(&run)),
+                &run,
+                &task.name,
+                &env_mode,
+            );
             (sd.create_world_for(&run, task, Some(tracker))?, None)
         }
         _ => {
@@ -147,6 +156,12 @@ fn run_one(
         }
     };
     drop(state_guard);
+    if let Some(gone) = super::end_gone_holders_lease(store.as_ref(), &run)? {
+        output::lock(printer).detail(&format!(
+            "lease      {gone} held run {run}, and its process on this host is gone: \
+             its lease ended now, so this process takes the run over"
+        ));
+    }
     let recorded = recorded_tracker(&run, &world, cli)?;
     let mut cli = cli.clone();
     cli.tracker = Some(recorded);
@@ -170,27 +185,8 @@ fn run_one(
         owner.clone(),
         lease,
     ));
-    let on_claimed = {
-        let beat = Arc::clone(&beat);
-        let world_path = world.path.clone();
-        let run = run.clone();
-        let printer = Arc::clone(printer);
-        let world_for_leftovers = World {
-            path: world.path.clone(),
-            meta: world.meta.clone(),
-            task: world.task.clone(),
-        };
-        let store = Arc::clone(&store);
-        Box::new(move || {
-            beat.learn()?;
-            if let Some(lease) = beat.lease() {
-                adopt::mark_saved(&world_path, &run)
-                    .and_then(|()| run::remove_leftovers(&printer, &world_for_leftovers))
-                    .map_err(|e| fenced_or(store.as_ref(), &lease, e))?;
-            }
-            Ok(())
-        })
-    };
+    let on_claimed = claim_hook(&beat, &store, printer, &world);
+    let asked = Arc::clone(&store);
     let result = run::drive(Drive {
         cli: &cli,
         printer,
@@ -209,7 +205,10 @@ fn run_one(
             lease,
         },
         on_claimed: Some(on_claimed),
-    });
+        done: run::finished_result(&run, before.as_ref()),
+        written: before.map(|s| s.state.files).unwrap_or_default(),
+    })
+    .map_err(|f| leased_until(f, asked.as_ref(), &run));
     // The hook is gone with the loop: the heartbeat is ours alone again.
     if let Ok(beat) = Arc::try_unwrap(beat) {
         let done = matches!(result, Ok(Exit::Done | Exit::ChecksFailed));
@@ -235,6 +234,67 @@ fn fenced_or(store: &dyn RunStore, lease: &durable::store::Lease, failure: Failu
             on_disk: record.epoch,
         }),
         _ => failure,
+    }
+}
+
+/// What runs once the loop has claimed the run: the heartbeat learns the
+/// lease, and under it the world is marked as past its first save and
+/// cleaned of killed writers' temp files (fenced: a failure once another
+/// holder has the run is exit 3). It returns the lease's epoch.
+fn claim_hook(
+    beat: &Arc<Heartbeat>,
+    store: &Arc<dyn RunStore>,
+    printer: &Shared,
+    world: &World,
+) -> run::OnLeased {
+    let (beat, store, printer, world) = (
+        Arc::clone(beat),
+        Arc::clone(store),
+        Arc::clone(printer),
+        world.clone(),
+    );
+    Box::new(move || {
+        beat.learn()?;
+        let run = beat.run().clone();
+        let Some(lease) = beat.lease() else {
+            return not_held(store.as_ref(), &run);
+        };
+        adopt::mark_saved(&world.path, &run)
+            .and_then(|()| run::remove_leftovers(&printer, &world))
+            .map_err(|e| fenced_or(store.as_ref(), &lease, e))?;
+        Ok(Some(lease.epoch))
+    })
+}
+
+/// A run another process leases: say until when.
+fn leased_until(mut failure: Failure, store: &dyn RunStore, run: &RunId) -> Failure {
+    if failure.kind == "leased" {
+        if let Some(until) = super::lease_until(store, run) {
+            failure.message = failure.message.replace("until its lease expires", &until);
+        }
+    }
+    failure
+}
+
+/// The loop claimed the run, yet the store names another holder: this
+/// process was stopped past its lease right after its claim, and another
+/// took the run over. Fenced (exit 3), before anything is written.
+fn not_held(store: &dyn RunStore, run: &RunId) -> Result<Option<u64>, Failure> {
+    match store.load(run).map_err(Failure::from)? {
+        Some(record) if !record.done => Err(Failure::new(
+            Exit::Locked,
+            "fenced",
+            format!(
+                "run {run} was taken over by a newer holder (epoch {} in the store, held by {}) \
+                 right after this process claimed it",
+                record.epoch,
+                record.owner.as_deref().unwrap_or("nobody now")
+            ),
+        )
+        .hint("another process holds the run and finishes it; this one wrote nothing and called nothing")),
+        // Done: the loop found it done and only reads it (or, had it opened
+        // the run before it was done, its next save is refused).
+        Some(_) | None => Ok(None),
     }
 }
 

@@ -14,3 +14,4 @@ mod pg_cluster;
 mod restart_windows;
 mod signal_and_resume;
 mod stores;
+mod true_answers;

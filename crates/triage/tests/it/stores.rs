@@ -29,14 +29,14 @@ use tracker::service::{Options, Service};
 const WAIT: Duration = Duration::from_secs(60);
 
 /// A tracker service on 127.0.0.1 in a temporary directory.
-struct Svc {
+pub(crate) struct Svc {
     server: Option<Running>,
-    url: String,
+    pub(crate) url: String,
     _dir: tempfile::TempDir,
 }
 
 impl Svc {
-    fn start(keyed: bool) -> Svc {
+    pub(crate) fn start(keyed: bool) -> Svc {
         let dir = tempfile::tempdir().unwrap();
         let opts = if keyed {
             Options::keyed()
@@ -53,7 +53,7 @@ impl Svc {
         }
     }
 
-    fn issues(&self) -> Vec<tracker::Issue> {
+    pub(crate) fn issues(&self) -> Vec<tracker::Issue> {
         HttpTracker::connect(&self.url).unwrap().issues().unwrap()
     }
 }
@@ -69,7 +69,7 @@ impl Drop for Svc {
 /// Every effect of `t` is on the service exactly once (its seeds and the
 /// issues and comments its calls make), and nothing else is.
 #[track_caller]
-fn each_effect_once(t: &TaskFile, svc: &Svc, what: &str) {
+pub(crate) fn each_effect_once(t: &TaskFile, svc: &Svc, what: &str) {
     let issues = svc.issues();
     let mut titles: Vec<String> = t.json["tracker"]
         .as_array()
@@ -99,7 +99,7 @@ fn each_effect_once(t: &TaskFile, svc: &Svc, what: &str) {
 }
 
 /// The run IDs whose worlds are in `worlds`.
-fn world_runs(worlds: &Path) -> Vec<String> {
+pub(crate) fn world_runs(worlds: &Path) -> Vec<String> {
     let mut runs: Vec<String> = std::fs::read_dir(worlds)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -109,13 +109,13 @@ fn world_runs(worlds: &Path) -> Vec<String> {
     runs
 }
 
-fn spawn(args: &[&str]) -> Child {
+pub(crate) fn spawn(args: &[&str]) -> Child {
     common::command(args)
         .spawn()
         .expect("run the triage binary")
 }
 
-fn finish(child: Child) -> Out {
+pub(crate) fn finish(child: Child) -> Out {
     let out = child.wait_with_output().unwrap();
     Out {
         status: out.status,
@@ -125,7 +125,7 @@ fn finish(child: Child) -> Out {
 }
 
 /// The `triage enqueue` of one run of `task` on `store`; its ID.
-fn enqueue(store: &str, worlds: &Path, task: &str, tracker: &str) -> String {
+pub(crate) fn enqueue(store: &str, worlds: &Path, task: &str, tracker: &str) -> String {
     let out = common::triage(&[
         "enqueue",
         "--store",
@@ -144,7 +144,7 @@ fn enqueue(store: &str, worlds: &Path, task: &str, tracker: &str) -> String {
 
 /// `triage ARGS`, run again while it is refused because the run's lease
 /// (a stopped or killed holder's) has not expired yet.
-fn once_the_lease_expired(args: &[&str]) -> Out {
+pub(crate) fn once_the_lease_expired(args: &[&str]) -> Out {
     let deadline = Instant::now() + WAIT;
     loop {
         // A process that hangs fails the test instead of hanging it.
@@ -163,7 +163,7 @@ fn once_the_lease_expired(args: &[&str]) -> Out {
 
 /// The cluster's database `name` (created) as a libpq URL with a
 /// Unix-socket host, the form a user writes.
-fn pg_url(pg: &PgCluster, name: &str) -> String {
+pub(crate) fn pg_url(pg: &PgCluster, name: &str) -> String {
     let conn = pg.create_db(name);
     let socket = conn
         .split_whitespace()
@@ -182,7 +182,7 @@ fn ran(out: &Out) -> Vec<String> {
         .collect()
 }
 
-fn record(store: &dyn RunStore, run: &str) -> Record {
+pub(crate) fn record(store: &dyn RunStore, run: &str) -> Record {
     store
         .load(&RunId::parse(run).unwrap())
         .unwrap()
@@ -489,7 +489,7 @@ fn bad_store_input_is_refused_and_creates_nothing() {
                 tracker,
             ],
             5,
-            "connect to postgres:///nonexistent-triage-socket-dir/db: error connecting to server: ",
+            "connect to postgresql:///db?host=/nonexistent-triage-socket-dir: error connecting to server: ",
         ),
         (
             vec![
@@ -630,7 +630,8 @@ fn a_postgres_connection_error_says_what_the_server_said() {
         out.stderr
     );
     assert!(
-        out.stderr.contains("connect to postgres://postgres@/"),
+        out.stderr
+            .contains("connect to postgresql:///no_such_db?host=/"),
         "{}",
         out.stderr
     );
