@@ -155,7 +155,14 @@ impl<'a, S: Subject> Replayer<'a, S> {
             if hung_again {
                 return;
             }
-            if again.result.failure != result.failure || again.result.verdict != result.verdict {
+            // Each replay makes a fresh world: one in a temporary directory
+            // names another path each time, and a failure that names it is
+            // the same failure all the same.
+            let same = without_temp_paths(&format!("{:?}", again.result.failure))
+                == without_temp_paths(&format!("{:?}", result.failure))
+                && without_temp_paths(&format!("{:?}", again.result.verdict))
+                    == without_temp_paths(&format!("{:?}", result.verdict));
+            if !same {
                 result.failure = Some(Failure::Flaky {
                     first: Box::new(first.clone()),
                     again: again.result.failure.map(Box::new),
@@ -490,6 +497,30 @@ impl<'a, S: Subject> Replayer<'a, S> {
     }
 }
 
+/// `text` with the name of each entry of the temporary directory (a
+/// world's fresh directory, `/tmp/.tmpAbC123`) replaced by `*`: how two
+/// replays' results are compared.
+pub(crate) fn without_temp_paths(text: &str) -> String {
+    let temp = std::env::temp_dir();
+    let mut prefix = temp.to_string_lossy().trim_end_matches('/').to_owned();
+    prefix.push('/');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(&prefix) {
+        let after = at + prefix.len();
+        out.push_str(&rest[..after]);
+        let name = rest[after..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+            .map_or(rest.len() - after, |n| n);
+        if name > 0 {
+            out.push('*');
+        }
+        rest = &rest[after + name..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
@@ -497,5 +528,29 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "a panic with a non-string payload".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_temp_paths;
+
+    #[test]
+    fn only_the_name_under_the_temporary_directory_is_masked() {
+        let tmp = std::env::temp_dir();
+        let tmp = tmp.to_string_lossy();
+        let tmp = tmp.trim_end_matches('/');
+        let a = format!("locked: {tmp}/.tmpAb12_x/r.lock (and {tmp}/.tmpZZ)");
+        let b = format!("locked: {tmp}/.tmpQq9-Yz/r.lock (and {tmp}/.tmp01)");
+        assert_eq!(without_temp_paths(&a), without_temp_paths(&b));
+        assert_eq!(
+            without_temp_paths(&a),
+            format!("locked: {tmp}/*/r.lock (and {tmp}/*)")
+        );
+        assert_ne!(
+            without_temp_paths(&format!("{tmp}/a/r.lock")),
+            without_temp_paths(&format!("{tmp}/a/s.lock"))
+        );
+        assert_eq!(without_temp_paths("no path"), "no path");
     }
 }
