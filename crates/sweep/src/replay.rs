@@ -42,9 +42,11 @@ pub(crate) struct WorldSeen {
     pub(crate) description: String,
 }
 
-/// How long a life that returned may take to see the threads it started
-/// in its scope leave it (a thread that sent its last result and is
-/// returning) before those still running fail the scenario.
+/// How long the threads a life leaves in its scope, fenced as it returns,
+/// may take to leave without passing another point (a thread that sent
+/// its last result and is returning) before those still running fail the
+/// scenario. A thread that passes a point in that time dies there and
+/// fails it at once (see [`Replayer::life`]).
 const THREADS_GRACE: Duration = Duration::from_secs(1);
 
 /// A life as [`Replayer::life`] ran it: the scope's record, and the threads
@@ -198,12 +200,22 @@ impl<'a, S: Subject> Replayer<'a, S> {
         let life = handle.run(|| self.subject.life(world));
         self.watchdog.forget(id);
         let outlived = if matches!(life.outcome, Outcome::Finished(_)) {
-            // A thread that sent the life its last result may still be on
-            // its way out: a moment's grace, then those left are fenced.
-            let grace = Instant::now() + THREADS_GRACE;
-            let left = handle.wait_threads(Some(grace));
+            // An exited process's threads do nothing more: fenced at once,
+            // a thread the life left at work dies at its next point, before
+            // it can touch the world the judge will see, and fails the life
+            // (`Outlived`). One that sent the life its last result and is on
+            // its way out passes no point: it may leave within a moment's
+            // grace. What a thread does between the return and its next
+            // point without passing one is the one thing a sweep in a
+            // process cannot stop.
             handle.fence();
-            left
+            let running = handle.running();
+            let left = handle.wait_threads(Some(Instant::now() + THREADS_GRACE));
+            if left.is_empty() && !handle.fenced_hits().is_empty() {
+                running
+            } else {
+                left
+            }
         } else {
             // A crash stops every thread of the process at once: here each
             // dies at its next point, and the next life (or the judge)
@@ -483,6 +495,9 @@ impl<'a, S: Subject> Replayer<'a, S> {
     /// the scenario, unless a life already did.
     pub(crate) fn judge_only(&self, world: &S::World, failure: &mut Option<Failure>) -> Verdict {
         let judged = crashpoint::record(|| self.subject.judge(world));
+        // No crash lands in a judge: its points are passes outside any
+        // life, counted with the sweep's others (`Report::unscoped`).
+        crashpoint::unscoped::count_unscoped(judged.hits.iter().map(|h| &h.point));
         match judged.outcome {
             Outcome::Finished(v) => v,
             Outcome::Panicked(m) => {
