@@ -65,6 +65,8 @@ struct State {
     watch: Option<Watch>,
     /// [`Handle::fence`] was called: every later hit dies.
     fenced: bool,
+    /// The hits passed once fenced (each killed its thread).
+    after_fence: Vec<Hit>,
     /// The threads inside [`Handle::enter`] now: an id and a name each.
     entered: Vec<(u64, String)>,
     next_entry: u64,
@@ -378,6 +380,12 @@ impl Handle {
         self.state().fenced = true;
     }
 
+    /// The hits passed in this scope since [`Handle::fence`], each by a
+    /// thread that was still at work then and died there.
+    pub fn fenced_hits(&self) -> Vec<Hit> {
+        self.state().after_fence.clone()
+    }
+
     /// Wait until no thread runs in this scope ([`Handle::running`] is
     /// empty), or until `until` passes (`None`: no limit). Returns the
     /// threads still running then (empty when all left). Rust cannot stop a
@@ -490,6 +498,7 @@ pub(crate) fn hit_in_scope(name: &'static str, site: Option<&'static Site>) {
         let hit = Hit::new(name, occurrence);
         if st.fenced {
             // The life ended: a thread it left running dies at its next point.
+            st.after_fence.push(hit.clone());
             return Some(Err(hit));
         }
         if st.cancel {

@@ -145,6 +145,35 @@ fn still_at(path: &Path, locked: &fs::Metadata) -> io::Result<()> {
     }
 }
 
+/// A file whose `flock` this process holds; dropping it unlocks the file
+/// before closing it.
+///
+/// Closing alone is not enough. An `flock` belongs to the open file
+/// description, which a `fork` shares with the child: a child that another
+/// thread of this process forks holds a copy of every descriptor until its
+/// `exec` closes them (they are close-on-exec). Had the lock been released
+/// by the close alone, it would live on in that copy for the fork-to-exec
+/// window, and a restart in this process would find its run "locked by
+/// another process". `LOCK_UN` on our descriptor releases the lock of the
+/// description itself, copies included. A process that dies still has the
+/// kernel release it when its last copy closes.
+///
+/// Why not another kind of lock: an OFD lock (`F_OFD_SETLK`) belongs to the
+/// description too, so a child's copy would hold it just the same; a
+/// classic `fcntl` lock belongs to the process, is released by closing any
+/// descriptor of the file and never excludes the same process, so a second
+/// checkpoint of the run in one process would not be refused.
+#[derive(Debug)]
+struct Flock(fs::File);
+
+impl Drop for Flock {
+    fn drop(&mut self) {
+        // SAFETY: the file owns a valid open descriptor until it drops,
+        // after this. An error leaves the close to release the lock.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
 /// Call `f` again while it fails with `EINTR`.
 fn retry_interrupted<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     loop {
@@ -326,8 +355,9 @@ impl Dir for DiskDir {
             ),
             _ => err,
         })?;
+        let held = Flock(file);
         still_at(&path, &locked)?;
-        Ok(LockGuard::new(file))
+        Ok(LockGuard::new(held))
     }
 
     fn path_of(&self, name: &str) -> PathBuf {

@@ -104,24 +104,25 @@ pub struct Config {
     /// as it arrives (so that a tallied sweep can require them). Names the
     /// subject does not declare are left to [`Report::require`] to refuse.
     pub required: Vec<String>,
-    /// Refuse the sweep ([`Error::Unscoped`]) when its clean runs pass
-    /// points on threads without a scope (a plain `std::thread::spawn`, a
-    /// runtime's or a server's worker): no crash can reach them, so the
-    /// table would say nothing of them. On by default, for tests and the
-    /// command line alike (`--allow-unscoped` turns it off); `false` only
-    /// warns ([`Report::stray`], which also holds such passes in crash
-    /// scenarios).
+    /// Refuse the sweep ([`Error::Unscoped`]) when every clean run passes
+    /// a point on a plain thread its life started (`std::thread::spawn`, a
+    /// runtime's or a server's worker made in the life): no crash can reach
+    /// it, so the table would say nothing of it. On by default, for tests
+    /// and the command line alike (`--allow-unscoped` turns it off);
+    /// `false` only warns ([`Report::stray`], which also holds such passes
+    /// in crash scenarios).
     ///
-    /// Rust cannot tell which code started a plain thread: a pass counts
-    /// for this sweep when its lives alone were running at the time, and a
-    /// point refuses it when every clean run (see [`Config::clean_runs`])
-    /// passed it, as a program's own threads do. A test binary's other tests
-    /// passing points outside any scope at the same moments would be
-    /// counted too: a test that runs a life by hand runs it in
-    /// `crashpoint::record`. A pass made while the lives of several sweeps
-    /// ran at once counts for none of them: a test that must see the
-    /// refusal runs its sweep alone (`cargo nextest` runs each test in a
-    /// process of its own; the command line runs one sweep at a time).
+    /// The verdict does not depend on what else the process runs. A life
+    /// marks its thread (in its signal mask, which every thread started
+    /// from it inherits, on Linux), so a pass is counted for the sweep
+    /// whose life started its thread, and for no other, even while the
+    /// lives of other sweeps run at the same moments. A pass on a thread
+    /// that no life started (a pool made before the life, another test's
+    /// thread) is never refused: the sweep cannot tell whose it is, and
+    /// says so in one line ([`Report::notices`]) when every clean run saw
+    /// it. Under `cargo nextest`, which runs each test in a process of its
+    /// own, such a pass can only be the subject's: that is where the net
+    /// is exact.
     pub refuse_unscoped: bool,
     /// Refuse the sweep ([`Error::PointsNeverPassed`]) when the clean run
     /// leaves out points compiled into the modules it went through

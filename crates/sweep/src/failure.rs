@@ -82,11 +82,13 @@ pub enum Failure {
         limit_ms: u64,
     },
     /// Threads a life started in its scope still ran when it ended: a
-    /// final life returned while they ran on (their effects would land
-    /// after the judge), or a life crashed and they ran on to the time
-    /// limit without passing another point (a real crash stops every thread
-    /// at once; a sweep can stop one only at its next point). Each of them
-    /// was made to die at its next point.
+    /// final life returned while they were at work (one passed a point
+    /// after the return, or one ran on past a second's grace), or a life
+    /// crashed and they ran on to the time limit without passing another
+    /// point (a real crash stops every thread at once; a sweep can stop one
+    /// only at its next point). Each of them was made to die at its next
+    /// point, so what it would have done there never reaches the world the
+    /// judge sees.
     Outlived {
         /// The life.
         life: WhichLife,

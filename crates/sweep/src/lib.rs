@@ -44,12 +44,21 @@
 //! failing scenario runs again, and one whose result changes is *flaky*; a
 //! scenario past [`Config::scenario_timeout`] fails as hung; a sweep
 //! estimated above [`Config::max_scenarios`] is refused at once; points
-//! passed on plain threads in every clean run refuse it
+//! passed in every clean run on plain threads its lives started refuse it
 //! ([`Config::refuse_unscoped`]; else reported in [`Report::stray`], and
-//! those on the sweep's own threads outside a life in [`Report::unscoped`]);
-//! a life that returns while a thread it started in its scope still runs
-//! fails ([`Failure::Outlived`]), and a crashed life's threads are gone
-//! before the next life starts.
+//! those on the sweep's own threads outside a life or in a judge in
+//! [`Report::unscoped`]); a life that returns while a thread it started in
+//! its scope is still at work fails ([`Failure::Outlived`]), and a crashed
+//! life's threads are gone before the next life starts. What a sweep could
+//! not check (worlds with no `describe` to compare, points on threads it
+//! cannot tell are its own) is said in one line each ([`Report::notices`]).
+//!
+//! Many sweeps in one process (`cargo test`) get the same answers as one
+//! alone: a plain thread counts for a sweep only when one of its lives
+//! started it. The one thing a shared process blurs is a thread no life
+//! started (a pool made before the life): its points may be another
+//! test's, so they are noticed, never refused. `cargo nextest`, which runs
+//! each test in a process of its own, is where those notices are exact.
 //! [`Config::crash_states`] sweeps each crash state a subject lists
 //! ([`power::PowerCuts::crash_states`], the opt-in of
 //! [`Subject::power_cuts`]), one table row per state ([`Report::rows`]).

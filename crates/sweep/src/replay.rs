@@ -42,9 +42,11 @@ pub(crate) struct WorldSeen {
     pub(crate) description: String,
 }
 
-/// How long a life that returned may take to see the threads it started
-/// in its scope leave it (a thread that sent its last result and is
-/// returning) before those still running fail the scenario.
+/// How long the threads a life leaves in its scope, fenced as it returns,
+/// may take to leave without passing another point (a thread that sent
+/// its last result and is returning) before those still running fail the
+/// scenario. A thread that passes a point in that time dies there and
+/// fails it at once (see [`Replayer::life`]).
 const THREADS_GRACE: Duration = Duration::from_secs(1);
 
 /// A life as [`Replayer::life`] ran it: the scope's record, and the threads
@@ -155,7 +157,14 @@ impl<'a, S: Subject> Replayer<'a, S> {
             if hung_again {
                 return;
             }
-            if again.result.failure != result.failure || again.result.verdict != result.verdict {
+            // Each replay makes a fresh world: one in a temporary directory
+            // names another path each time, and a failure that names it is
+            // the same failure all the same.
+            let same = without_temp_paths(&format!("{:?}", again.result.failure))
+                == without_temp_paths(&format!("{:?}", result.failure))
+                && without_temp_paths(&format!("{:?}", again.result.verdict))
+                    == without_temp_paths(&format!("{:?}", result.verdict));
+            if !same {
                 result.failure = Some(Failure::Flaky {
                     first: Box::new(first.clone()),
                     again: again.result.failure.map(Box::new),
@@ -191,12 +200,22 @@ impl<'a, S: Subject> Replayer<'a, S> {
         let life = handle.run(|| self.subject.life(world));
         self.watchdog.forget(id);
         let outlived = if matches!(life.outcome, Outcome::Finished(_)) {
-            // A thread that sent the life its last result may still be on
-            // its way out: a moment's grace, then those left are fenced.
-            let grace = Instant::now() + THREADS_GRACE;
-            let left = handle.wait_threads(Some(grace));
+            // An exited process's threads do nothing more: fenced at once,
+            // a thread the life left at work dies at its next point, before
+            // it can touch the world the judge will see, and fails the life
+            // (`Outlived`). One that sent the life its last result and is on
+            // its way out passes no point: it may leave within a moment's
+            // grace. What a thread does between the return and its next
+            // point without passing one is the one thing a sweep in a
+            // process cannot stop.
             handle.fence();
-            left
+            let running = handle.running();
+            let left = handle.wait_threads(Some(Instant::now() + THREADS_GRACE));
+            if left.is_empty() && !handle.fenced_hits().is_empty() {
+                running
+            } else {
+                left
+            }
         } else {
             // A crash stops every thread of the process at once: here each
             // dies at its next point, and the next life (or the judge)
@@ -476,6 +495,9 @@ impl<'a, S: Subject> Replayer<'a, S> {
     /// the scenario, unless a life already did.
     pub(crate) fn judge_only(&self, world: &S::World, failure: &mut Option<Failure>) -> Verdict {
         let judged = crashpoint::record(|| self.subject.judge(world));
+        // No crash lands in a judge: its points are passes outside any
+        // life, counted with the sweep's others (`Report::unscoped`).
+        crashpoint::unscoped::count_unscoped(judged.hits.iter().map(|h| &h.point));
         match judged.outcome {
             Outcome::Finished(v) => v,
             Outcome::Panicked(m) => {
@@ -490,6 +512,30 @@ impl<'a, S: Subject> Replayer<'a, S> {
     }
 }
 
+/// `text` with the name of each entry of the temporary directory (a
+/// world's fresh directory, `/tmp/.tmpAbC123`) replaced by `*`: how two
+/// replays' results are compared.
+pub(crate) fn without_temp_paths(text: &str) -> String {
+    let temp = std::env::temp_dir();
+    let mut prefix = temp.to_string_lossy().trim_end_matches('/').to_owned();
+    prefix.push('/');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(&prefix) {
+        let after = at + prefix.len();
+        out.push_str(&rest[..after]);
+        let name = rest[after..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+            .map_or(rest.len() - after, |n| n);
+        if name > 0 {
+            out.push('*');
+        }
+        rest = &rest[after + name..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
@@ -497,5 +543,29 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "a panic with a non-string payload".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_temp_paths;
+
+    #[test]
+    fn only_the_name_under_the_temporary_directory_is_masked() {
+        let tmp = std::env::temp_dir();
+        let tmp = tmp.to_string_lossy();
+        let tmp = tmp.trim_end_matches('/');
+        let a = format!("locked: {tmp}/.tmpAb12_x/r.lock (and {tmp}/.tmpZZ)");
+        let b = format!("locked: {tmp}/.tmpQq9-Yz/r.lock (and {tmp}/.tmp01)");
+        assert_eq!(without_temp_paths(&a), without_temp_paths(&b));
+        assert_eq!(
+            without_temp_paths(&a),
+            format!("locked: {tmp}/*/r.lock (and {tmp}/*)")
+        );
+        assert_ne!(
+            without_temp_paths(&format!("{tmp}/a/r.lock")),
+            without_temp_paths(&format!("{tmp}/a/s.lock"))
+        );
+        assert_eq!(without_temp_paths("no path"), "no path");
     }
 }

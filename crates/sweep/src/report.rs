@@ -153,13 +153,14 @@ pub struct Report {
     /// sweep or test of the same binary never adds to it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unscoped: Vec<(String, u64)>,
-    /// Points passed while the sweep ran on threads that belong to no sweep
-    /// and run in no scope (see [`crashpoint::unscoped::UnscopedWatch::stray`]): a
-    /// thread a life started with `std::thread::spawn`, a runtime's worker.
-    /// No crash can land on them. Rust cannot tell who started such a
-    /// thread, so in a binary that runs other code at once (a test binary)
-    /// this may hold that code's points too: it is a warning to look into,
-    /// and it is left out of the report's equality, JSON and merge.
+    /// Points passed on plain threads (`std::thread::spawn`, a runtime's
+    /// worker), which run in no scope, so no crash can land on them: first
+    /// those a life of this sweep started (its own, whatever else the
+    /// process runs; see [`crashpoint::unscoped::UnscopedWatch::plain`]),
+    /// then those of threads no life started, passed while its lives ran
+    /// (a pool made outside the life, or another test's thread: see
+    /// [`Report::notices`]). A warning, left out of the report's equality,
+    /// JSON and merge.
     #[serde(skip)]
     pub stray: Vec<(String, u64)>,
     /// Points compiled into the modules the clean run went through that it
@@ -170,6 +171,14 @@ pub struct Report {
     /// sweep instead.
     #[serde(skip)]
     pub never_passed: Vec<String>,
+    /// What the sweep could not check, each in one line naming why and how
+    /// to make it check: clean runs' worlds it could not compare (no
+    /// `describe`, no fingerprint), points on threads it cannot tell are
+    /// its own. A library call also prints each on stderr (the command
+    /// line prints them with its warnings). Left out of the report's
+    /// equality, JSON and merge.
+    #[serde(skip)]
+    pub notices: Vec<String>,
     /// The clean run.
     pub clean: ScenarioResult,
     /// Every crash scenario (of the shard), ordered by crash state, then by
@@ -203,6 +212,7 @@ impl PartialEq for Report {
             unscoped,
             stray: _,
             never_passed: _,
+            notices: _,
             clean,
             scenarios,
             tallies,

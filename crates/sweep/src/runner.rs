@@ -153,7 +153,8 @@ fn sweep_states<S: Subject>(
     unscoped: &crashpoint::unscoped::UnscopedWatch,
 ) -> Result<Report, Error> {
     let replayer = Replayer::new(subject, config.trace, watchdog);
-    let mut clean = checked_clean_run(&replayer, config, unscoped)?;
+    let mut notices = Vec::new();
+    let mut clean = checked_clean_run(&replayer, config, unscoped, &mut notices)?;
     let clean_verdict = clean.result.verdict.clone();
     let never_passed = crate::reach::never_passed(subject, config, &clean.last_sites)?;
 
@@ -254,6 +255,13 @@ fn sweep_states<S: Subject>(
         shared: shared.is_some(),
         processes: None,
     };
+    if config.progress.is_none() {
+        // A library call (a test) reads no warning it is not shown: each
+        // notice once on stderr. The command line prints them itself.
+        for n in &notices {
+            eprintln!("sweep: {}: {n}", subject.name());
+        }
+    }
     let report = Report {
         subject: subject.name(),
         counters,
@@ -267,7 +275,10 @@ fn sweep_states<S: Subject>(
             })
             .collect(),
         unscoped: unscoped.hits(),
-        stray: unscoped.stray(),
+        // This sweep's plain threads, then those no life started that
+        // passed points while its lives ran.
+        stray: merge_tallies(unscoped.plain(), unscoped.during_lives()),
+        notices,
         never_passed,
         clean: clean.result,
         scenarios,
@@ -275,6 +286,17 @@ fn sweep_states<S: Subject>(
         stats,
     };
     Ok(report)
+}
+
+/// `a` then the names of `b` it lacks, counts added.
+fn merge_tallies(mut a: Vec<(String, u64)>, b: Vec<(String, u64)>) -> Vec<(String, u64)> {
+    for (n, c) in b {
+        match a.iter_mut().find(|(m, _)| *m == n) {
+            Some((_, k)) => *k += c,
+            None => a.push((n, c)),
+        }
+    }
+    a
 }
 
 /// Run one scenario again by the name a report prints for it (`told#1`,

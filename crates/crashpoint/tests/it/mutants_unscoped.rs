@@ -126,10 +126,12 @@ fn a_fenced_scope_stops_its_threads_at_their_next_point() {
     );
 }
 
-/// A pass on a plain thread is counted by every watch alive, and
-/// attributed to the one whose life alone was running then.
+/// A plain thread a life started is that life's watch's, even while the
+/// lives of other watches run at the same time; a plain thread no life
+/// started is nobody's: stray for every watch, and "during lives" for each
+/// watch with a life running then.
 #[test]
-fn a_stray_pass_is_attributed_to_the_watch_whose_life_alone_runs() {
+fn a_plain_thread_a_life_started_is_its_watchs_alone() {
     let mine = crashpoint::unscoped::watch_unscoped();
     let other = crashpoint::unscoped::watch_unscoped();
     let only = |v: Vec<(String, u64)>| -> Vec<(String, u64)> {
@@ -137,25 +139,9 @@ fn a_stray_pass_is_attributed_to_the_watch_whose_life_alone_runs() {
             .filter(|(n, _)| n.starts_with("attributed-"))
             .collect()
     };
-    // In a life on a thread `mine` owns.
-    mine.owner().enter(|| {
-        crashpoint::scope::Handle::new(None).run(|| pass_unscoped("attributed-in-a-life", 1))
-    });
-    // Outside any life.
-    pass_unscoped("attributed-outside", 1);
     let one = |n: &str| vec![(n.to_owned(), 1)];
-    assert_eq!(only(mine.attributed()), one("attributed-in-a-life"));
-    assert!(only(other.attributed()).is_empty());
-    for w in [&mine, &other] {
-        assert_eq!(
-            only(w.stray()),
-            [
-                ("attributed-in-a-life".to_owned(), 1),
-                ("attributed-outside".to_owned(), 1)
-            ]
-        );
-    }
-    // Lives of two watches at once: the pass is nobody's.
+    // A life of `other` runs throughout, and a plain thread that no life
+    // started passes a point meanwhile.
     let (go, wait) = std::sync::mpsc::channel::<()>();
     let (running, started) = std::sync::mpsc::channel::<()>();
     let owner = other.owner().clone();
@@ -168,10 +154,38 @@ fn a_stray_pass_is_attributed_to_the_watch_whose_life_alone_runs() {
         })
     });
     started.recv().unwrap();
-    mine.owner()
-        .enter(|| crashpoint::scope::Handle::new(None).run(|| pass_unscoped("attributed-both", 1)));
+    pass_unscoped("attributed-by-nobody", 1);
+    // In a life on a thread `mine` owns: a plain thread, and a plain
+    // thread started by that one.
+    mine.owner().enter(|| {
+        crashpoint::scope::Handle::new(None).run(|| {
+            pass_unscoped("attributed-in-a-life", 1);
+            std::thread::spawn(|| pass_unscoped("attributed-grandchild", 1))
+                .join()
+                .unwrap();
+        })
+    });
     go.send(()).unwrap();
     theirs.join().unwrap();
-    assert_eq!(only(mine.attributed()), one("attributed-in-a-life"));
-    assert!(only(other.attributed()).is_empty());
+    // The life's thread carries no mark once its life is over.
+    mine.owner().enter(|| pass_unscoped("attributed-after", 1));
+    assert_eq!(
+        only(mine.plain()),
+        [
+            ("attributed-in-a-life".to_owned(), 1),
+            ("attributed-grandchild".to_owned(), 1)
+        ]
+    );
+    assert!(only(other.plain()).is_empty());
+    assert_eq!(only(other.during_lives()), one("attributed-by-nobody"));
+    assert!(only(mine.during_lives()).is_empty());
+    for w in [&mine, &other] {
+        assert_eq!(
+            only(w.stray()),
+            [
+                ("attributed-by-nobody".to_owned(), 1),
+                ("attributed-after".to_owned(), 1)
+            ]
+        );
+    }
 }

@@ -137,3 +137,60 @@ fn disk_open_in_the_same_process_is_locked_out() {
         Err(Error::Locked { .. })
     ));
 }
+
+/// Starts `true` again and again on a thread of its own until dropped: a
+/// test process that runs a command (a build, a service) beside a sweep.
+struct Spawner {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl Spawner {
+    fn start() -> Spawner {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut n = 0;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = Command::new("true").status();
+                n += 1;
+            }
+            n
+        });
+        Spawner {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Spawner {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A checkpoint dropped (a life that returned or crashed) leaves its run
+/// free at once, even while another thread of the process starts
+/// children: a child forked before its `exec` holds a copy of every
+/// descriptor. (Before, the copy kept the `flock`, and the restart failed
+/// with "run is locked by another process" now and then.)
+#[test]
+fn a_child_started_by_another_thread_never_keeps_a_dropped_lock() {
+    let t = tempfile::tempdir().unwrap();
+    let _spawner = Spawner::start();
+    let mut locked = 0;
+    for i in 0..2000 {
+        // A run restarts at most ten times: a new run every ten opens.
+        let run = run_id(&format!("r{}", i / 10));
+        match Checkpoint::open_path(t.path(), &run, fast()) {
+            Ok(opened) => drop(opened),
+            Err(Error::Locked { .. }) => locked += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(locked, 0, "of 2000 opens, each after the last was dropped");
+}

@@ -172,6 +172,9 @@ pub fn failure_lines(
                 names.join(", ")
             ));
         }
+        for n in &r.notices {
+            lines.push(format!("note: {}: {n}", r.subject));
+        }
         if !r.never_passed.is_empty() {
             lines.push(format!(
                 "warning: {}: crash points compiled into the code its clean run went through, which the clean run never passed, so no scenario crashes there: {}\n    hint: make the clean run pass them (take the branch, enable the feature) or remove them; --strict-points refuses such a sweep",
@@ -416,6 +419,7 @@ mod tests {
             unscoped: Vec::new(),
             stray: Vec::new(),
             never_passed: Vec::new(),
+            notices: Vec::new(),
             stats: Default::default(),
             clean: result(
                 &CrashState::PROCESS,

@@ -2,6 +2,7 @@
 //! (`tests/env.rs` stays a binary of its own: it sets environment
 //! variables no other test may see).
 
+mod answers;
 #[cfg(feature = "cli")]
 mod async_tasks;
 mod capture;
