@@ -423,7 +423,8 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             (false, Some(f)) => Some(f.key()),
             (false, None) => return self.brute(sc, order, run),
         };
-        let Some((fin, captures, world, start_tail)) = self.node_final(&sc, world, after, memos, run)
+        let Some((fin, captures, world, start_tail)) =
+            self.node_final(&sc, world, after, memos, run)
         else {
             return self.brute(sc, order, run);
         };

@@ -69,9 +69,17 @@ impl Sink<'_> {
         let tallied: u64 = g.tally.by_depth.iter().sum();
         let kept = g.kept.len() as u64;
         if self.keep_all {
-            assert_eq!(kept, g.count, "a sink that keeps all kept {kept} of {} results", g.count);
+            assert_eq!(
+                kept, g.count,
+                "a sink that keeps all kept {kept} of {} results",
+                g.count
+            );
         } else {
-            assert_eq!(tallied, g.count, "a sink tallied {tallied} of {} results", g.count);
+            assert_eq!(
+                tallied, g.count,
+                "a sink tallied {tallied} of {} results",
+                g.count
+            );
             assert!(
                 kept <= g.count && g.tally.failed + g.tally.flaky <= g.count,
                 "a sink kept {kept} results and tallied {} failed and {} flaky of {} results",

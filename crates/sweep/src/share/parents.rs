@@ -34,8 +34,8 @@ use super::{lock, Captures, Final, Memos, Shared};
 use crate::failure::Failure;
 use crate::plan::{expand, in_partition};
 use crate::progress::Progress;
-use crate::scenario::Scenario;
 use crate::replay::FinalRun;
+use crate::scenario::Scenario;
 use crate::sharing::{Capture, Probe, Tally};
 use crate::sink::Run;
 use crate::subject::Subject;
@@ -309,7 +309,8 @@ impl<S: Subject> Shared<'_, '_, S> {
                 None => seen.passed.push((key, at, None)),
             }
         }
-        let (fin, captures, seen) = self.watched_parent_life(&mut world, sc, parents, copy, probe, seen);
+        let (fin, captures, seen) =
+            self.watched_parent_life(&mut world, sc, parents, copy, probe, seen);
         if let Some(reached) = seen.ended_on {
             // Stopped at the position's hit by the watch, not by the time
             // limit (or not run at all).
