@@ -10,6 +10,7 @@
 //! command, or `--restart`), and after the final life runs `sh -c CMD` in
 //! the directory: the judge prints one JSON object of counters. Every
 //! counter must stay zero unless it is named with `--count-only`.
+#![forbid(unsafe_code)]
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
