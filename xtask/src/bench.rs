@@ -231,6 +231,17 @@ fn growth(args: &BenchArgs) -> Result<(), String> {
             }
         }
     }
+    print_growth_ratios(args, &jobs, &rows);
+    Ok(())
+}
+
+/// The ratios between growth's measured `rows` (job, shared, threads, the
+/// measure): threads, sharing, and how time grows with the job's calls.
+fn print_growth_ratios(
+    args: &BenchArgs,
+    jobs: &[Option<usize>],
+    rows: &[(Option<usize>, bool, usize, Measured)],
+) {
     let get = |job: Option<usize>, share: bool, threads: usize| {
         rows.iter()
             .find(|(j, s, t, _)| *j == job && *s == share && *t == threads)
@@ -240,7 +251,7 @@ fn growth(args: &BenchArgs) -> Result<(), String> {
         "
 ratios (same invocation):"
     );
-    for &job in &jobs {
+    for &job in jobs {
         let name = job.map_or_else(|| "five designs".to_owned(), |n| format!("{n} calls"));
         if let (Some(a), Some(b)) = (get(job, true, 1), get(job, true, 2)) {
             println!(
@@ -272,7 +283,6 @@ ratios (same invocation):"
             }
         }
     }
-    Ok(())
 }
 
 /// `cargo xtask` builds in the dev profile, shared with `cargo test`;
@@ -394,6 +404,19 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         return process(samples);
     }
 
+    bench_points(samples);
+    bench_five_designs(samples)?;
+    println!();
+    growth(args)?;
+    if !args.no_durable {
+        bench_durable_save()?;
+    }
+    Ok(())
+}
+
+/// The cost of a crash point outside any scope and inside a recording
+/// one: median ns per point of `samples` samples.
+fn bench_points(samples: usize) {
     println!("== crash points ({samples} samples, median)");
     let n = 20_000_000;
     let outside = median(
@@ -424,7 +447,11 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         "ratio inside/outside             {:>8.1}x",
         per_inside / per_outside
     );
+}
 
+/// The full five-design sweep on memory and disk storage, with 1 and 2
+/// threads: median of `samples` (at most 5) runs each, and the ratios.
+fn bench_five_designs(samples: usize) -> Result<(), String> {
     println!(
         "\n== the full five-design sweep (3,715 scenarios), median of {} runs",
         samples.min(5)
@@ -471,21 +498,20 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         "disk / memory (2 threads)        {:.2}x",
         get(Storage::Disk, 2) / get(Storage::Memory, 2)
     );
+    Ok(())
+}
 
-    println!();
-    growth(args)?;
-
-    if !args.no_durable {
-        println!("\n== checkpoint save (cargo bench -p durable --bench save)");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["bench", "-q", "-p", "durable", "--bench", "save"])
-            .current_dir(crate::root())
-            .status()
-            .map_err(|e| format!("cannot run cargo bench: {e}"))?;
-        if !status.success() {
-            return Err(format!("cargo bench -p durable failed: {status}"));
-        }
+/// The checkpoint save benchmark (`cargo bench -p durable --bench save`).
+fn bench_durable_save() -> Result<(), String> {
+    println!("\n== checkpoint save (cargo bench -p durable --bench save)");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["bench", "-q", "-p", "durable", "--bench", "save"])
+        .current_dir(crate::root())
+        .status()
+        .map_err(|e| format!("cannot run cargo bench: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo bench -p durable failed: {status}"));
     }
     Ok(())
 }
@@ -613,9 +639,12 @@ fn process(samples: usize) -> Result<(), String> {
         "ratio process/in-process               {:>10.0}x",
         in_child.as_secs_f64() / in_process.as_secs_f64()
     );
-
     fork_server(&exe, samples)?;
+    bench_triage_process(samples)
+}
 
+/// The triage binary swept as a process at depths 1 and 2.
+fn bench_triage_process(samples: usize) -> Result<(), String> {
     println!("\n== the triage process sweep (its own tracker, 2 threads)");
     let triage = crate::process::subject(crate::process::Tracker::Local)?;
     for depth in [1u32, 2] {

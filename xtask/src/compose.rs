@@ -141,6 +141,38 @@ impl Registry {
         };
         let family = info.family;
         let name = spec.subject.as_str();
+        self.check_dims(spec, family, name)?;
+        if let Some(e) = self.of_subject(name).find(|e| e.spec == *spec) {
+            return Ok(Resolved { entry: e.clone() });
+        }
+        // What is missing: the dimensions every entry with these needs.
+        let wider: Vec<&Entry> = self
+            .of_subject(name)
+            .filter(|e| spec.dims.iter().all(|(d, v)| e.spec.dims.get(d) == Some(v)))
+            .collect();
+        let needed: Vec<String> = Dim::ALL
+            .into_iter()
+            .filter(|d| !spec.dims.contains_key(d))
+            .filter(|d| !wider.is_empty() && wider.iter().all(|e| e.spec.dims.contains_key(d)))
+            .map(Dim::flag)
+            .collect();
+        if needed.is_empty() {
+            Err(format!("no variant is `{spec}`; see --list"))
+        } else {
+            let example = wider
+                .first()
+                .map(|e| format!(", e.g. `{}`", e.spec.command()))
+                .unwrap_or_default();
+            Err(format!(
+                "`{spec}` needs {} as well{example}",
+                needed.join(" and ")
+            ))
+        }
+    }
+
+    /// Whether each dimension of `spec` applies to the subject `name` (of
+    /// `family`) with a value it has, and each two combine.
+    fn check_dims(&self, spec: &Spec, family: Family, name: &str) -> Result<(), String> {
         // Each dimension must apply to the subject, with a value it has.
         for (dim, value) in &spec.dims {
             let values: Vec<&str> = dedup(
@@ -181,32 +213,7 @@ impl Registry {
                 }
             }
         }
-        if let Some(e) = self.of_subject(name).find(|e| e.spec == *spec) {
-            return Ok(Resolved { entry: e.clone() });
-        }
-        // What is missing: the dimensions every entry with these needs.
-        let wider: Vec<&Entry> = self
-            .of_subject(name)
-            .filter(|e| spec.dims.iter().all(|(d, v)| e.spec.dims.get(d) == Some(v)))
-            .collect();
-        let needed: Vec<String> = Dim::ALL
-            .into_iter()
-            .filter(|d| !spec.dims.contains_key(d))
-            .filter(|d| !wider.is_empty() && wider.iter().all(|e| e.spec.dims.contains_key(d)))
-            .map(Dim::flag)
-            .collect();
-        if needed.is_empty() {
-            Err(format!("no variant is `{spec}`; see --list"))
-        } else {
-            let example = wider
-                .first()
-                .map(|e| format!(", e.g. `{}`", e.spec.command()))
-                .unwrap_or_default();
-            Err(format!(
-                "`{spec}` needs {} as well{example}",
-                needed.join(" and ")
-            ))
-        }
+        Ok(())
     }
 
     /// Why `spec`'s subject is no subject: its closest subject, if any.

@@ -373,6 +373,24 @@ fn disk_cmd(bless: bool) -> Result<ExitCode, String> {
     }
 }
 
+/// The sweep definition `args` run: `--file`'s, the default one when no
+/// `--variant` or dimension flag is given, else none.
+fn definition(args: &SweepArgs) -> Result<Option<defs::Definition>, String> {
+    if args.file.is_some() && args.request().has_dims() {
+        return Err("the dimension flags compose with --variant, not with --file".into());
+    }
+    Ok(
+        match (
+            &args.file,
+            args.variants.is_empty() && !args.request().has_dims(),
+        ) {
+            (Some(f), _) => Some(defs::Definition::load(f)?),
+            (None, true) => Some(defs::Definition::load(&defs::default_path())?),
+            (None, false) => None,
+        },
+    )
+}
+
 fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
     if args.disk {
         return disk_cmd(args.flags.bless);
@@ -383,17 +401,7 @@ fn sweep_cmd(args: &SweepArgs) -> Result<ExitCode, String> {
         print!("{}", defs::listing()?);
         return Ok(ExitCode::SUCCESS);
     }
-    if args.file.is_some() && args.request().has_dims() {
-        return Err("the dimension flags compose with --variant, not with --file".into());
-    }
-    let def = match (
-        &args.file,
-        args.variants.is_empty() && !args.request().has_dims(),
-    ) {
-        (Some(f), _) => Some(defs::Definition::load(f)?),
-        (None, true) => Some(defs::Definition::load(&defs::default_path())?),
-        (None, false) => None,
-    };
+    let def = definition(args)?;
     let (specs, subjects) = plan(&registry, args, def.as_ref())?;
     let def_depth = def.as_ref().map_or(2, |d| d.depth);
 

@@ -265,37 +265,8 @@ pub fn run(root: &Path, args: &MutantsArgs) -> Result<ExitCode, String> {
             .filter(|_| args.fast_first);
         let counts = match fast {
             Some((_, tests)) => {
-                let (fast_dir, rest_dir) = (out.join("fast"), out.join("rest"));
-                if !args.report {
-                    mutate(root, name, args, &fast_dir, &[], tests)?;
-                }
-                let fast_named = parse_named(&read_outcomes(&fast_dir)?)?;
-                let left = survivors(&fast_named);
-                if !args.report {
-                    // Results of an earlier second run describe other survivors.
-                    if rest_dir.exists() {
-                        std::fs::remove_dir_all(&rest_dir)
-                            .map_err(|e| format!("cannot remove {}: {e}", rest_dir.display()))?;
-                    }
-                    if !left.is_empty() {
-                        eprintln!(
-                            "{name}: {} survivors of the quick tests, again with all tests",
-                            left.len()
-                        );
-                        let res: Vec<String> = left
-                            .iter()
-                            .flat_map(|n| ["--re".to_owned(), exact_re(n)])
-                            .collect();
-                        mutate(root, name, args, &rest_dir, &res, &[])?;
-                    }
-                }
-                let rest_named = if left.is_empty() {
-                    Vec::new()
-                } else {
-                    parse_named(&read_outcomes(&rest_dir)?)?
-                };
-                missed_files.push(rest_dir.join("mutants.out/missed.txt"));
-                merge(&fast_named, &rest_named)
+                missed_files.push(out.join("rest").join("mutants.out/missed.txt"));
+                fast_first(root, name, args, &out, tests)?
             }
             None => {
                 if !args.report {
@@ -322,6 +293,48 @@ pub fn run(root: &Path, args: &MutantsArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Mutates crate `name` (into `out`) with its quick `tests` first, then
+/// the survivors again with all tests (into `out`/fast and `out`/rest):
+/// the counts of both runs together.
+fn fast_first(
+    root: &Path,
+    name: &str,
+    args: &MutantsArgs,
+    out: &Path,
+    tests: &[&str],
+) -> Result<Counts, String> {
+    let (fast_dir, rest_dir) = (out.join("fast"), out.join("rest"));
+    if !args.report {
+        mutate(root, name, args, &fast_dir, &[], tests)?;
+    }
+    let fast_named = parse_named(&read_outcomes(&fast_dir)?)?;
+    let left = survivors(&fast_named);
+    if !args.report {
+        // Results of an earlier second run describe other survivors.
+        if rest_dir.exists() {
+            std::fs::remove_dir_all(&rest_dir)
+                .map_err(|e| format!("cannot remove {}: {e}", rest_dir.display()))?;
+        }
+        if !left.is_empty() {
+            eprintln!(
+                "{name}: {} survivors of the quick tests, again with all tests",
+                left.len()
+            );
+            let res: Vec<String> = left
+                .iter()
+                .flat_map(|n| ["--re".to_owned(), exact_re(n)])
+                .collect();
+            mutate(root, name, args, &rest_dir, &res, &[])?;
+        }
+    }
+    let rest_named = if left.is_empty() {
+        Vec::new()
+    } else {
+        parse_named(&read_outcomes(&rest_dir)?)?
+    };
+    Ok(merge(&fast_named, &rest_named))
 }
 
 /// The `cargo mutants` command for crate `name`, with the options of `args`.

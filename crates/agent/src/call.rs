@@ -18,18 +18,7 @@ impl Driver<'_> {
         let agent = self.agent;
         let marker = self.st.attempts.get(&call.id).cloned();
         let Some(tool) = agent.tools.get(&call.tool) else {
-            if marker.is_some() {
-                return Err(Error::UnknownTool {
-                    call: call.id.clone(),
-                    tool: call.tool.clone(),
-                });
-            }
-            let known: Vec<&str> = agent.tools.names().collect();
-            return Ok(ToolOutput::error(format!(
-                "unknown tool {:?}; the tools are: {}",
-                call.tool,
-                known.join(", ")
-            )));
+            return self.unknown_tool(call, marker.is_some());
         };
         let args: Value = match serde_json::from_str(&call.args) {
             Ok(v) => v,
@@ -45,46 +34,17 @@ impl Driver<'_> {
             return self.ladder(call, tool, &args, &marker, why.to_owned());
         }
 
-        let mut approved = false;
-        if tool.needs_approval() {
-            let decision = agent.approver.approve(&Approval {
-                run: &agent.run,
-                call,
-            });
-            self.emit(Event::Decided {
-                call: call.id.clone(),
-                tool: call.tool.clone(),
-                decision: decision.clone(),
-            });
-            match decision {
-                Decision::Approve => approved = true,
-                Decision::Deny(reason) => {
-                    return Ok(ToolOutput::error(format!(
-                        "a person denied call {}: {reason}",
-                        call.id
-                    )))
-                }
-                Decision::Later => return Err(self.pause(call)),
+        // Past the gate, a call that needs approval has it.
+        let approved = tool.needs_approval();
+        if approved {
+            if let Some(denied) = self.ask_approval(call)? {
+                return Ok(denied);
             }
         }
 
         let key = agent.key_for(tool, call);
         if tool.effect() == Effect::ReadsOnly && !approved {
-            // Nothing to mark: a repeat is harmless, so an unknown outcome
-            // is simply retried.
-            let mut reason = String::new();
-            for n in 0..Agent::UNKNOWN_TRIES {
-                match self.invoke(call, tool, &args, key.as_deref(), n > 0)? {
-                    Ok(out) => return Ok(out),
-                    Err(r) => reason = r,
-                }
-            }
-            return Err(Error::OutcomeUnknown {
-                call: call.id.clone(),
-                tool: call.tool.clone(),
-                tries: Agent::UNKNOWN_TRIES,
-                reason,
-            });
+            return self.retried(call, tool, &args, key.as_deref());
         }
 
         // Save moment 3: the marker, after the yes, before the call.
@@ -107,6 +67,73 @@ impl Driver<'_> {
             // The request may have acted: exactly a marker without a result.
             Err(reason) => self.ladder(call, tool, &args, &marker, reason),
         }
+    }
+
+    /// The answer to a call of a tool the agent does not have: an error
+    /// result the model reads, or a typed error if the call has a marker
+    /// (an earlier life sent it with a tool this one lacks).
+    fn unknown_tool(&self, call: &ToolCall, marked: bool) -> Result<ToolOutput, Error> {
+        if marked {
+            return Err(Error::UnknownTool {
+                call: call.id.clone(),
+                tool: call.tool.clone(),
+            });
+        }
+        let known: Vec<&str> = self.agent.tools.names().collect();
+        Ok(ToolOutput::error(format!(
+            "unknown tool {:?}; the tools are: {}",
+            call.tool,
+            known.join(", ")
+        )))
+    }
+
+    /// Asks the approver about `call`: `None` when approved, the error
+    /// result the model reads when denied, and the pause when left for
+    /// later.
+    fn ask_approval(&mut self, call: &ToolCall) -> Result<Option<ToolOutput>, Error> {
+        let agent = self.agent;
+        let decision = agent.approver.approve(&Approval {
+            run: &agent.run,
+            call,
+        });
+        self.emit(Event::Decided {
+            call: call.id.clone(),
+            tool: call.tool.clone(),
+            decision: decision.clone(),
+        });
+        match decision {
+            Decision::Approve => Ok(None),
+            Decision::Deny(reason) => Ok(Some(ToolOutput::error(format!(
+                "a person denied call {}: {reason}",
+                call.id
+            )))),
+            Decision::Later => Err(self.pause(call)),
+        }
+    }
+
+    /// Runs a call that only reads, unmarked: a repeat is harmless, so an
+    /// unknown outcome is simply retried, up to [`Agent::UNKNOWN_TRIES`]
+    /// times.
+    fn retried(
+        &mut self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        args: &Value,
+        key: Option<&str>,
+    ) -> Result<ToolOutput, Error> {
+        let mut reason = String::new();
+        for n in 0..Agent::UNKNOWN_TRIES {
+            match self.invoke(call, tool, args, key, n > 0)? {
+                Ok(out) => return Ok(out),
+                Err(r) => reason = r,
+            }
+        }
+        Err(Error::OutcomeUnknown {
+            call: call.id.clone(),
+            tool: call.tool.clone(),
+            tries: Agent::UNKNOWN_TRIES,
+            reason,
+        })
     }
 
     /// Run the tool once. The inner `Err` carries the reason of an unknown

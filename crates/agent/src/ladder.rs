@@ -70,13 +70,32 @@ impl Driver<'_> {
         args: &Value,
         marker: &Attempt,
     ) -> Result<Step, Error> {
-        let agent = self.agent;
         // Rung 1: run it again when a repeat is harmless.
+        let not_harmless = match self.try_rerun(call, tool, marker) {
+            Ok(step) => return Ok(step),
+            Err(why) => why,
+        };
+        // Rung 2: ask the service.
+        let cant_tell = match self.ask_service(call, tool, args, marker) {
+            Ok(step) => return Ok(step),
+            Err(why) => why,
+        };
+        // Rung 3: ask a person.
+        self.ask_person(call, marker, &format!("{not_harmless}, and {cant_tell}"))
+    }
+
+    /// Rung 1: a rerun when a repeat is harmless, else why it is not.
+    fn try_rerun(
+        &mut self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        marker: &Attempt,
+    ) -> Result<Step, &'static str> {
         let harmless = match tool.effect() {
             Effect::ReadsOnly => Some("the tool only reads"),
             Effect::Idempotent => Some("the tool is idempotent"),
             Effect::Changes
-                if marker.key.is_some() && tool.keys().held(marker.at, agent.clock.now()) =>
+                if marker.key.is_some() && tool.keys().held(marker.at, self.agent.clock.now()) =>
             {
                 Some("the service still holds the call's key, so a repeat gets the first answer")
             }
@@ -92,10 +111,20 @@ impl Driver<'_> {
             "the call changes something and sent no key its service honours"
         };
         self.ladder_event(call, Rung::Rerun, false, not_harmless.to_owned());
+        Err(not_harmless)
+    }
 
-        // Rung 2: ask the service.
+    /// Rung 2: the service's answer when its lookup is certain, else why
+    /// it cannot tell.
+    fn ask_service(
+        &mut self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        args: &Value,
+        marker: &Attempt,
+    ) -> Result<Step, String> {
         let ctx = CallContext {
-            run: &agent.run,
+            run: &self.agent.run,
             call_id: &call.id,
             key: marker.key.as_deref(),
             epoch: self.checkpoint.epoch(),
@@ -118,14 +147,18 @@ impl Driver<'_> {
             Lookup::CantTell(why) => why,
         };
         self.ladder_event(call, Rung::Lookup, false, cant_tell.clone());
+        Err(cant_tell)
+    }
 
-        // Rung 3: ask a person.
-        let why = format!("{not_harmless}, and {cant_tell}");
+    /// Rung 3: a person's answer (`why` says why the lower rungs could not
+    /// settle it), or the pause until they give one.
+    fn ask_person(&mut self, call: &ToolCall, marker: &Attempt, why: &str) -> Result<Step, Error> {
+        let agent = self.agent;
         let answer = agent.approver.answer(&Question {
             run: &agent.run,
             call,
             marker,
-            why: &why,
+            why,
         });
         match answer {
             Answer::Rerun => {

@@ -245,6 +245,34 @@ fn plural(n: usize, one: &str) -> String {
     }
 }
 
+/// The line of [`Event::ToolReturned`].
+fn returned_line(
+    f: &mut fmt::Formatter<'_>,
+    call: &str,
+    tool: &str,
+    returned: &Returned,
+) -> fmt::Result {
+    match returned {
+        Returned::Result {
+            output,
+            is_error: false,
+        } => write!(f, "call {call} ({tool}) returned {}", short(output, SHOWN)),
+        Returned::Result {
+            output,
+            is_error: true,
+        } => write!(
+            f,
+            "call {call} ({tool}) returned an error: {}",
+            short(output, SHOWN)
+        ),
+        Returned::Unknown(why) => write!(
+            f,
+            "call {call} ({tool}) outcome unknown: {}",
+            short(why, SHOWN)
+        ),
+    }
+}
+
 impl fmt::Display for Rung {
     /// `1 (rerun if harmless)`, `2 (ask the service)`, `3 (ask a person)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -291,6 +319,27 @@ impl fmt::Display for Event {
                     usage.dollars
                 )
             }
+            Event::Decided { .. }
+            | Event::MarkerSaved { .. }
+            | Event::ToolCall { .. }
+            | Event::ToolReturned { .. }
+            | Event::ResultSaved { .. }
+            | Event::Ladder { .. } => self.fmt_call(f),
+            Event::Paused { waiting } => write!(
+                f,
+                "run paused, waiting on a person for call {}",
+                waiting.join(", ")
+            ),
+            Event::Cancelled { phase } => write!(f, "run cancelled, saved in phase {phase}"),
+            Event::Done { answer } => write!(f, "done: {}", short(answer, SHOWN)),
+        }
+    }
+}
+
+impl Event {
+    /// The line of an event of one call (see `fmt`).
+    fn fmt_call(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Event::Decided {
                 call,
                 tool,
@@ -330,25 +379,7 @@ impl fmt::Display for Event {
                 call,
                 tool,
                 returned,
-            } => match returned {
-                Returned::Result {
-                    output,
-                    is_error: false,
-                } => write!(f, "call {call} ({tool}) returned {}", short(output, SHOWN)),
-                Returned::Result {
-                    output,
-                    is_error: true,
-                } => write!(
-                    f,
-                    "call {call} ({tool}) returned an error: {}",
-                    short(output, SHOWN)
-                ),
-                Returned::Unknown(why) => write!(
-                    f,
-                    "call {call} ({tool}) outcome unknown: {}",
-                    short(why, SHOWN)
-                ),
-            },
+            } => returned_line(f, call, tool, returned),
             Event::ResultSaved {
                 call,
                 tool,
@@ -371,13 +402,7 @@ impl fmt::Display for Event {
                 if *settled { "settled" } else { "cannot tell" },
                 short(why, SHOWN)
             ),
-            Event::Paused { waiting } => write!(
-                f,
-                "run paused, waiting on a person for call {}",
-                waiting.join(", ")
-            ),
-            Event::Cancelled { phase } => write!(f, "run cancelled, saved in phase {phase}"),
-            Event::Done { answer } => write!(f, "done: {}", short(answer, SHOWN)),
+            _ => unreachable!("Event::fmt hands only a call's events to fmt_call"),
         }
     }
 }

@@ -105,6 +105,7 @@
 //! is made from reached the checkpoint *before* the call went out.
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
 

@@ -11,6 +11,7 @@
 //! command, or `--restart`), and after the final life runs `sh -c CMD` in
 //! the directory: the judge prints one JSON object of counters. Every
 //! counter must stay zero unless it is named with `--count-only`.
+#![forbid(unsafe_code)]
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -191,22 +192,29 @@ fn main() -> ExitCode {
     ExitCode::from(run(&args, &raw))
 }
 
+/// The name of a sweep of `program` (a command line) without `--name`:
+/// its file's name, or its script's (`python3 payouts.py` is named after
+/// the script, not the interpreter).
+fn default_name(program: &[OsString]) -> String {
+    let first = program.first().map(PathBuf::from).unwrap_or_default();
+    let last = program.last().map(PathBuf::from).unwrap_or_default();
+    let main = if program.len() > 1 && last.extension().is_some() {
+        last
+    } else {
+        first
+    };
+    main.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "program".into())
+}
+
 fn run(args: &Args, raw: &[OsString]) -> u8 {
     // --list-points runs no judge.
     let judge = args.judge.clone().unwrap_or_default();
-    let name = args.name.clone().unwrap_or_else(|| {
-        let program = PathBuf::from(&args.program[0]);
-        let last = args.program.last().map(PathBuf::from).unwrap_or_default();
-        // `python3 payouts.py` is named after the script, not the interpreter.
-        let main = if args.program.len() > 1 && last.extension().is_some() {
-            last
-        } else {
-            program
-        };
-        main.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "program".into())
-    });
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| default_name(&args.program));
     let mut process = Process::new(&name, &args.program).judge_command(&judge);
     if let Some(w) = &args.world {
         process = process.world_from(w);

@@ -212,29 +212,8 @@ impl Loop<'_> {
             match st.phase {
                 Phase::Done => return Ok(()),
                 Phase::Model | Phase::Paused => {
-                    let turn = st.turns as usize;
-                    w.notes().labels.asking(turn);
-                    let reply = self.reply(w, turn)?;
-                    w.notes().model_calls += 1;
-                    point!("reply arrived");
-                    if reply.is_empty() {
-                        st.phase = Phase::Done;
-                        st.answer = Some(format!("{} done", self.script.name));
-                        w.save(&mut cp, &st)?;
+                    if self.model_turn(w, &mut cp, &mut st)? {
                         return Ok(());
-                    }
-                    st.calls = reply
-                        .iter()
-                        .map(|c| ToolCall {
-                            id: c.id.clone(),
-                            tool: c.op.tool().to_owned(),
-                            args: c.args.clone(),
-                        })
-                        .collect();
-                    st.attempts = BTreeMap::new();
-                    st.phase = Phase::Tools;
-                    if self.design.saves_each_step() {
-                        w.save(&mut cp, &st)?;
                     }
                 }
                 Phase::Tools => {
@@ -280,6 +259,42 @@ impl Loop<'_> {
                 }
             }
         }
+    }
+
+    /// One turn of the model phase: asks the model for the reply of turn
+    /// `st.turns`, saves the final answer (`true`: the run is done) or the
+    /// reply's calls for the tools phase.
+    fn model_turn(
+        &self,
+        w: &mut World,
+        cp: &mut Checkpoint,
+        st: &mut State,
+    ) -> Result<bool, String> {
+        let turn = st.turns as usize;
+        w.notes().labels.asking(turn);
+        let reply = self.reply(w, turn)?;
+        w.notes().model_calls += 1;
+        point!("reply arrived");
+        if reply.is_empty() {
+            st.phase = Phase::Done;
+            st.answer = Some(format!("{} done", self.script.name));
+            w.save(cp, st)?;
+            return Ok(true);
+        }
+        st.calls = reply
+            .iter()
+            .map(|c| ToolCall {
+                id: c.id.clone(),
+                tool: c.op.tool().to_owned(),
+                args: c.args.clone(),
+            })
+            .collect();
+        st.attempts = BTreeMap::new();
+        st.phase = Phase::Tools;
+        if self.design.saves_each_step() {
+            w.save(cp, st)?;
+        }
+        Ok(false)
     }
 
     /// The call `id` as the checkpoint holds it: the reply's ID, tool and

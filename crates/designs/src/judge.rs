@@ -147,6 +147,24 @@ pub(crate) struct Records {
     notes: Vec<String>,
 }
 
+impl Records {
+    /// Counts the scripted effect `what`, found `n` times among the records.
+    fn effect(&mut self, what: String, n: usize) {
+        match n {
+            0 => {
+                self.missing += 1;
+                self.notes
+                    .push(format!("{what} never made it to the tracker"));
+            }
+            1 => {}
+            n => {
+                self.dups += n as u64 - 1;
+                self.notes.push(format!("{what} made {n} times"));
+            }
+        }
+    }
+}
+
 /// Records counted, by the tracker's fingerprint and whether judged by
 /// intent (a subject's worlds of one script).
 pub(crate) type RecordsMemo = Mutex<HashMap<(u128, bool), Arc<Records>>>;
@@ -158,32 +176,71 @@ fn lock(m: &RecordsMemo) -> std::sync::MutexGuard<'_, HashMap<(u128, bool), Arc<
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Whether a record's `text` stands for the `scripted` text: the same, or
+/// (judging `by_intent`) the script's reworded by a model that was asked
+/// again.
+fn same_record(by_intent: bool, text: &str, scripted: &str) -> bool {
+    text == scripted
+        || (by_intent
+            && text
+                .strip_prefix(scripted)
+                .is_some_and(|rest| rest.starts_with(" (take ")))
+}
+
+/// The issues by their title and body.
+fn index_by_text(issues: &[tracker::Issue]) -> HashMap<(&str, &str), Vec<&tracker::Issue>> {
+    let mut by_text: HashMap<(&str, &str), Vec<&tracker::Issue>> = HashMap::new();
+    for i in issues {
+        by_text
+            .entry((i.title.as_str(), i.body.as_str()))
+            .or_default()
+            .push(i);
+    }
+    by_text
+}
+
+/// How many records (issues' titles, comments) are worded as no scripted
+/// effect is: reworded by a model that was asked again.
+fn reworded(script: &Script, issues: &[tracker::Issue]) -> u64 {
+    let scripted: Vec<&str> = script
+        .effects()
+        .flat_map(|c| match &c.op {
+            Op::FileIssue { title, body } => vec![title.as_str(), body.as_str()],
+            Op::Comment { body, .. } => vec![body.as_str()],
+            Op::Search { .. } => Vec::new(),
+        })
+        .collect();
+    let n = issues
+        .iter()
+        .filter(|i| !scripted.contains(&i.title.as_str()))
+        .count()
+        + issues
+            .iter()
+            .flat_map(|i| &i.comments)
+            .filter(|c| !scripted.contains(&c.body.as_str()))
+            .count();
+    n as u64
+}
+
 /// Count the records `issues` hold of `script`'s effects.
 fn records(script: &Script, by_intent: bool, issues: &[tracker::Issue]) -> Records {
-    let (mut dups, mut missing) = (0u64, 0u64);
-    let mut v = Verdict::new();
+    let mut out = Records {
+        dups: 0,
+        missing: 0,
+        reworded: None,
+        notes: Vec::new(),
+    };
     // A record stands for a scripted effect when its text is the
     // script's, or (judging by intent) the script's reworded by a model
     // that was asked again.
-    let same = |text: &str, scripted: &str| {
-        text == scripted
-            || (by_intent
-                && text
-                    .strip_prefix(scripted)
-                    .is_some_and(|rest| rest.starts_with(" (take ")))
-    };
-    let comments = || issues.iter().flat_map(|i| &i.comments);
+    let same = |text: &str, scripted: &str| same_record(by_intent, text, scripted);
     // Judging by exact text, the issues by their title and body, found in
     // one pass (a sweep judges many worlds of a long job).
-    let mut by_text: HashMap<(&str, &str), Vec<&tracker::Issue>> = HashMap::new();
-    if !by_intent {
-        for i in issues {
-            by_text
-                .entry((i.title.as_str(), i.body.as_str()))
-                .or_default()
-                .push(i);
-        }
-    }
+    let by_text = if by_intent {
+        HashMap::new()
+    } else {
+        index_by_text(issues)
+    };
     // The issues that stand for `title` and `body` (more than one if filed
     // twice), in the tracker's order.
     let standing_for = |title: &str, body: &str| -> Vec<&tracker::Issue> {
@@ -219,47 +276,14 @@ fn records(script: &Script, by_intent: bool, issues: &[tracker::Issue]) -> Recor
             ),
             Op::Search { .. } => continue,
         };
-        match n {
-            0 => {
-                missing += 1;
-                v = v.note(format!("{what} never made it to the tracker"));
-            }
-            1 => {}
-            n => {
-                dups += n as u64 - 1;
-                v = v.note(format!("{what} made {n} times"));
-            }
-        }
+        out.effect(what, n);
     }
-    let mut reworded = None;
-    if by_intent {
-        let scripted: Vec<&str> = script
-            .effects()
-            .flat_map(|c| match &c.op {
-                Op::FileIssue { title, body } => vec![title.as_str(), body.as_str()],
-                Op::Comment { body, .. } => vec![body.as_str()],
-                Op::Search { .. } => Vec::new(),
-            })
-            .collect();
-        let n = issues
-            .iter()
-            .filter(|i| !scripted.contains(&i.title.as_str()))
-            .count()
-            + comments()
-                .filter(|c| !scripted.contains(&c.body.as_str()))
-                .count();
-        if n > 0 {
-            v = v.note(format!(
-                "{n} record(s) worded as a model asked again worded them: a lookup by \
-                     the first wording cannot find them"
-            ));
-        }
-        reworded = Some(n as u64);
+    out.reworded = by_intent.then(|| reworded(script, issues));
+    if let Some(n @ 1..) = out.reworded {
+        out.notes.push(format!(
+            "{n} record(s) worded as a model asked again worded them: a lookup by \
+                 the first wording cannot find them"
+        ));
     }
-    Records {
-        dups,
-        missing,
-        reworded,
-        notes: v.notes,
-    }
+    out
 }

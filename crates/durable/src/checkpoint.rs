@@ -459,6 +459,17 @@ impl<S: Durable> Checkpoint<S> {
             }
             At::Store { store, lease } => store.save(lease, &bytes, state.is_finished()),
         };
+        // Written: a holder's epoch never goes back between its saves (the
+        // fence compares epochs), and `last` holds the envelope just
+        // written, under the epoch it names (`check_fence` reads it back
+        // so instead of parsing the file).
+        assert!(
+            self.last.1 <= self.epoch,
+            "run {}: saved under epoch {} after saving under {}",
+            self.run.as_str(),
+            self.epoch,
+            self.last.1
+        );
         let (old, _) = std::mem::replace(&mut self.last, (bytes, self.epoch));
         self.spare = old;
         written
@@ -478,7 +489,15 @@ impl<S: Durable> Checkpoint<S> {
             return Ok(());
         };
         let on_disk = if !bytes.is_empty() && bytes == self.last.0 {
-            // What the last save wrote: its epoch is known.
+            // What the last save wrote: its epoch is known, and no higher
+            // than this holder's (asserted when it was written).
+            assert!(
+                self.last.1 <= self.epoch,
+                "run {}: the last save's epoch {} is above the holder's {}",
+                self.run.as_str(),
+                self.last.1,
+                self.epoch
+            );
             self.last.1
         } else {
             serde_json::from_slice::<EpochOnly>(&bytes)

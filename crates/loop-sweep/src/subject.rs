@@ -366,59 +366,13 @@ impl Subject for LoopSubject {
                 ));
             }
         }
-        let state = run_id()
-            .ok()
-            .and_then(|run| Checkpoint::load(w.files.as_ref(), &run).ok().flatten());
-        match &state {
-            Some(st) if st.phase == Phase::Done => {
-                let tools: BTreeMap<&str, &str> = st
-                    .messages
-                    .iter()
-                    .flat_map(|m| &m.calls)
-                    .map(|c| (c.id.as_str(), c.tool.as_str()))
-                    .collect();
-                for m in st.messages.iter().filter(|m| m.role == Role::Tool) {
-                    let id = m.call_id.as_deref().unwrap_or_default();
-                    let is_error = serde_json::from_str::<Value>(&m.text)
-                        .ok()
-                        .is_some_and(|r| r.get("error").is_some());
-                    if !is_error {
-                        continue;
-                    }
-                    if tools.get(id) == Some(&"code_patch") {
-                        dups += 1;
-                        v = v.note(format!(
-                            "code_patch {id} was applied again and failed: {}",
-                            m.text
-                        ));
-                    } else {
-                        v = v.note(format!("call {id} ended in an error: {}", m.text));
-                    }
-                }
-            }
-            _ => v = v.note("the run did not finish"),
-        }
+        v = final_state_notes(w, v, &mut dups);
         let t = &w.tally;
         for note in t.notes.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             v = v.note(note.clone());
         }
         if self.variant.power.is_some() {
-            let (lost, notes) = w.lost_saves();
-            for note in notes {
-                v = v.note(note);
-            }
-            if let Some(e) = &w.stopped {
-                v = v.note(format!("the run stopped: {e}"));
-            }
-            if w.sampled_cuts() > 0 {
-                v = v.note(format!(
-                    "{} power cut(s) chose from a sample of their disks",
-                    w.sampled_cuts()
-                ));
-            }
-            v = v
-                .count("lost saves", lost)
-                .count("stopped", u64::from(w.stopped.is_some()));
+            v = power_notes(w, v);
         }
         v.count("dups", dups)
             .count("missing", missing)
@@ -486,6 +440,65 @@ impl Subject for LoopSubject {
     fn power_cuts(&self) -> Option<&dyn sweep::power::PowerCuts<LoopWorld>> {
         Some(self)
     }
+}
+
+/// The notes on the run's saved state after the sweep's life: whether it
+/// finished, and each tool call that ended in an error (a `code_patch`
+/// applied again counts in `dups`).
+fn final_state_notes(w: &LoopWorld, mut v: Verdict, dups: &mut u64) -> Verdict {
+    let state = run_id()
+        .ok()
+        .and_then(|run| Checkpoint::load(w.files.as_ref(), &run).ok().flatten());
+    match &state {
+        Some(st) if st.phase == Phase::Done => {
+            let tools: BTreeMap<&str, &str> = st
+                .messages
+                .iter()
+                .flat_map(|m| &m.calls)
+                .map(|c| (c.id.as_str(), c.tool.as_str()))
+                .collect();
+            for m in st.messages.iter().filter(|m| m.role == Role::Tool) {
+                let id = m.call_id.as_deref().unwrap_or_default();
+                let is_error = serde_json::from_str::<Value>(&m.text)
+                    .ok()
+                    .is_some_and(|r| r.get("error").is_some());
+                if !is_error {
+                    continue;
+                }
+                if tools.get(id) == Some(&"code_patch") {
+                    *dups += 1;
+                    v = v.note(format!(
+                        "code_patch {id} was applied again and failed: {}",
+                        m.text
+                    ));
+                } else {
+                    v = v.note(format!("call {id} ended in an error: {}", m.text));
+                }
+            }
+        }
+        _ => v = v.note("the run did not finish"),
+    }
+    v
+}
+
+/// The notes and counters of a power-cut life: saves lost, a stopped run,
+/// sampled disks.
+fn power_notes(w: &LoopWorld, mut v: Verdict) -> Verdict {
+    let (lost, notes) = w.lost_saves();
+    for note in notes {
+        v = v.note(note);
+    }
+    if let Some(e) = &w.stopped {
+        v = v.note(format!("the run stopped: {e}"));
+    }
+    if w.sampled_cuts() > 0 {
+        v = v.note(format!(
+            "{} power cut(s) chose from a sample of their disks",
+            w.sampled_cuts()
+        ));
+    }
+    v.count("lost saves", lost)
+        .count("stopped", u64::from(w.stopped.is_some()))
 }
 
 impl sweep::power::PowerCuts<LoopWorld> for LoopSubject {

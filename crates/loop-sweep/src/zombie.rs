@@ -203,6 +203,21 @@ fn clean_hits(case: ZombieCase, t: &Arc<Transcript>) -> Result<Vec<Hit>, String>
     Ok(life.hits)
 }
 
+/// Runs the run as the other process, `b`, on its own thread (while `a`
+/// is held at its pause): how it ended.
+fn run_other(w: &World, case: ZombieCase, t: &Arc<Transcript>) -> Result<(), String> {
+    let b = w.agent(case, t, "b");
+    let ran = std::thread::spawn(move || crashpoint::record(|| b.run()).outcome)
+        .join()
+        .map_err(|_| "b panicked".to_string());
+    match ran {
+        Ok(crashpoint::Outcome::Finished(Ok(_))) => Ok(()),
+        Ok(crashpoint::Outcome::Finished(Err(e))) => Err(e.to_string()),
+        Ok(other) => Err(format!("{other:?}")),
+        Err(e) => Err(e),
+    }
+}
+
 /// Sweep one row: every hit of the clean run, the holder held there.
 pub fn sweep_case(case: ZombieCase) -> Result<ZombieRow, String> {
     let t = Arc::new(Transcript::parse(JOB, "the zombie job").map_err(|e| e.to_string())?);
@@ -220,16 +235,7 @@ pub fn sweep_case(case: ZombieCase) -> Result<ZombieRow, String> {
             .pause_at(hit.clone(), move || {
                 // Held past the lease; then another process runs the run.
                 std::thread::sleep(LEASE * 2);
-                let b = wb.agent(case, &tb, "b");
-                let ran = std::thread::spawn(move || crashpoint::record(|| b.run()).outcome)
-                    .join()
-                    .map_err(|_| "b panicked".to_string());
-                let end = match ran {
-                    Ok(crashpoint::Outcome::Finished(Ok(_))) => Ok(()),
-                    Ok(crashpoint::Outcome::Finished(Err(e))) => Err(e.to_string()),
-                    Ok(other) => Err(format!("{other:?}")),
-                    Err(e) => Err(e),
-                };
+                let end = run_other(&wb, case, &tb);
                 *ended.lock().unwrap_or_else(|e| e.into_inner()) = Some(end);
             })
             .run(|| a.run());

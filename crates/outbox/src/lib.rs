@@ -7,6 +7,7 @@
 //! `PowerDir` in the scenario's state before each life.
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::sync::{Arc, Mutex};
 

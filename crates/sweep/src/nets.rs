@@ -166,6 +166,28 @@ fn first_difference(a: &str, b: &str) -> (String, String) {
     }
 }
 
+/// Where two clean runs' hits `a` and `b` part: the first index they
+/// differ at, the hits there and the hits around it.
+fn divergence(a: &[Hit], b: &[Hit]) -> Divergence {
+    let index = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let around = |hits: &[Hit]| -> Vec<String> {
+        let lo = index.saturating_sub(2);
+        let hi = (index + 3).min(hits.len());
+        hits.get(lo..hi)
+            .unwrap_or_default()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    Divergence {
+        index,
+        first: a.get(index).map(ToString::to_string),
+        second: b.get(index).map(ToString::to_string),
+        first_around: around(a),
+        second_around: around(b),
+    }
+}
+
 fn compare_clean_runs(
     subject: &str,
     first: &Ran,
@@ -174,25 +196,9 @@ fn compare_clean_runs(
 ) -> Result<(), Error> {
     let (a, b) = (&first.last_hits, &second.last_hits);
     if a != b {
-        let index = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-        let around = |hits: &[Hit]| -> Vec<String> {
-            let lo = index.saturating_sub(2);
-            let hi = (index + 3).min(hits.len());
-            hits.get(lo..hi)
-                .unwrap_or_default()
-                .iter()
-                .map(ToString::to_string)
-                .collect()
-        };
         return Err(Error::Nondeterministic {
             subject: subject.to_owned(),
-            at: Box::new(Divergence {
-                index,
-                first: a.get(index).map(ToString::to_string),
-                second: b.get(index).map(ToString::to_string),
-                first_around: around(a),
-                second_around: around(b),
-            }),
+            at: Box::new(divergence(a, b)),
         });
     }
     let (va, vb) = (&first.result.verdict, &second.result.verdict);

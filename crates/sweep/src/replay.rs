@@ -238,6 +238,93 @@ impl<'a, S: Subject> Replayer<'a, S> {
         })
     }
 
+    /// The crashing lives of `scenario` on `world`, each crashed at its
+    /// hit, until one fails: that failure, and whether a life crashed (the
+    /// next life starts after a crash). Each life's trace goes to `lives`.
+    fn crashing_lives(
+        &self,
+        world: &mut S::World,
+        scenario: &Scenario,
+        deadline: Instant,
+        cut_disks: &mut Vec<u32>,
+        lives: &mut Vec<LifeTrace>,
+    ) -> (Option<Failure>, bool) {
+        let mut after_crash = false;
+        for (n, target) in scenario.hits.iter().enumerate() {
+            let ctx = Boot::new(scenario.state.clone(), n + 1, after_crash)
+                .with_disk(scenario.disk_after(n));
+            let handle = Handle::new(Some(target.clone()));
+            let which = WhichLife::Crashing(n + 1);
+            let lived = match self.life(world, &ctx, &handle, deadline, scenario, cut_disks) {
+                Ok(lived) => lived,
+                Err(error) => {
+                    let failure = Failure::Stopped {
+                        life: which,
+                        before: Some(target.clone()),
+                        error,
+                    };
+                    return (Some(failure), after_crash);
+                }
+            };
+            let (end, fail) = self.crash_end(&lived, &handle, which, target);
+            after_crash = true;
+            if self.trace {
+                lives.push(LifeTrace::new(Some(target), &lived.life.hits, end));
+            }
+            if fail.is_some() {
+                return (fail, after_crash);
+            }
+        }
+        (None, after_crash)
+    }
+
+    /// How the crashing life `which`, meant to crash at `target`, ended:
+    /// the line its trace ends with, and its failure (`None`: it crashed
+    /// at `target` as planned).
+    fn crash_end(
+        &self,
+        lived: &Lived,
+        handle: &Handle,
+        which: Life,
+        target: &Hit,
+    ) -> (String, Option<Failure>) {
+        match &lived.life.outcome {
+            Outcome::Crashed(_) => match self.hung(handle, which) {
+                Some(h) => (h.to_string(), Some(h)),
+                None if !lived.outlived.is_empty() => {
+                    let f = Failure::Outlived {
+                        life: which,
+                        threads: lived.outlived.clone(),
+                    };
+                    (f.to_string(), Some(f))
+                }
+                None => (format!("crashed at {target}"), None),
+            },
+            Outcome::Finished(Ok(())) => (
+                format!("finished before reaching {target}: the crash did not fire"),
+                Some(Failure::CrashDidNotFire {
+                    life: which,
+                    target: target.clone(),
+                }),
+            ),
+            Outcome::Finished(Err(e)) => (
+                format!("stopped with an error before reaching {target}: {e}"),
+                Some(Failure::Stopped {
+                    life: which,
+                    before: Some(target.clone()),
+                    error: e.to_string(),
+                }),
+            ),
+            Outcome::Panicked(m) => (
+                format!("panicked: {m}"),
+                Some(Failure::Panicked {
+                    life: which,
+                    message: m.clone(),
+                }),
+            ),
+        }
+    }
+
     pub(crate) fn replay(
         &self,
         scenario: &Scenario,
@@ -249,77 +336,10 @@ impl<'a, S: Subject> Replayer<'a, S> {
             Ok(w) => w,
             Err(error) => return self.no_world(scenario, order, error),
         };
-        let mut failure = None;
         let mut lives = Vec::new();
-        let mut after_crash = false;
         let mut cut_disks = Vec::new();
-        for (n, target) in scenario.hits.iter().enumerate() {
-            let ctx = Boot::new(scenario.state.clone(), n + 1, after_crash)
-                .with_disk(scenario.disk_after(n));
-            let handle = Handle::new(Some(target.clone()));
-            let which = WhichLife::Crashing(n + 1);
-            let (life, outlived) = match self.life(
-                &mut world,
-                &ctx,
-                &handle,
-                deadline,
-                scenario,
-                &mut cut_disks,
-            ) {
-                Ok(lived) => (lived.life, lived.outlived),
-                Err(error) => {
-                    failure = Some(Failure::Stopped {
-                        life: which,
-                        before: Some(target.clone()),
-                        error,
-                    });
-                    break;
-                }
-            };
-            let (end, fail) = match &life.outcome {
-                Outcome::Crashed(_) => match self.hung(&handle, which) {
-                    Some(h) => (h.to_string(), Some(h)),
-                    None if !outlived.is_empty() => {
-                        let f = Failure::Outlived {
-                            life: which,
-                            threads: outlived.clone(),
-                        };
-                        (f.to_string(), Some(f))
-                    }
-                    None => (format!("crashed at {target}"), None),
-                },
-                Outcome::Finished(Ok(())) => (
-                    format!("finished before reaching {target}: the crash did not fire"),
-                    Some(Failure::CrashDidNotFire {
-                        life: which,
-                        target: target.clone(),
-                    }),
-                ),
-                Outcome::Finished(Err(e)) => (
-                    format!("stopped with an error before reaching {target}: {e}"),
-                    Some(Failure::Stopped {
-                        life: which,
-                        before: Some(target.clone()),
-                        error: e.to_string(),
-                    }),
-                ),
-                Outcome::Panicked(m) => (
-                    format!("panicked: {m}"),
-                    Some(Failure::Panicked {
-                        life: which,
-                        message: m.clone(),
-                    }),
-                ),
-            };
-            after_crash = true;
-            if self.trace {
-                lives.push(LifeTrace::new(Some(target), &life.hits, end));
-            }
-            if fail.is_some() {
-                failure = fail;
-                break;
-            }
-        }
+        let (mut failure, after_crash) =
+            self.crashing_lives(&mut world, scenario, deadline, &mut cut_disks, &mut lives);
         let mut last_hits = Vec::new();
         let mut last_sites = Vec::new();
         if failure.is_none() {
@@ -424,54 +444,64 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 sites: Vec::new(),
                 hung: false,
             },
-            Ok(Lived { life, outlived }) => {
-                let mut hung = false;
-                let (end, failure) = match &life.outcome {
-                    Outcome::Finished(Ok(())) if !outlived.is_empty() => {
-                        let f = Failure::Outlived {
-                            life: which,
-                            threads: outlived,
-                        };
-                        (f.to_string(), Some(f))
-                    }
-                    Outcome::Finished(Ok(())) => ("finished".to_owned(), None),
-                    Outcome::Finished(Err(e)) => (
-                        format!("stopped with an error: {e}"),
-                        Some(Failure::Stopped {
-                            life: which,
-                            before: None,
-                            error: e.to_string(),
-                        }),
-                    ),
-                    Outcome::Crashed(h) => match self.hung(&handle, which) {
-                        Some(f) => {
-                            hung = true;
-                            (f.to_string(), Some(f))
-                        }
-                        None => (
-                            format!("crashed at {h} with no crash injected"),
-                            Some(Failure::Uninjected {
-                                life: which,
-                                hit: h.clone(),
-                            }),
-                        ),
-                    },
-                    Outcome::Panicked(m) => (
-                        format!("panicked: {m}"),
-                        Some(Failure::Panicked {
-                            life: which,
-                            message: m.clone(),
-                        }),
-                    ),
-                };
+            Ok(lived) => {
+                let (end, failure, hung) = self.final_end(&lived, &handle, which);
                 FinalRun {
                     failure,
                     end,
-                    hits: life.hits,
+                    hits: lived.life.hits,
                     sites: handle.sites(),
                     hung,
                 }
             }
+        }
+    }
+
+    /// How the final life `which` ended: the line its trace ends with, its
+    /// failure, and whether it was stopped for running too long.
+    fn final_end(
+        &self,
+        lived: &Lived,
+        handle: &Handle,
+        which: Life,
+    ) -> (String, Option<Failure>, bool) {
+        match &lived.life.outcome {
+            Outcome::Finished(Ok(())) if !lived.outlived.is_empty() => {
+                let f = Failure::Outlived {
+                    life: which,
+                    threads: lived.outlived.clone(),
+                };
+                (f.to_string(), Some(f), false)
+            }
+            Outcome::Finished(Ok(())) => ("finished".to_owned(), None, false),
+            Outcome::Finished(Err(e)) => (
+                format!("stopped with an error: {e}"),
+                Some(Failure::Stopped {
+                    life: which,
+                    before: None,
+                    error: e.to_string(),
+                }),
+                false,
+            ),
+            Outcome::Crashed(h) => match self.hung(handle, which) {
+                Some(f) => (f.to_string(), Some(f), true),
+                None => (
+                    format!("crashed at {h} with no crash injected"),
+                    Some(Failure::Uninjected {
+                        life: which,
+                        hit: h.clone(),
+                    }),
+                    false,
+                ),
+            },
+            Outcome::Panicked(m) => (
+                format!("panicked: {m}"),
+                Some(Failure::Panicked {
+                    life: which,
+                    message: m.clone(),
+                }),
+                false,
+            ),
         }
     }
 

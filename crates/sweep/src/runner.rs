@@ -234,7 +234,7 @@ fn sweep_states<S: Subject>(
                     .into_par_iter()
                     .for_each(|(sc, order)| subtree(&replayer, sc, order, &run)),
             });
-            let gathered = sink.inner.into_inner().unwrap_or_else(|e| e.into_inner());
+            let gathered = sink.finish();
             count += gathered.count;
             scenarios.extend(gathered.kept);
             if !config.trace && config.tally {

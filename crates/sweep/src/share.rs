@@ -130,6 +130,10 @@ enum Start<'p, W> {
 /// The worlds a final life's capture copied, by hit.
 type Captures<W> = HashMap<Hit, W>;
 
+/// A node's final life: its result, the captures of the worlds at its
+/// hits, the world kept for its children, and the tail its start leads to.
+type NodeFinal<W> = (Arc<Final>, Captures<W>, Option<W>, Option<StartTail<W>>);
+
 /// One in how many scenarios of each depth (index 0: depth 1) a sweep
 /// whose clean run passed `hits` hits replays from a fresh world.
 fn recheck_one_in(hits: usize) -> Vec<u32> {
@@ -419,55 +423,10 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             (false, Some(f)) => Some(f.key()),
             (false, None) => return self.brute(sc, order, run),
         };
-        // A leaf's world is not needed after its final life; a parent's is
-        // kept for the children whose hit has no capture.
-        let mut start_tail = None;
-        let (fin, mut captures, world) = if leaf {
-            match after.and_then(|a| memos.leaves.get(&(a, k + 1))) {
-                Some(f) => (f, HashMap::new(), None),
-                None => {
-                    let Some((mut fin, tail)) = self.leaf_life(world, &sc, &memos.tails) else {
-                        return self.brute(sc, order, run);
-                    };
-                    start_tail = tail;
-                    // A leaf has no children: its hits are not kept.
-                    fin.hits = None;
-                    let fin = Arc::new(fin);
-                    if let Some(a) = after {
-                        memos.leaves.insert((a, k + 1), Arc::clone(&fin));
-                    }
-                    (fin, HashMap::new(), None)
-                }
-            }
-        } else if self.captures {
-            let ran = self
-                .share
-                .copy(&world)
-                .and_then(|copy| self.final_life(copy, &sc, true, true));
-            let Some((fin, captures)) = ran else {
-                return self.brute(sc, order, run);
-            };
-            (Arc::new(fin), captures, Some(world))
-        } else {
-            // Not a leaf: `after` was taken.
-            let Some(after) = after else {
-                return self.brute(sc, order, run);
-            };
-            match memos.finals.get(&(after, k + 1)) {
-                Some(f) => (f, HashMap::new(), Some(world)),
-                None => {
-                    let ran = self
-                        .share
-                        .copy(&world)
-                        .and_then(|copy| self.final_life(copy, &sc, true, false));
-                    let Some((fin, _)) = ran else {
-                        return self.brute(sc, order, run);
-                    };
-                    let fin = Arc::new(fin);
-                    memos.finals.insert((after, k + 1), Arc::clone(&fin));
-                    (fin, HashMap::new(), Some(world))
-                }
-            }
+        let Some((fin, captures, world, start_tail)) =
+            self.node_final(&sc, world, after, memos, run)
+        else {
+            return self.brute(sc, order, run);
         };
         finished();
         let children = match (&fin.hits, leaf) {
@@ -478,21 +437,81 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             self.emit(sc, order, &fin, run);
         }
         if let (false, Some(world)) = (children.is_empty(), world) {
-            (run.progress)(Progress::Planned {
-                depth: k + 1,
-                count: children.len() as u64,
-            });
-            let parent = Mutex::new(world);
-            let jobs: Vec<_> = children
-                .into_iter()
-                .map(|(c, o)| {
-                    let start = Self::child_start(&mut captures, &c, &parent);
-                    (c, o, start)
-                })
-                .collect();
-            self.siblings(jobs, k + 1, run, memos);
+            self.children(children, captures, world, k + 1, run, memos);
         }
         start_tail
+    }
+
+    /// The final life of the node `sc` on `world` (crashed), from a memo
+    /// when `after` (the world's key) names one: its result, the captures
+    /// of the worlds at its hits, the world kept for the children whose
+    /// hit has no capture (`None` for a leaf), and the tail a leaf's start
+    /// leads to. `None`: run it without sharing.
+    fn node_final(
+        &self,
+        sc: &Scenario,
+        world: S::World,
+        after: Option<WorldKey>,
+        memos: &Memos<S::World>,
+        run: &Run<'_>,
+    ) -> Option<NodeFinal<S::World>> {
+        let k = sc.depth();
+        // A leaf's world is not needed after its final life; a parent's is
+        // kept for the children whose hit has no capture.
+        if k >= run.config.depth as usize {
+            if let Some(f) = after.and_then(|a| memos.leaves.get(&(a, k + 1))) {
+                return Some((f, HashMap::new(), None, None));
+            }
+            let (mut fin, tail) = self.leaf_life(world, sc, &memos.tails)?;
+            // A leaf has no children: its hits are not kept.
+            fin.hits = None;
+            let fin = Arc::new(fin);
+            if let Some(a) = after {
+                memos.leaves.insert((a, k + 1), Arc::clone(&fin));
+            }
+            return Some((fin, HashMap::new(), None, tail));
+        }
+        if self.captures {
+            let copy = self.share.copy(&world)?;
+            let (fin, captures) = self.final_life(copy, sc, true, true)?;
+            return Some((Arc::new(fin), captures, Some(world), None));
+        }
+        // Not a leaf: `after` was taken.
+        let after = after?;
+        if let Some(f) = memos.finals.get(&(after, k + 1)) {
+            return Some((f, HashMap::new(), Some(world), None));
+        }
+        let copy = self.share.copy(&world)?;
+        let (fin, _) = self.final_life(copy, sc, true, false)?;
+        let fin = Arc::new(fin);
+        memos.finals.insert((after, k + 1), Arc::clone(&fin));
+        Some((fin, HashMap::new(), Some(world), None))
+    }
+
+    /// Runs the `children` (of `depth`) of a node whose world after its
+    /// final life's crash is `world`, each from its capture if it has one.
+    fn children(
+        &self,
+        children: Vec<(Scenario, Vec<u32>)>,
+        mut captures: Captures<S::World>,
+        world: S::World,
+        depth: usize,
+        run: &Run<'_>,
+        memos: &Memos<S::World>,
+    ) {
+        (run.progress)(Progress::Planned {
+            depth,
+            count: children.len() as u64,
+        });
+        let parent = Mutex::new(world);
+        let jobs: Vec<_> = children
+            .into_iter()
+            .map(|(c, o)| {
+                let start = Self::child_start(&mut captures, &c, &parent);
+                (c, o, start)
+            })
+            .collect();
+        self.siblings(jobs, depth, run, memos);
     }
 
     /// The final life of `sc` on `world` (`after_crash`: the life before it

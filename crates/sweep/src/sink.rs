@@ -42,6 +42,17 @@ impl Sink<'_> {
         }
         let values = (!self.keep_all).then(|| Tally::values(&result, self.clean, self.counters));
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        // Every result is of this sink's crash state and of a depth the
+        // sweep planned (the tally would drop it silently otherwise);
+        // `finish` checks the counts add up.
+        let depth = result.scenario.depth();
+        assert!(
+            result.scenario.state == g.tally.state && (1..=g.tally.by_depth.len()).contains(&depth),
+            "a scenario of state {:?} and depth {depth} reached the sink of state {:?} and depth {}",
+            result.scenario.state,
+            g.tally.state,
+            g.tally.by_depth.len()
+        );
         g.count += 1;
         if let Some(values) = values {
             g.tally.add(&result, &values);
@@ -49,5 +60,34 @@ impl Sink<'_> {
         if self.keep_all || result.failure.is_some() {
             g.kept.push(result);
         }
+    }
+
+    /// What the sink gathered, once every scenario is in: the results
+    /// counted, tallied (unless all are kept) and kept add up.
+    pub(crate) fn finish(self) -> Gathered {
+        let g = self.inner.into_inner().unwrap_or_else(|e| e.into_inner());
+        let tallied: u64 = g.tally.by_depth.iter().sum();
+        let kept = g.kept.len() as u64;
+        if self.keep_all {
+            assert_eq!(
+                kept, g.count,
+                "a sink that keeps all kept {kept} of {} results",
+                g.count
+            );
+        } else {
+            assert_eq!(
+                tallied, g.count,
+                "a sink tallied {tallied} of {} results",
+                g.count
+            );
+            assert!(
+                kept <= g.count && g.tally.failed + g.tally.flaky <= g.count,
+                "a sink kept {kept} results and tallied {} failed and {} flaky of {} results",
+                g.tally.failed,
+                g.tally.flaky,
+                g.count
+            );
+        }
+        g
     }
 }

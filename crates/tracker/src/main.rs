@@ -9,6 +9,7 @@
 //! HTTP API of the crate's README until SIGTERM or SIGINT, then finishes the
 //! requests under way and exits 0. `mcp` serves the same tracker's tools
 //! over MCP on stdin/stdout until the client closes them (or SIGTERM).
+#![forbid(unsafe_code)]
 
 use std::io::Write;
 use std::net::SocketAddr;

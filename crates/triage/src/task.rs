@@ -199,22 +199,7 @@ impl Task {
                 known.join(", ")
             ));
         }
-        let mut calls = Vec::new();
-        let mut tokens: (u64, u64) = (0, 0);
-        for (n, reply) in transcript.replies.iter().enumerate() {
-            let turn = u32::try_from(n + 1).map_err(|_| "too many replies".to_owned())?;
-            // Saturating, as the agent adds up the same replies: the counts
-            // come from the file, and `paid_once` compares the two sums.
-            tokens.0 = tokens.0.saturating_add(reply.usage.input_tokens);
-            tokens.1 = tokens.1.saturating_add(reply.usage.output_tokens);
-            for call in &reply.calls {
-                calls.push(RecordedCall {
-                    turn,
-                    id: call.id.clone(),
-                    tool: call.tool.clone(),
-                });
-            }
-        }
+        let (calls, tokens) = recorded_calls(&transcript)?;
         Ok(Task {
             name: stem.to_owned(),
             description: raw.description,
@@ -338,6 +323,28 @@ pub fn parse_file(file: &str, path: &Path, text: &str) -> Result<Task, Failure> 
             format!("task file {} is not valid: {reason}", path.display()),
         )
     })
+}
+
+/// The calls a transcript records, each with its turn, and the tokens its
+/// replies add up to (input, output).
+fn recorded_calls(transcript: &Transcript) -> Result<(Vec<RecordedCall>, (u64, u64)), String> {
+    let mut calls = Vec::new();
+    let mut tokens: (u64, u64) = (0, 0);
+    for (n, reply) in transcript.replies.iter().enumerate() {
+        let turn = u32::try_from(n + 1).map_err(|_| "too many replies".to_owned())?;
+        // Saturating, as the agent adds up the same replies: the counts
+        // come from the file, and `paid_once` compares the two sums.
+        tokens.0 = tokens.0.saturating_add(reply.usage.input_tokens);
+        tokens.1 = tokens.1.saturating_add(reply.usage.output_tokens);
+        for call in &reply.calls {
+            calls.push(RecordedCall {
+                turn,
+                id: call.id.clone(),
+                tool: call.tool.clone(),
+            });
+        }
+    }
+    Ok((calls, tokens))
 }
 
 #[cfg(test)]

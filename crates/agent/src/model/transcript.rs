@@ -105,6 +105,53 @@ pub enum TranscriptError {
     },
 }
 
+/// The calls of reply `reply` (counted from 1), checked: each has an ID
+/// and a tool, and no ID was `seen` before (IDs go into `seen` with their
+/// reply).
+fn checked_calls(
+    raw: Vec<RawCall>,
+    reply: usize,
+    seen: &mut Vec<(String, usize)>,
+    path: &Path,
+) -> Result<Vec<ToolCall>, TranscriptError> {
+    let invalid = |reason: String| TranscriptError::Invalid {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let mut calls = Vec::with_capacity(raw.len());
+    for c in raw {
+        if c.id.is_empty() {
+            return Err(invalid(format!("reply {reply}: a call has an empty ID")));
+        }
+        if c.tool.is_empty() {
+            return Err(invalid(format!(
+                "reply {reply}: call {:?} names no tool",
+                c.id
+            )));
+        }
+        if let Some((_, first)) = seen.iter().find(|(id, _)| *id == c.id) {
+            return Err(TranscriptError::DuplicateCallId {
+                path: path.to_path_buf(),
+                id: c.id,
+                first: *first,
+                second: reply,
+            });
+        }
+        seen.push((c.id.clone(), reply));
+        let args = match c.args {
+            None => "{}".to_owned(),
+            Some(Value::String(raw)) => raw,
+            Some(v) => v.to_string(),
+        };
+        calls.push(ToolCall {
+            id: c.id,
+            tool: c.tool,
+            args,
+        });
+    }
+    Ok(calls)
+}
+
 #[derive(Deserialize)]
 struct RawTranscript {
     #[serde(default)]
@@ -188,38 +235,7 @@ impl Transcript {
                     n + 1
                 )));
             }
-            let mut calls = Vec::with_capacity(r.calls.len());
-            for c in r.calls {
-                if c.id.is_empty() {
-                    return Err(invalid(format!("reply {}: a call has an empty ID", n + 1)));
-                }
-                if c.tool.is_empty() {
-                    return Err(invalid(format!(
-                        "reply {}: call {:?} names no tool",
-                        n + 1,
-                        c.id
-                    )));
-                }
-                if let Some((_, first)) = seen.iter().find(|(id, _)| *id == c.id) {
-                    return Err(TranscriptError::DuplicateCallId {
-                        path,
-                        id: c.id,
-                        first: *first,
-                        second: n + 1,
-                    });
-                }
-                seen.push((c.id.clone(), n + 1));
-                let args = match c.args {
-                    None => "{}".to_owned(),
-                    Some(Value::String(raw)) => raw,
-                    Some(v) => v.to_string(),
-                };
-                calls.push(ToolCall {
-                    id: c.id,
-                    tool: c.tool,
-                    args,
-                });
-            }
+            let calls = checked_calls(r.calls, n + 1, &mut seen, &path)?;
             replies.push(Reply {
                 text: r.text,
                 calls,

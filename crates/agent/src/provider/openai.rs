@@ -222,28 +222,7 @@ impl OpenAi {
                 text = refusal;
             }
         }
-        let calls = msg
-            .tool_calls
-            .unwrap_or_default()
-            .into_iter()
-            .enumerate()
-            .map(|(i, tc)| {
-                let id = match tc.id {
-                    Some(id) if !id.is_empty() => id,
-                    _ => fallback_call_id(turn, i),
-                };
-                let args = match tc.function.arguments {
-                    None | Some(Value::Null) => "{}".to_owned(),
-                    Some(Value::String(raw)) => raw,
-                    Some(v) => v.to_string(),
-                };
-                ToolCall {
-                    id,
-                    tool: tc.function.name,
-                    args,
-                }
-            })
-            .collect();
+        let calls = wire_calls(msg.tool_calls.unwrap_or_default(), turn);
         let (input, output) = c
             .usage
             .map_or((0, 0), |u| (u.prompt_tokens, u.completion_tokens));
@@ -280,6 +259,31 @@ impl Model for OpenAi {
         )?;
         Ok(self.parse_reply(status, &text, turn)?)
     }
+}
+
+/// The tool calls of a reply of turn `turn`, with the IDs a provider left
+/// out made up ([`fallback_call_id`]) and missing arguments `{}`.
+fn wire_calls(calls: Vec<WireCall>, turn: usize) -> Vec<ToolCall> {
+    calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, tc)| {
+            let id = match tc.id {
+                Some(id) if !id.is_empty() => id,
+                _ => fallback_call_id(turn, i),
+            };
+            let args = match tc.function.arguments {
+                None | Some(Value::Null) => "{}".to_owned(),
+                Some(Value::String(raw)) => raw,
+                Some(v) => v.to_string(),
+            };
+            ToolCall {
+                id,
+                tool: tc.function.name,
+                args,
+            }
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]

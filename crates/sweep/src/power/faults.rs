@@ -155,12 +155,20 @@ pub fn fault_run<S: Subject>(
     if !finished {
         out.broken.push("the healthy life did not finish".into());
     }
+    check_end(s, &w, &mut out);
+    out
+}
+
+/// The end of a fault scenario on `w`, checked into `out`: every error
+/// names its file, and the judge finds every required counter zero (its
+/// notes go with a break, to explain it).
+fn check_end<S: Subject>(s: &S, w: &S::World, out: &mut FaultOutcome) {
     for e in &out.errors {
         if !e.contains("power:/") {
             out.broken.push(format!("an error names no file: {e}"));
         }
     }
-    let v = s.judge(&w);
+    let v = s.judge(w);
     for c in s.counters().into_iter().filter(|c| c.required_zero) {
         if v.get(&c.name) != 0 {
             out.broken.push(format!("{} = {}", c.name, v.get(&c.name)));
@@ -169,7 +177,6 @@ pub fn fault_run<S: Subject>(
     if !out.broken.is_empty() {
         out.broken.extend(v.notes.clone());
     }
-    out
 }
 
 /// Every fault of `sites` at depth 1 and 2, with and without a power cut

@@ -34,8 +34,9 @@ use super::{lock, Captures, Final, Memos, Shared};
 use crate::failure::Failure;
 use crate::plan::{expand, in_partition};
 use crate::progress::Progress;
+use crate::replay::FinalRun;
 use crate::scenario::Scenario;
-use crate::sharing::Tally;
+use crate::sharing::{Capture, Probe, Tally};
 use crate::sink::Run;
 use crate::subject::Subject;
 
@@ -296,12 +297,11 @@ impl<S: Subject> Shared<'_, '_, S> {
                 on: None,
             });
         };
-        let life = sc.depth() + 1;
         let mut seen = Seen {
             passed: Vec::new(),
             ended_on: None,
         };
-        if let Some((key, at)) = read(&probe, life, None) {
+        if let Some((key, at)) = read(&probe, sc.depth() + 1, None) {
             let at = Arc::new(at);
             match parents.memo.get(&key) {
                 // The whole life is an earlier one's.
@@ -309,15 +309,39 @@ impl<S: Subject> Shared<'_, '_, S> {
                 None => seen.passed.push((key, at, None)),
             }
         }
+        let (fin, captures, seen) =
+            self.watched_parent_life(&mut world, sc, parents, copy, probe, seen);
+        if let Some(reached) = seen.ended_on {
+            // Stopped at the position's hit by the watch, not by the time
+            // limit (or not run at all).
+            return self.ended_on_position(fin, reached, captures);
+        }
+        self.parent_finished(world, fin?, captures, seen.passed)
+    }
+
+    /// Runs the final life of the parent `sc` on `world` (unless `seen`
+    /// already ended on a position: its start), copying the world at each
+    /// hit and stopping at the first kept position: its run (`None` if not
+    /// run), the copies, and what the probe saw.
+    fn watched_parent_life(
+        &self,
+        world: &mut S::World,
+        sc: &Scenario,
+        parents: &Arc<Parents<S::World>>,
+        copy: Capture<S::World>,
+        probe: Probe,
+        seen: Seen<S::World>,
+    ) -> (Option<FinalRun>, Captures<S::World>, Seen<S::World>) {
+        let life = sc.depth() + 1;
         let store: Arc<Mutex<Captures<S::World>>> = Arc::default();
         let seen = Arc::new(Mutex::new(seen));
         let at_start = lock(&seen).ended_on.is_some();
-        let mut fin = if at_start {
+        let fin = if at_start {
             None
         } else {
             let (into, watched, parents) =
                 (Arc::clone(&store), Arc::clone(&seen), Arc::clone(parents));
-            Some(self.stoppable_life(&mut world, sc, move |hit, threads| {
+            Some(self.stoppable_life(world, sc, move |hit, threads| {
                 // With another thread running, the world at this hit is
                 // not the one a crash here leaves: no copy, no position.
                 if threads != 1 {
@@ -354,40 +378,61 @@ impl<S: Subject> Shared<'_, '_, S> {
                 ended_on: None,
             },
         );
-        if let Some((hit, at, pos)) = seen.ended_on {
-            // Stopped at the position's hit by the watch, not by the time
-            // limit (or not run at all).
-            let own: Vec<Hit> = match (&hit, fin.take()) {
-                (None, _) => Vec::new(),
-                (Some(hit), Some(fin)) => {
-                    let ours = matches!(&fin.failure,
-                        Some(Failure::Hung { last_hit, .. }) if last_hit == hit);
-                    if !ours || fin.hits.last() != Some(hit) {
-                        return None;
-                    }
-                    fin.hits
+        (fin, captures, seen)
+    }
+
+    /// A parent's life that ended on the kept position `pos` (at `hit`,
+    /// `None`: its start, with tallies `at`): the earlier life's end
+    /// grafted with its tallies, its own hits then the earlier life's,
+    /// renumbered; `None` if it was not stopped there by the watch or a
+    /// graft failed.
+    fn ended_on_position(
+        &self,
+        mut fin: Option<FinalRun>,
+        (hit, at, pos): Reached<S::World>,
+        captures: Captures<S::World>,
+    ) -> Option<ParentRun<S::World>> {
+        let own: Vec<Hit> = match (&hit, fin.take()) {
+            (None, _) => Vec::new(),
+            (Some(hit), Some(fin)) => {
+                let ours = matches!(&fin.failure,
+                    Some(Failure::Hung { last_hit, .. }) if last_hit == hit);
+                if !ours || fin.hits.last() != Some(hit) {
+                    return None;
                 }
-                (Some(_), None) => return None,
-            };
-            let earlier = &pos.life.hits;
-            let rest = renumbered(&own, earlier.get(..pos.passed)?, earlier.get(pos.passed..)?)?;
-            let end = Tail {
-                from: Arc::clone(&pos.from),
-                then: Then::End(Arc::clone(&pos.life.end)),
-            };
-            let mut result = self.grafted(&at, &end)?;
-            let passed = own.len();
-            let mut hits = own;
-            hits.extend(rest);
-            result.hits = Some(hits);
-            return Some(ParentRun {
-                fin: result,
-                captures,
-                kept: None,
-                on: Some((passed, at, pos)),
-            });
-        }
-        let fin = fin?;
+                fin.hits
+            }
+            (Some(_), None) => return None,
+        };
+        let earlier = &pos.life.hits;
+        let rest = renumbered(&own, earlier.get(..pos.passed)?, earlier.get(pos.passed..)?)?;
+        let end = Tail {
+            from: Arc::clone(&pos.from),
+            then: Then::End(Arc::clone(&pos.life.end)),
+        };
+        let mut result = self.grafted(&at, &end)?;
+        let passed = own.len();
+        let mut hits = own;
+        hits.extend(rest);
+        result.hits = Some(hits);
+        Some(ParentRun {
+            fin: result,
+            captures,
+            kept: None,
+            on: Some((passed, at, pos)),
+        })
+    }
+
+    /// A parent's life that ran on its own (`fin`), judged on `world`,
+    /// with its end and the positions it `passed` kept if it returned;
+    /// `None` if it hung or left threads running (replayed instead).
+    fn parent_finished(
+        &self,
+        world: S::World,
+        fin: FinalRun,
+        captures: Captures<S::World>,
+        passed: Vec<Passed>,
+    ) -> Option<ParentRun<S::World>> {
         // Like a time limit, threads that outlive their life are a matter
         // of timing, not of the world: replayed, not remembered.
         if fin.hung || matches!(fin.failure, Some(Failure::Outlived { .. })) {
@@ -401,7 +446,7 @@ impl<S: Subject> Shared<'_, '_, S> {
                 world: Mutex::new(world),
                 failure: ended,
             });
-            (end, seen.passed)
+            (end, passed)
         });
         Some(ParentRun {
             fin: Final {

@@ -138,11 +138,10 @@ impl<S: Subject> Shared<'_, '_, S> {
                 .final_life(world, sc, true, false)
                 .map(|(f, _)| (f, None));
         };
-        let life = sc.depth() + 1;
         // The life's start is a position too (before the boot, with nothing
         // in the program's memory): a whole life shared.
         let mut passed = Vec::new();
-        if let Some((key, at)) = read(&probe, life, None) {
+        if let Some((key, at)) = read(&probe, sc.depth() + 1, None) {
             match tails.memo.get(&key) {
                 Some(tail) => {
                     let fin = self.grafted(&at, &tail)?;
@@ -151,13 +150,33 @@ impl<S: Subject> Shared<'_, '_, S> {
                 None => passed.push((key, Arc::new(at))),
             }
         }
+        let (fin, seen) = self.watched_leaf_life(&mut world, sc, tails, probe, passed);
+        if let Some(ended_on) = seen.ended_on {
+            // Stopped at the tail's hit by the watch, not by the time limit.
+            return self.ended_on_tail(fin, ended_on, seen.passed, tails);
+        }
+        self.leaf_finished(world, fin, seen.passed, tails)
+    }
+
+    /// Runs the final life of the leaf `sc` on `world`, stopping at the
+    /// first hit with a tail; its run and what the probe saw (`passed`:
+    /// the positions seen before it ran).
+    fn watched_leaf_life(
+        &self,
+        world: &mut S::World,
+        sc: &Scenario,
+        tails: &Arc<Tails<S::World>>,
+        probe: crate::sharing::Probe,
+        passed: Vec<(TailKey, Arc<Tally>)>,
+    ) -> (FinalRun, Seen<S::World>) {
+        let life = sc.depth() + 1;
         let seen = Arc::new(Mutex::new(Seen {
             passed,
             ended_on: None,
         }));
         let fin = {
             let (seen, tails) = (Arc::clone(&seen), Arc::clone(tails));
-            self.stoppable_life(&mut world, sc, move |hit, threads| {
+            self.stoppable_life(world, sc, move |hit, threads| {
                 // With another thread running, what decides the rest of
                 // the life is not all in the world: no tail here.
                 if threads != 1 {
@@ -190,31 +209,54 @@ impl<S: Subject> Shared<'_, '_, S> {
                 ended_on: None,
             },
         );
-        if let Some((hit, at, tail)) = seen.ended_on {
-            // Stopped at the tail's hit by the watch, not by the time limit.
-            let ours =
-                matches!(&fin.failure, Some(Failure::Hung { last_hit, .. }) if *last_hit == hit);
-            if !ours {
-                return None;
-            }
-            // This life's start leads to that tail: a later life from the
-            // same start (and behaviour state) goes there too.
-            let start = seen.passed.into_iter().find(|(k, _)| k.1.is_none());
-            let fin = self.grafted(&at, &tail)?;
-            let Some((key, from)) = start else {
-                return Some((fin, None));
-            };
-            let short = tail.vias() < MAX_VIA;
-            let then = Then::Via { to: at, next: tail };
-            let via = Arc::new(Tail {
-                from: Arc::clone(&from),
-                then,
-            });
-            if short {
-                tails.memo.insert(key, Arc::clone(&via));
-            }
-            return Some((fin, Some((from, via))));
+        (fin, seen)
+    }
+
+    /// A leaf's life stopped at `hit`, where `tail` begins (with tallies
+    /// `at`): the tail's end grafted with them, and the tail its start now
+    /// leads to (remembered, unless the chain is long); `None` if the
+    /// watch did not stop it there or the graft failed.
+    fn ended_on_tail(
+        &self,
+        fin: FinalRun,
+        (hit, at, tail): (Hit, Arc<Tally>, Arc<Tail<S::World>>),
+        passed: Vec<(TailKey, Arc<Tally>)>,
+        tails: &Arc<Tails<S::World>>,
+    ) -> Option<(Final, Option<StartTail<S::World>>)> {
+        let ours = matches!(&fin.failure, Some(Failure::Hung { last_hit, .. }) if *last_hit == hit);
+        if !ours {
+            return None;
         }
+        // This life's start leads to that tail: a later life from the
+        // same start (and behaviour state) goes there too.
+        let start = passed.into_iter().find(|(k, _)| k.1.is_none());
+        let fin = self.grafted(&at, &tail)?;
+        let Some((key, from)) = start else {
+            return Some((fin, None));
+        };
+        let short = tail.vias() < MAX_VIA;
+        let then = Then::Via { to: at, next: tail };
+        let via = Arc::new(Tail {
+            from: Arc::clone(&from),
+            then,
+        });
+        if short {
+            tails.memo.insert(key, Arc::clone(&via));
+        }
+        Some((fin, Some((from, via))))
+    }
+
+    /// A leaf's life that ran to its end (`fin`), judged on `world`; if it
+    /// returned, its end is kept as the tail of every position it
+    /// `passed`, and the one at its start is returned with it. `None` if it
+    /// hung or left threads running (replayed instead).
+    fn leaf_finished(
+        &self,
+        world: S::World,
+        fin: FinalRun,
+        passed: Vec<(TailKey, Arc<Tally>)>,
+        tails: &Arc<Tails<S::World>>,
+    ) -> Option<(Final, Option<StartTail<S::World>>)> {
         // Like a time limit, threads that outlive their life are a matter
         // of timing, not of the world: replayed, not remembered.
         if fin.hung || matches!(fin.failure, Some(Failure::Outlived { .. })) {
@@ -225,14 +267,14 @@ impl<S: Subject> Shared<'_, '_, S> {
         let verdict = self.replayer.judge_only(&world, &mut failure);
         let mut start = None;
         if returned(&ended)
-            && !seen.passed.is_empty()
+            && !passed.is_empty()
             && tails.ends.fetch_add(1, Ordering::Relaxed) < END_CAP
         {
             let end = Arc::new(End {
                 world: Mutex::new(world),
                 failure: ended,
             });
-            for (key, from) in seen.passed {
+            for (key, from) in passed {
                 let is_start = key.1.is_none();
                 let tail = Arc::new(Tail {
                     from: Arc::clone(&from),

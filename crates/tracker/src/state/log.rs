@@ -174,27 +174,7 @@ impl LogStore {
             }
         }
         let mut st = State::default();
-        let mut applied = 0;
-        if let Some(bytes) = store.dir.read(INDEX).map_err(|e| store.io(e))? {
-            let index: IndexIn =
-                serde_json::from_slice(&bytes).map_err(|e| store.corrupt(INDEX, e.to_string()))?;
-            if index.version != VERSION {
-                return Err(store.corrupt(
-                    INDEX,
-                    format!(
-                        "format version {}, this build reads {VERSION}",
-                        index.version
-                    ),
-                ));
-            }
-            check_index(&index).map_err(|reason| store.corrupt(INDEX, reason))?;
-            applied = index.applied;
-            st.clock_ticks = index.clock_ticks;
-            st.comments_total = index.comments_total;
-            st.issues = index.issues.into();
-            st.keys = index.keys.into();
-            st.epochs = index.epochs.into();
-        }
+        let applied = store.read_index(&mut st)?;
         let mut seqs: Vec<u64> = names.iter().filter_map(|n| entry_seq(n)).collect();
         seqs.sort_unstable();
         let mut expected = applied + 1;
@@ -203,44 +183,77 @@ impl LogStore {
             if seq != expected {
                 return Err(store.corrupt(&name, format!("expected entry {expected} first")));
             }
-            let bytes = store
-                .dir
-                .read(&name)
-                .map_err(|e| store.io(e))?
-                .ok_or_else(|| store.corrupt(&name, "listed but missing"))?;
-            let entry: Entry =
-                serde_json::from_slice(&bytes).map_err(|e| store.corrupt(&name, e.to_string()))?;
-            if entry.seq != seq {
-                return Err(store.corrupt(&name, format!("holds entry {}", entry.seq)));
-            }
-            // Replay, and check that it answers as it did (assert on read
-            // what was true on write).
-            let (response, _) = st
-                .record(&entry.request)
-                .map_err(|e| store.corrupt(&name, format!("does not replay: {e}")))?;
-            if response != entry.response {
-                return Err(store.corrupt(
-                    &name,
-                    format!("replays as {response:?}, was {:?}", entry.response),
-                ));
-            }
-            st.raise(entry.fence.as_ref());
-            if let Some(k) = entry.key {
-                Arc::make_mut(&mut st.keys).insert(
-                    k,
-                    KeyEntry {
-                        request: entry.request,
-                        response: entry.response,
-                        at_tick: entry.tick,
-                    },
-                );
-            }
-            st.clock_ticks = st.clock_ticks.max(entry.tick);
+            store.replay_entry(&mut st, seq, &name)?;
             expected += 1;
         }
         store.next_seq = expected;
         st.log = Some(store);
         Ok(st)
+    }
+
+    /// Loads the index, if there is one, into `st`: how many entries it
+    /// has applied (0 without an index).
+    fn read_index(&self, st: &mut State) -> Result<u64, TrackerError> {
+        let Some(bytes) = self.dir.read(INDEX).map_err(|e| self.io(e))? else {
+            return Ok(0);
+        };
+        let index: IndexIn =
+            serde_json::from_slice(&bytes).map_err(|e| self.corrupt(INDEX, e.to_string()))?;
+        if index.version != VERSION {
+            return Err(self.corrupt(
+                INDEX,
+                format!(
+                    "format version {}, this build reads {VERSION}",
+                    index.version
+                ),
+            ));
+        }
+        check_index(&index).map_err(|reason| self.corrupt(INDEX, reason))?;
+        st.clock_ticks = index.clock_ticks;
+        st.comments_total = index.comments_total;
+        st.issues = index.issues.into();
+        st.keys = index.keys.into();
+        st.epochs = index.epochs.into();
+        Ok(index.applied)
+    }
+
+    /// Reads entry `seq` (the file `name`) and applies it to `st`,
+    /// checking it replays as it answered.
+    fn replay_entry(&self, st: &mut State, seq: u64, name: &str) -> Result<(), TrackerError> {
+        let bytes = self
+            .dir
+            .read(name)
+            .map_err(|e| self.io(e))?
+            .ok_or_else(|| self.corrupt(name, "listed but missing"))?;
+        let entry: Entry =
+            serde_json::from_slice(&bytes).map_err(|e| self.corrupt(name, e.to_string()))?;
+        if entry.seq != seq {
+            return Err(self.corrupt(name, format!("holds entry {}", entry.seq)));
+        }
+        // Replay, and check that it answers as it did (assert on read
+        // what was true on write).
+        let (response, _) = st
+            .record(&entry.request)
+            .map_err(|e| self.corrupt(name, format!("does not replay: {e}")))?;
+        if response != entry.response {
+            return Err(self.corrupt(
+                name,
+                format!("replays as {response:?}, was {:?}", entry.response),
+            ));
+        }
+        st.raise(entry.fence.as_ref());
+        if let Some(k) = entry.key {
+            Arc::make_mut(&mut st.keys).insert(
+                k,
+                KeyEntry {
+                    request: entry.request,
+                    response: entry.response,
+                    at_tick: entry.tick,
+                },
+            );
+        }
+        st.clock_ticks = st.clock_ticks.max(entry.tick);
+        Ok(())
     }
 
     /// Make one new record durable: log entry, then index, with a point
