@@ -174,10 +174,8 @@ impl Held {
             held.go();
         }
         // SAFETY: a signal to our own child, alive and waiting for us.
-        assert_eq!(
-            unsafe { libc::kill(held.child.id() as i32, libc::SIGSTOP) },
-            0
-        );
+        let stopped = unsafe { libc::kill(held.child.id() as i32, libc::SIGSTOP) };
+        assert_eq!(stopped, 0);
         held
     }
 
@@ -200,10 +198,8 @@ impl Held {
     /// Continue it (SIGCONT), answer every further hit, and collect it.
     fn resume(mut self) -> Out {
         // SAFETY: as in `stop_at`; the child is stopped, not gone.
-        assert_eq!(
-            unsafe { libc::kill(self.child.id() as i32, libc::SIGCONT) },
-            0
-        );
+        let continued = unsafe { libc::kill(self.child.id() as i32, libc::SIGCONT) };
+        assert_eq!(continued, 0);
         self.go();
         while self.next_hit().is_some() {
             self.go();
