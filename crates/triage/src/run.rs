@@ -28,6 +28,7 @@ mod hooks;
 pub(crate) mod input;
 mod list;
 mod lock;
+mod opened;
 mod parts;
 pub(crate) mod report;
 mod seeding;
@@ -52,17 +53,17 @@ use self::finished::{report_finished, report_saved};
 use self::hooks::{FirstSave, Hooks};
 use self::input::{check_tool_option, tool_options, Input};
 use self::lock::{take_lock, HeldLock};
+use self::opened::open_run;
 use self::report::Report;
 use self::seeding::{open_tracker, seed, seed_when_leased};
 use self::tools::{approver, workspace_and_tools};
-use crate::adopt;
 use crate::exit::{Exit, Failure};
 use crate::files;
 use crate::live::Mode;
 use crate::output::{self, plural, Printer};
 use crate::select::{Selection, Wanted};
 use crate::shutdown::Shutdown;
-use crate::stored::{self, StoreUrl};
+use crate::stored;
 use crate::task::{Catalog, Task};
 use crate::world::{StateDir, World};
 use crate::Cli;
@@ -80,36 +81,11 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
         return list::list_tasks(&catalog, printer);
     }
     // `--store DIR` is `--state DIR`; a database store goes its own way.
-    let as_dir;
-    let parsed = cli.store.as_deref().map(StoreUrl::parse).transpose()?;
-    if !matches!(parsed, Some(StoreUrl::Sqlite(_) | StoreUrl::Postgres(_)))
-        && cli.lease_secs != stored::DEFAULT_LEASE_SECS
-    {
-        return Err(Failure::usage(
-            "usage",
-            "--lease-secs is for a database --store (sqlite:PATH or postgres://…): a directory's \
-             runs are held by a lock file, with no lease to time out",
-        )
-        .hint("leave --lease-secs out, or run on a database store"));
-    }
-    let cli = match parsed {
-        None => cli,
-        Some(StoreUrl::Dir(dir)) => {
-            if cli.state.as_ref().is_some_and(|s| *s != dir) {
-                return Err(Failure::usage(
-                    "usage",
-                    "--store DIR and --state DIR name two directories: a directory store is its state directory",
-                )
-                .hint("pass one of them"));
-            }
-            let mut c = cli.clone();
-            c.state = Some(dir);
-            c.store = None;
-            as_dir = c;
-            &as_dir
-        }
-        Some(url) => return stored::execute(cli, printer, &url),
+    let as_dir = match input::store_of(cli)? {
+        input::Store::Database(url) => return stored::execute(cli, printer, &url),
+        input::Store::Dir(as_dir) => as_dir,
     };
+    let cli = as_dir.as_deref().unwrap_or(cli);
     let state = cli
         .state
         .as_ref()
@@ -125,72 +101,47 @@ pub fn execute(cli: &Cli, printer: &Shared) -> Result<Exit, Failure> {
     // From here on SIGTERM and SIGINT stop the run at its next step, after
     // the save that records where it stopped (before this, they kill the
     // process, which the run survives like any crash).
-    let shutdown = Shutdown::install().map_err(|e| {
-        Failure::run(
-            "io",
-            format!("cannot install the SIGTERM/SIGINT handlers: {e}"),
-        )
-    })?;
+    let shutdown = install_shutdown()?;
 
-    // 2. The state directory — created only for a new run of a known task,
-    // so bad input creates nothing — and, under its lock, the clean-up of
-    // crashed starts, the choice of the run and the run's lock: two starts
-    // of one task at once make one run (the second waits for the first to
-    // create it, then finds it held and reports "locked").
-    let sd = state_dir(cli, state, task.as_ref())?;
-    let Picked {
-        state_guard,
-        run,
-        how,
-        lock_name,
-        guard,
-    } = pick_run(cli, printer, &sd, task.as_ref())?;
-
-    // 3. The world: built for a new run, read for an existing or adopted
-    // one; then the temp files killed writers left in it are removed (we
-    // hold the run's lock, so no writer is alive).
-    let (world, before) = open_world(cli, printer, &sd, (&run, how), task.as_ref(), &env_mode)?;
-    drop(state_guard);
-    // A run with a checkpoint got past its first save: say so in its world
-    // (runs started before the mark existed get it here), so a world that
-    // later loses its checkpoint is refused, not adopted. A finished run is
-    // left as it is: restarting it writes nothing.
-    if before.as_ref().is_some_and(|s| s.phase != Phase::Done) {
-        adopt::mark_saved(&world.path, &run)?;
-    }
-    remove_leftovers(printer, &world)?;
+    // 2. The state directory and the run, locked; 3. its world.
+    let opened = open_run(cli, printer, state, task.as_ref(), &env_mode)?;
     let (already_done, mode) = announce(
         printer,
-        (sd.path(), &sd.checkpoint_path(&run)),
-        (&run, how),
-        &world,
-        before.as_ref(),
+        (opened.sd.path(), &opened.sd.checkpoint_path(&opened.run)),
+        (&opened.run, opened.how),
+        &opened.world,
+        opened.before.as_ref(),
         env_mode,
     );
 
     // 4. The loop, on the world's tracker (or the tracker service) and
     // workspace.
-    let checkpoints = HeldLock {
-        dir: sd.dir(),
-        name: lock_name,
-        guard: Mutex::new(Some(guard)),
-    };
     drive(Drive {
         cli,
         printer,
-        checkpoints: sd.dir(),
-        checkpoint_path: sd.checkpoint_path(&run),
-        run: &run,
-        world: &world,
-        fresh: before.is_none(),
+        checkpoints: opened.sd.dir(),
+        checkpoint_path: opened.sd.checkpoint_path(&opened.run),
+        run: &opened.run,
+        world: &opened.world,
+        fresh: opened.before.is_none(),
         already_done,
         mode,
         prices,
         shutdown: &shutdown,
-        holder: Holder::Lock(checkpoints),
+        holder: Holder::Lock(opened.held),
         on_claimed: None,
-        done: finished_result(&run, before.as_ref()),
-        written: before.map(|s| s.state.files).unwrap_or_default(),
+        done: finished_result(&opened.run, opened.before.as_ref()),
+        written: opened.before.map(|s| s.state.files).unwrap_or_default(),
+    })
+}
+
+/// Install the SIGTERM/SIGINT handlers ([`Shutdown`]).
+pub(crate) fn install_shutdown() -> Result<Shutdown, Failure> {
+    Shutdown::install().map_err(|e| {
+        Failure::run(
+            "io",
+            format!("cannot install the SIGTERM/SIGINT handlers: {e}"),
+        )
     })
 }
 

@@ -39,7 +39,6 @@ use serde_json::json;
 use crate::exit::{Exit, Failure};
 use crate::output::{self, Printer};
 use crate::remote;
-use crate::shutdown::Shutdown;
 use crate::stored::{self, owner_name, Given, Heartbeat, StoreUrl};
 use crate::task::Catalog;
 use crate::world::StateDir;
@@ -111,12 +110,7 @@ pub fn enqueue(e: &Enqueue, printer: &Shared) -> Result<Exit, Failure> {
 pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
     let url = database(&w.store)?;
     let worlds = url.worlds(w.state.as_deref())?;
-    let shutdown = Shutdown::install().map_err(|e| {
-        Failure::run(
-            "io",
-            format!("cannot install the SIGTERM/SIGINT handlers: {e}"),
-        )
-    })?;
+    let shutdown = crate::run::install_shutdown()?;
     // A worker makes no store: a path that holds none is a mistake, not
     // an empty queue.
     let Some(store) = url.open(false)? else {
@@ -213,26 +207,7 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
         tried.insert(run.clone());
         // Hand the claim back: the run's own command claims it by ID.
         store.release(&claim).map_err(Failure::from)?;
-        let cli = Cli {
-            task: None,
-            state: Some(worlds.clone()),
-            store: Some(w.store.clone()),
-            lease_secs: w.lease_secs,
-            die_after: None,
-            signal_after: None,
-            approve: w.approve,
-            run: Some(run.to_string()),
-            new_run: false,
-            json: w.json,
-            list_tasks: false,
-            tasks: None,
-            model: None,
-            record: None,
-            price: None,
-            die_after_reply: None,
-            tracker: None,
-            command: None,
-        };
+        let cli = run_cli(w, &worlds, &run);
         ran += 1;
         let ended = stored::execute_with(
             &cli,
@@ -297,6 +272,52 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
         }
         worst = worse(worst, exit);
     }
+    Ok(wrap_up(
+        printer,
+        &owner,
+        ran,
+        held,
+        &unfinished,
+        (stopped, worst),
+    ))
+}
+
+/// The flags of `triage --store URL --run ID` for a run this worker claimed:
+/// the run is opened exactly as that command opens it.
+fn run_cli(w: &Worker, worlds: &std::path::Path, run: &RunId) -> Cli {
+    Cli {
+        task: None,
+        state: Some(worlds.to_path_buf()),
+        store: Some(w.store.clone()),
+        lease_secs: w.lease_secs,
+        die_after: None,
+        signal_after: None,
+        approve: w.approve,
+        run: Some(run.to_string()),
+        new_run: false,
+        json: w.json,
+        list_tasks: false,
+        tasks: None,
+        model: None,
+        record: None,
+        price: None,
+        die_after_reply: None,
+        tracker: None,
+        command: None,
+    }
+}
+
+/// The worker's end: the runs it still holds given back, and its last line
+/// (what it ran, gave back and left); the exit code, `Stopped` first, then
+/// the worst run's, with runs left unfinished counted as fenced.
+fn wrap_up(
+    printer: &Shared,
+    owner: &str,
+    ran: u32,
+    held: Vec<Heartbeat>,
+    unfinished: &[(RunId, String)],
+    (stopped, worst): (bool, Exit),
+) -> Exit {
     // The runs this worker holds, once each (a run it tried and holds
     // again is one run, and a heartbeat that never won a lease holds none).
     let kept: BTreeSet<RunId> = held
@@ -307,17 +328,20 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
     for beat in held {
         beat.release();
     }
-    if !unfinished.is_empty() {
-        worst = worse(worst, Exit::Locked);
-    }
-    let exit = if stopped { Exit::Stopped } else { worst };
+    let exit = if stopped {
+        Exit::Stopped
+    } else if unfinished.is_empty() {
+        worst
+    } else {
+        worse(worst, Exit::Locked)
+    };
     let left = if unfinished.is_empty() {
         String::new()
     } else {
         format!(
             ", left {} unfinished run(s) other processes still hold ({})",
             unfinished.len(),
-            describe_left(&unfinished)
+            describe_left(unfinished)
         )
     };
     output::lock(printer).step(
@@ -336,7 +360,7 @@ pub fn work(w: &Worker, printer: &Shared) -> Result<Exit, Failure> {
                    .collect::<Vec<_>>(),
                "status": exit.name(), "exit": exit.code()}),
     );
-    Ok(exit)
+    exit
 }
 
 /// Whether `run` is done in the store by another holder's final save: the

@@ -28,45 +28,7 @@ pub(crate) fn loop_failure(
             Failure::from(e).hint(max_resumes_hint(&state_arg(cli), run, task))
         }
         E::Checkpoint(e) => Failure::from(e),
-        E::Paused { waiting } => {
-            let cause = output::lock(printer).pause.clone();
-            let rerun = rerun_command(cli, run, None);
-            let (why, hint) = match cause {
-                Some(PauseCause::Approval { tool, call }) => {
-                    if cli.approve == Approve::On && !io::stdin().is_terminal() {
-                        (
-                            format!("{tool} call {call} needs a person's approval, and stdin is not a terminal to ask at"),
-                            format!(
-                                "rerun at a terminal to be asked, or approve gated calls with --approve off: {}",
-                                rerun_command(cli, run, Some("off"))
-                            ),
-                        )
-                    } else {
-                        (
-                            format!("{tool} call {call} waits for a person's approval"),
-                            format!("rerun to be asked again: {rerun}"),
-                        )
-                    }
-                }
-                Some(PauseCause::Question { tool, call, why }) => (
-                    format!("{tool} call {call} may have acted before the run stopped; {why}; only a person can say whether it did"),
-                    format!(
-                        "rerun at a terminal with --approve on to answer: {}",
-                        rerun_command(cli, run, Some("on"))
-                    ),
-                ),
-                None => (
-                    format!("waiting on a person for {}", waiting.join(", ")),
-                    format!("rerun to continue: {rerun}"),
-                ),
-            };
-            Failure::new(
-                Exit::Paused,
-                "paused",
-                format!("run {run} is paused (phase paused, saved): {why}"),
-            )
-            .hint(hint)
-        }
+        E::Paused { waiting } => paused(&waiting, run, cli, printer),
         E::Model { .. } => Failure::run("model", e.to_string()),
         E::TurnLimit { .. } | E::TokenLimit { .. } | E::DollarLimit { .. } => {
             Failure::run("limit", e.to_string())
@@ -95,6 +57,48 @@ pub(crate) fn loop_failure(
         )
         .hint(format!("or continue it by its ID: {}", rerun_command(cli, run, None))),
     }
+}
+
+/// The failure of a run paused for a person: why it waits, and the command
+/// that goes on (at a terminal when a question is to be asked).
+fn paused(waiting: &[String], run: &RunId, cli: &Cli, printer: &Shared) -> Failure {
+    let cause = output::lock(printer).pause.clone();
+    let rerun = rerun_command(cli, run, None);
+    let (why, hint) = match cause {
+        Some(PauseCause::Approval { tool, call }) => {
+            if cli.approve == Approve::On && !io::stdin().is_terminal() {
+                (
+                    format!("{tool} call {call} needs a person's approval, and stdin is not a terminal to ask at"),
+                    format!(
+                        "rerun at a terminal to be asked, or approve gated calls with --approve off: {}",
+                        rerun_command(cli, run, Some("off"))
+                    ),
+                )
+            } else {
+                (
+                    format!("{tool} call {call} waits for a person's approval"),
+                    format!("rerun to be asked again: {rerun}"),
+                )
+            }
+        }
+        Some(PauseCause::Question { tool, call, why }) => (
+            format!("{tool} call {call} may have acted before the run stopped; {why}; only a person can say whether it did"),
+            format!(
+                "rerun at a terminal with --approve on to answer: {}",
+                rerun_command(cli, run, Some("on"))
+            ),
+        ),
+        None => (
+            format!("waiting on a person for {}", waiting.join(", ")),
+            format!("rerun to continue: {rerun}"),
+        ),
+    };
+    Failure::new(
+        Exit::Paused,
+        "paused",
+        format!("run {run} is paused (phase paused, saved): {why}"),
+    )
+    .hint(hint)
 }
 
 /// The command that continues this run, for hints.

@@ -8,6 +8,7 @@ use durable::RunId;
 use crate::exit::Failure;
 use crate::live::Mode;
 use crate::remote;
+use crate::stored::{self, StoreUrl};
 use crate::task::{self, Catalog, Task};
 use crate::Cli;
 
@@ -92,4 +93,46 @@ pub(crate) fn check_tool_option(task: &Task, option: &str, tool: &str) -> Result
         format!("{option} {tool}: task {} never calls {tool}", task.name),
     )
     .hint(format!("it calls {}", tools.join(", "))))
+}
+
+/// Where a run's store is, by `--store` and `--state`.
+pub(crate) enum Store {
+    /// A state directory: `--state DIR`, or `--store DIR` (then the flags
+    /// rewritten to say `--state DIR`).
+    Dir(Option<Box<Cli>>),
+    /// A database store (`sqlite:PATH` or `postgres://…`).
+    Database(StoreUrl),
+}
+
+/// Read `--store` against `--state` and `--lease-secs`: `--store DIR` is
+/// `--state DIR`, and a lease is for a database store only.
+pub(crate) fn store_of(cli: &Cli) -> Result<Store, Failure> {
+    let parsed = cli.store.as_deref().map(StoreUrl::parse).transpose()?;
+    if !matches!(parsed, Some(StoreUrl::Sqlite(_) | StoreUrl::Postgres(_)))
+        && cli.lease_secs != stored::DEFAULT_LEASE_SECS
+    {
+        return Err(Failure::usage(
+            "usage",
+            "--lease-secs is for a database --store (sqlite:PATH or postgres://…): a directory's \
+             runs are held by a lock file, with no lease to time out",
+        )
+        .hint("leave --lease-secs out, or run on a database store"));
+    }
+    Ok(match parsed {
+        None => Store::Dir(None),
+        Some(StoreUrl::Dir(dir)) => {
+            if cli.state.as_ref().is_some_and(|s| *s != dir) {
+                return Err(Failure::usage(
+                    "usage",
+                    "--store DIR and --state DIR name two directories: a directory store is its state directory",
+                )
+                .hint("pass one of them"));
+            }
+            let mut c = cli.clone();
+            c.state = Some(dir);
+            c.store = None;
+            Store::Dir(Some(Box::new(c)))
+        }
+        Some(url) => Store::Database(url),
+    })
 }
