@@ -409,12 +409,14 @@ impl Watch<'_> {
                 if self.fresh.remove(&pid) || self.known.insert(pid) {
                     tree.insert(pid.as_raw());
                 }
+                resume(pid, None)
             }
             libc::PTRACE_EVENT_SECCOMP => {
                 if !stop_at_call(pid, self.io, self.names, self.events)? {
                     self.ending = true;
                     tree.kill_all();
                 }
+                resume(pid, None)
             }
             libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE => {
                 if let Ok(new) = ptrace::getevent(pid) {
@@ -424,6 +426,7 @@ impl Watch<'_> {
                     }
                     tree.insert(new.as_raw());
                 }
+                resume(pid, None)
             }
             libc::PTRACE_EVENT_EXEC => {
                 // A thread that called exec takes the leader's id;
@@ -435,10 +438,10 @@ impl Watch<'_> {
                         tree.remove(former.as_raw());
                     }
                 }
+                resume(pid, None)
             }
-            _ => {}
+            _ => resume(pid, None),
         }
-        resume(pid, None)
     }
 }
 
