@@ -680,11 +680,32 @@ fn bench_triage_process(samples: usize) -> Result<(), String> {
 /// with and without the fork server (its example judge, a Python process
 /// per scenario, in both).
 fn fork_server(exe: &std::path::Path, samples: usize) -> Result<(), String> {
-    use std::process::Stdio;
-    use sweep::process::Process;
     println!("\n== the fork server ({samples} samples, median; per life = sweep time / lives)");
+    let floor = spawn_floor(exe, samples);
+    let mut per_life = Vec::new();
+    for fork in [false, true] {
+        per_life.push(point_child_life(exe, samples, fork)?);
+    }
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "floor: spawn the binary and wait             {:>10.1} µs",
+        us(floor)
+    );
+    for ((d, lives), how) in per_life.iter().zip(["exec'd", "forked"]) {
+        println!(
+            "a life in a depth-2 sweep, {how} ({lives} lives) {:>10.1} µs = {:>5.2}x the floor",
+            us(*d),
+            d.as_secs_f64() / floor.as_secs_f64()
+        );
+    }
+    fork_server_payouts()
+}
+
+/// The floor: the median time to spawn the point child and wait for it.
+fn spawn_floor(exe: &std::path::Path, samples: usize) -> Duration {
+    use std::process::Stdio;
     let spawns = 20;
-    let floor = median(
+    median(
         (0..samples)
             .map(|_| {
                 let t = Instant::now();
@@ -701,50 +722,50 @@ fn fork_server(exe: &std::path::Path, samples: usize) -> Result<(), String> {
                 t.elapsed() / spawns
             })
             .collect(),
-    );
-    let mut per_life = Vec::new();
-    for fork in [false, true] {
-        let mut p = Process::new(
-            "point child",
-            [exe.as_os_str(), "point-child".as_ref(), "4".as_ref()],
-        )
-        .judge_with(|_| Ok(sweep::Verdict::new().count("none", 0)))
-        .counters(vec![sweep::Counter::new("none")]);
-        if let Some(ram) = sweep::process::ram_disk() {
-            p = p.worlds_in(ram);
-        }
-        if fork {
-            p = p.fork_server();
-        }
-        let p = p.discover().map_err(|e| e.to_string())?;
-        let config = Config {
-            depth: 2,
-            threads: Some(1),
-            ..Config::default()
-        };
-        let mut times = Vec::new();
-        let mut lives = 0;
-        for _ in 0..samples {
-            let t = Instant::now();
-            let r = sweep::run(&p, &config).map_err(|e| e.to_string())?;
-            lives = r.stats.lives;
-            times.push(t.elapsed() / u32::try_from(lives.max(1)).unwrap_or(1));
-        }
-        per_life.push((median(times), lives));
-    }
-    let us = |d: Duration| d.as_secs_f64() * 1e6;
-    println!(
-        "floor: spawn the binary and wait             {:>10.1} µs",
-        us(floor)
-    );
-    for ((d, lives), how) in per_life.iter().zip(["exec'd", "forked"]) {
-        println!(
-            "a life in a depth-2 sweep, {how} ({lives} lives) {:>10.1} µs = {:>5.2}x the floor",
-            us(*d),
-            d.as_secs_f64() / floor.as_secs_f64()
-        );
-    }
+    )
+}
 
+/// The median time of a life in a depth-2 sweep of the point child,
+/// exec'd or forked, and how many lives a sweep runs.
+fn point_child_life(
+    exe: &std::path::Path,
+    samples: usize,
+    fork: bool,
+) -> Result<(Duration, u64), String> {
+    use sweep::process::Process;
+    let mut p = Process::new(
+        "point child",
+        [exe.as_os_str(), "point-child".as_ref(), "4".as_ref()],
+    )
+    .judge_with(|_| Ok(sweep::Verdict::new().count("none", 0)))
+    .counters(vec![sweep::Counter::new("none")]);
+    if let Some(ram) = sweep::process::ram_disk() {
+        p = p.worlds_in(ram);
+    }
+    if fork {
+        p = p.fork_server();
+    }
+    let p = p.discover().map_err(|e| e.to_string())?;
+    let config = Config {
+        depth: 2,
+        threads: Some(1),
+        ..Config::default()
+    };
+    let mut times = Vec::new();
+    let mut lives = 0;
+    for _ in 0..samples {
+        let t = Instant::now();
+        let r = sweep::run(&p, &config).map_err(|e| e.to_string())?;
+        lives = r.stats.lives;
+        times.push(t.elapsed() / u32::try_from(lives.max(1)).unwrap_or(1));
+    }
+    Ok((median(times), lives))
+}
+
+/// The Python payouts example swept exec'd and forked, with the example
+/// judge and with the same counts in awk: scenarios per second, and
+/// whether both tables agree.
+fn fork_server_payouts() -> Result<(), String> {
     let root = crate::root();
     let script = root.join("clients/python/examples/payouts.py");
     let judge = format!(
@@ -763,38 +784,9 @@ fn fork_server(exe: &std::path::Path, samples: usize) -> Result<(), String> {
         let mut rates = Vec::new();
         let mut tables = Vec::new();
         for fork in [false, true] {
-            let mut p = Process::new("payouts.py", ["python3".as_ref(), script.as_os_str()])
-                .world_from(&world)
-                .judge_command(judge);
-            if let Some(ram) = sweep::process::ram_disk() {
-                p = p.worlds_in(ram);
-            }
-            if fork {
-                p = p.fork_server();
-            }
-            let p = p.discover().map_err(|e| e.to_string())?;
-            let config = Config {
-                depth: 2,
-                threads: Some(2),
-                ..Config::default()
-            };
-            let t = Instant::now();
-            let r = sweep::run(&p, &config).map_err(|e| e.to_string())?;
-            let d = t.elapsed();
-            let n = r.stats.scenarios;
-            let procs = r.stats.processes.unwrap_or_default();
-            let rate = n as f64 / d.as_secs_f64();
-            println!(
-                "python payouts, depth 2, {which}, {}: {n} scenarios in {:>7.2} s = {rate:>6.2} scenarios/s; {} processes ({} lives, {} forked, {} judges)",
-                if fork { "fork server" } else { "exec'd" },
-                d.as_secs_f64(),
-                procs.total(),
-                procs.lives,
-                procs.forked,
-                procs.judges
-            );
+            let (rate, table) = payouts_sweep(&script, &world, judge, which, fork)?;
             rates.push(rate);
-            tables.push(sweep::table(&r.rows()));
+            tables.push(table);
         }
         println!(
             "python payouts, {which}: the fork server sweeps {:.1}x the scenarios per second; same table: {}",
@@ -804,4 +796,47 @@ fn fork_server(exe: &std::path::Path, samples: usize) -> Result<(), String> {
     }
     let _ = std::fs::remove_dir(&world);
     Ok(())
+}
+
+/// One depth-2 sweep of the payouts example, its line printed: its
+/// scenarios per second and its table.
+fn payouts_sweep(
+    script: &std::path::Path,
+    world: &std::path::Path,
+    judge: &str,
+    which: &str,
+    fork: bool,
+) -> Result<(f64, String), String> {
+    use sweep::process::Process;
+    let mut p = Process::new("payouts.py", ["python3".as_ref(), script.as_os_str()])
+        .world_from(world)
+        .judge_command(judge);
+    if let Some(ram) = sweep::process::ram_disk() {
+        p = p.worlds_in(ram);
+    }
+    if fork {
+        p = p.fork_server();
+    }
+    let p = p.discover().map_err(|e| e.to_string())?;
+    let config = Config {
+        depth: 2,
+        threads: Some(2),
+        ..Config::default()
+    };
+    let t = Instant::now();
+    let r = sweep::run(&p, &config).map_err(|e| e.to_string())?;
+    let d = t.elapsed();
+    let n = r.stats.scenarios;
+    let procs = r.stats.processes.unwrap_or_default();
+    let rate = n as f64 / d.as_secs_f64();
+    println!(
+        "python payouts, depth 2, {which}, {}: {n} scenarios in {:>7.2} s = {rate:>6.2} scenarios/s; {} processes ({} lives, {} forked, {} judges)",
+        if fork { "fork server" } else { "exec'd" },
+        d.as_secs_f64(),
+        procs.total(),
+        procs.lives,
+        procs.forked,
+        procs.judges
+    );
+    Ok((rate, sweep::table(&r.rows())))
 }

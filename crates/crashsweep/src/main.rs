@@ -208,7 +208,9 @@ fn default_name(program: &[OsString]) -> String {
         .unwrap_or_else(|| "program".into())
 }
 
-fn run(args: &Args, raw: &[OsString]) -> u8 {
+/// The process subject the flags describe, not yet discovered; `Err`: a
+/// usage error's words.
+fn process_of(args: &Args) -> Result<Process, String> {
     // --list-points runs no judge.
     let judge = args.judge.clone().unwrap_or_default();
     let name = args
@@ -221,11 +223,10 @@ fn run(args: &Args, raw: &[OsString]) -> u8 {
     }
     if let Some(d) = &args.worlds_in {
         if !d.is_dir() {
-            eprintln!(
-                "error: --worlds-in {}: not a directory (it must exist; nothing was run)",
+            return Err(format!(
+                "--worlds-in {}: not a directory (it must exist; nothing was run)",
                 d.display()
-            );
-            return EXIT_USAGE;
+            ));
         }
         process = process.worlds_in(d);
     }
@@ -248,14 +249,20 @@ fn run(args: &Args, raw: &[OsString]) -> u8 {
         process = process.count_only(c);
     }
     if args.io_points {
-        match io_points(args) {
-            Ok(io) => process = process.io_points(io),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_USAGE;
-            }
-        }
+        let io = io_points(args).map_err(|e| e.to_string())?;
+        process = process.io_points(io);
     }
+    Ok(process)
+}
+
+fn run(args: &Args, raw: &[OsString]) -> u8 {
+    let process = match process_of(args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
     if args.list_points {
         return match process.list_points() {
             Ok(listing) => {

@@ -237,6 +237,35 @@ impl Process {
     /// (unless [`Process::count_only`]). Counters declared with
     /// [`Process::counters`] are kept as they are.
     pub fn discover(mut self) -> Result<Process, ProcessError> {
+        self.check_setup()?;
+        if !self.counters.is_empty() {
+            return Ok(self);
+        }
+        let verdict = self.discovery_run()?;
+        if verdict.counts.is_empty() {
+            return Err(ProcessError::NoCounters {
+                subject: self.name.clone(),
+            });
+        }
+        self.counters = verdict
+            .counts
+            .iter()
+            .map(|(n, _)| {
+                let c = Counter::new(n);
+                if self.count_only.contains(n) {
+                    c
+                } else {
+                    c.required()
+                }
+            })
+            .collect();
+        Ok(self)
+    }
+
+    /// The checks before discovery: a program, a readable template, and
+    /// I/O points (traceable, their names known) or a fork server that
+    /// works, never both.
+    fn check_setup(&self) -> Result<(), ProcessError> {
         if self.argv.is_empty() {
             return Err(ProcessError::NoProgram {
                 subject: self.name.clone(),
@@ -267,9 +296,12 @@ impl Process {
         if self.fork.wanted {
             self.check_fork_server()?;
         }
-        if !self.counters.is_empty() {
-            return Ok(self);
-        }
+        Ok(())
+    }
+
+    /// The discovery life: the program run once to its end in a fresh
+    /// world, then the judge's verdict on that world.
+    fn discovery_run(&self) -> Result<Verdict, ProcessError> {
         let discovery = |reason: String| ProcessError::Discovery {
             subject: self.name.clone(),
             reason,
@@ -300,25 +332,7 @@ impl Process {
                 subject: self.name.clone(),
             });
         }
-        let verdict = self.try_judge(&world).map_err(discovery)?;
-        if verdict.counts.is_empty() {
-            return Err(ProcessError::NoCounters {
-                subject: self.name.clone(),
-            });
-        }
-        self.counters = verdict
-            .counts
-            .iter()
-            .map(|(n, _)| {
-                let c = Counter::new(n);
-                if self.count_only.contains(n) {
-                    c
-                } else {
-                    c.required()
-                }
-            })
-            .collect();
-        Ok(self)
+        self.try_judge(&world).map_err(discovery)
     }
 
     /// A scratch directory where worlds are made.

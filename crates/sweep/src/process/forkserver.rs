@@ -205,33 +205,7 @@ impl ForkServer {
             .spawn()
             .map_err(|e| format!("the fork server {shown} could not start: {e}"))?;
         drop(theirs);
-        let refuse = |child: &mut Child, why: String| {
-            let _ = child.kill();
-            let status = child.wait().map(describe_status).unwrap_or_default();
-            let err = std::fs::read_to_string(&err_path).unwrap_or_default();
-            format!("the fork server {shown} {why} (it {status}){}", tail(&err))
-        };
-        let first = match first_line(&ours, &mut child) {
-            Ok(line) => line,
-            Err(why) => return Err(refuse(&mut child, why)),
-        };
-        if first != "ready" {
-            return Err(refuse(
-                &mut child,
-                format!("wrote {first:?} before `ready`: call ready() before any point"),
-            ));
-        }
-        let threads = threads_of(child.id());
-        if threads.len() > 1 {
-            return Err(refuse(
-                &mut child,
-                format!(
-                    "had {} threads at ready() ({}): a fork server forks one thread only",
-                    threads.len(),
-                    threads.join(", ")
-                ),
-            ));
-        }
+        Self::wait_ready(&ours, &mut child, &shown, &err_path)?;
         ours.set_read_timeout(None).map_err(io)?;
         let state = Arc::new((Mutex::new(State::default()), Condvar::new()));
         let reader = ours.try_clone().map_err(io)?;
@@ -247,6 +221,44 @@ impl ForkServer {
             shown,
             _dir: dir,
         })
+    }
+
+    /// Wait for the server's `ready`, with one thread only; else it is
+    /// killed and the error says why, with its stderr's tail.
+    fn wait_ready(
+        ours: &UnixStream,
+        child: &mut Child,
+        shown: &str,
+        err_path: &Path,
+    ) -> Result<(), String> {
+        let refuse = |child: &mut Child, why: String| {
+            let _ = child.kill();
+            let status = child.wait().map(describe_status).unwrap_or_default();
+            let err = std::fs::read_to_string(err_path).unwrap_or_default();
+            format!("the fork server {shown} {why} (it {status}){}", tail(&err))
+        };
+        let first = match first_line(ours, child) {
+            Ok(line) => line,
+            Err(why) => return Err(refuse(child, why)),
+        };
+        if first != "ready" {
+            return Err(refuse(
+                child,
+                format!("wrote {first:?} before `ready`: call ready() before any point"),
+            ));
+        }
+        let threads = threads_of(child.id());
+        if threads.len() > 1 {
+            return Err(refuse(
+                child,
+                format!(
+                    "had {} threads at ready() ({}): a fork server forks one thread only",
+                    threads.len(),
+                    threads.join(", ")
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Fork a life in `dir` with `env`, its streams and its point socket.

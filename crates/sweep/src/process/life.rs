@@ -3,6 +3,7 @@
 //! the life's scope and answered, and the program killed where the scope
 //! crashes (or at the time limit).
 
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::fd::AsRawFd;
@@ -55,17 +56,7 @@ impl Process {
         // (for one) marks close-on-exec at its start-up, so the program's
         // own children do not inherit it.
         let child_fd: i32 = 3;
-        let mut cmd = Command::new(world.expand(program));
-        if let Some(url) = world.service_url() {
-            cmd.env(SERVICE_VAR, url);
-        }
-        cmd.args(args.iter().map(|a| world.expand(a)))
-            .current_dir(world.dir())
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .env(FD_VAR, child_fd.to_string())
-            .env(VERSION_VAR, VERSION)
-            .env_remove(DIE_AT_VAR)
-            .stdin(Stdio::null());
+        let mut cmd = self.life_command(world, program, args, child_fd);
         let (out, err) = (
             File::create(world.log(life, "out"))?,
             File::create(world.log(life, "err"))?,
@@ -78,18 +69,7 @@ impl Process {
                 )
                 .into());
             }
-            Via::Fork => {
-                let server = self.fork_server_now()?.ok_or("no fork server")?;
-                let null = File::open("/dev/null")?;
-                self.count.one(Kind::Forked);
-                Kid::Forked(Box::new(fork_life(
-                    self,
-                    &server,
-                    world,
-                    [&null, &out, &err],
-                    &theirs,
-                )?))
-            }
+            Via::Fork => self.fork_kid(world, &out, &err, &theirs)?,
             Via::Exec => {
                 cmd.stdout(out).stderr(err);
                 pass_fd(&mut cmd, fd);
@@ -104,14 +84,72 @@ impl Process {
             }
         };
         drop(theirs);
+        self.await_life(world, life, &shown, &ours, child)
+    }
+
+    /// The command of one life: the program and its arguments (with the
+    /// world's names expanded), in the world, with the point protocol's
+    /// descriptor number and the service's address in its environment.
+    fn life_command(
+        &self,
+        world: &ProcessWorld,
+        program: &OsStr,
+        args: &[OsString],
+        child_fd: i32,
+    ) -> Command {
+        let mut cmd = Command::new(world.expand(program));
+        if let Some(url) = world.service_url() {
+            cmd.env(SERVICE_VAR, url);
+        }
+        cmd.args(args.iter().map(|a| world.expand(a)))
+            .current_dir(world.dir())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env(FD_VAR, child_fd.to_string())
+            .env(VERSION_VAR, VERSION)
+            .env_remove(DIE_AT_VAR)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// A life forked from the fork server, its output to `out` and `err`,
+    /// `theirs` its end of the point protocol.
+    fn fork_kid(
+        &self,
+        world: &ProcessWorld,
+        out: &File,
+        err: &File,
+        theirs: &UnixStream,
+    ) -> Result<Kid, LifeError> {
+        let server = self.fork_server_now()?.ok_or("no fork server")?;
+        let null = File::open("/dev/null")?;
+        self.count.one(Kind::Forked);
+        Ok(Kid::Forked(Box::new(fork_life(
+            self,
+            &server,
+            world,
+            [&null, out, err],
+            theirs,
+        )?)))
+    }
+
+    /// A started life to its end: its hits relayed, its exit status
+    /// awaited and written among the world's ends.
+    fn await_life(
+        &self,
+        world: &mut ProcessWorld,
+        life: u32,
+        shown: &str,
+        ours: &UnixStream,
+        child: Kid,
+    ) -> Result<(), LifeError> {
         // The service's hits go to this life's scope while it runs, and a
         // crash at one of them kills this program too.
         let _in_life = world.service.as_ref().map(|s| s.life_started(child.id()));
         let mut running = Running {
             child: Some(child),
-            shown: shown.clone(),
+            shown: shown.to_owned(),
         };
-        let result = relay(&ours, &mut running, world, life)?;
+        let result = relay(ours, &mut running, world, life)?;
         let status = match result {
             Relayed::Exited => running.wait_or_stop()?,
             Relayed::Protocol(why) => {

@@ -231,21 +231,71 @@ fn is_socket(target: &Path) -> bool {
 
 /// The I/O call at this stop, if it targets the world or a TCP peer.
 pub(super) fn decode(pid: Pid, r: &Regs, names: &Names) -> Option<Call> {
-    let a = r.args;
-    let path_at = |dirfd: i64, addr: u64| -> Option<(PathBuf, Vec<u8>)> {
-        let raw = read_str(pid, addr)?;
-        Some((resolve(pid, dirfd, &raw)?, raw))
+    let d = Decoder {
+        pid,
+        nr: r.nr,
+        a: r.args,
+        names,
     };
-    let cwd = i64::from(libc::AT_FDCWD);
-    let one = |op: Op, name: &str, path: PathBuf, args: String| -> Option<Call> {
-        let rel = names.relative(&path)?;
+    match r.nr {
+        libc::SYS_open | libc::SYS_creat | libc::SYS_openat | libc::SYS_openat2 => d.open(),
+        libc::SYS_write
+        | libc::SYS_pwrite64
+        | libc::SYS_writev
+        | libc::SYS_pwritev
+        | libc::SYS_pwritev2
+        | libc::SYS_sendto
+        | libc::SYS_sendmsg => d.write(),
+        libc::SYS_ftruncate | libc::SYS_fsync | libc::SYS_fdatasync => d.on_fd(),
+        libc::SYS_rename
+        | libc::SYS_renameat
+        | libc::SYS_renameat2
+        | libc::SYS_link
+        | libc::SYS_linkat => d.two_paths(),
+        libc::SYS_truncate
+        | libc::SYS_symlink
+        | libc::SYS_symlinkat
+        | libc::SYS_unlink
+        | libc::SYS_unlinkat
+        | libc::SYS_rmdir
+        | libc::SYS_mkdir
+        | libc::SYS_mkdirat => d.one_path(),
+        libc::SYS_connect => d.connect(),
+        _ => None,
+    }
+}
+
+/// One stop's system call being read: the tracee, the call's number and
+/// arguments, and the world's names.
+struct Decoder<'a> {
+    pid: Pid,
+    nr: i64,
+    a: [u64; 6],
+    names: &'a Names,
+}
+
+const CWD: i64 = libc::AT_FDCWD as i64;
+
+impl Decoder<'_> {
+    /// The path at `addr`, resolved against `dirfd`, and its raw bytes.
+    fn path_at(&self, dirfd: i64, addr: u64) -> Option<(PathBuf, Vec<u8>)> {
+        let raw = read_str(self.pid, addr)?;
+        Some((resolve(self.pid, dirfd, &raw)?, raw))
+    }
+
+    /// A call on one path of the world.
+    fn one(&self, op: Op, name: &str, path: PathBuf, args: String) -> Option<Call> {
+        let rel = self.names.relative(&path)?;
         Some(Call {
             op,
             shown: format!("{name}({rel}{args})"),
             targets: vec![rel],
         })
-    };
-    let two = |op: Op, name: &str, from: PathBuf, to: PathBuf| -> Option<Call> {
+    }
+
+    /// A call on two paths, at least one of them in the world.
+    fn two(&self, op: Op, name: &str, from: PathBuf, to: PathBuf) -> Option<Call> {
+        let names = self.names;
         if names.relative(&from).is_none() && names.relative(&to).is_none() {
             return None;
         }
@@ -255,170 +305,193 @@ pub(super) fn decode(pid: Pid, r: &Regs, names: &Names) -> Option<Call> {
             shown: format!("{name}({f}, {t})"),
             targets: vec![f, t],
         })
-    };
-    match r.nr {
-        libc::SYS_open | libc::SYS_creat | libc::SYS_openat | libc::SYS_openat2 => {
-            let (dirfd, addr, flags) = match r.nr {
-                libc::SYS_open => (cwd, a[0], a[1]),
-                libc::SYS_creat => (cwd, a[0], (libc::O_CREAT | libc::O_TRUNC) as u64),
-                libc::SYS_openat => (a[0] as i64, a[1], a[2]),
-                _ => (a[0] as i64, a[1], read_u64(pid, a[2])?),
-            };
-            let (path, _) = path_at(dirfd, addr)?;
-            let flags = flags as i32;
-            let meta = std::fs::symlink_metadata(&path).ok();
-            let op = match meta {
-                None if flags & libc::O_CREAT != 0 => Op::OpenCreate,
-                Some(m) if flags & libc::O_TRUNC != 0 && m.is_file() && m.len() > 0 => {
-                    Op::OpenTruncate
-                }
-                _ => return None,
-            };
-            let how = if op == Op::OpenCreate {
-                "O_CREAT"
-            } else {
-                "O_TRUNC"
-            };
-            one(op, "open", path, format!(", {how}"))
-        }
-        libc::SYS_write
-        | libc::SYS_pwrite64
-        | libc::SYS_writev
-        | libc::SYS_pwritev
-        | libc::SYS_pwritev2
-        | libc::SYS_sendto
-        | libc::SYS_sendmsg => {
-            let fd = a[0];
-            let target = fd_target(pid, fd)?;
-            let call = match r.nr {
-                libc::SYS_write => "write",
-                libc::SYS_pwrite64 => "pwrite64",
-                libc::SYS_writev => "writev",
-                libc::SYS_pwritev => "pwritev",
-                libc::SYS_pwritev2 => "pwritev2",
-                libc::SYS_sendto => "sendto",
-                _ => "sendmsg",
-            };
-            let size = match r.nr {
-                libc::SYS_write | libc::SYS_pwrite64 | libc::SYS_sendto => a[2],
-                libc::SYS_sendmsg => {
-                    // struct msghdr: name, namelen, iov, iovlen, …
-                    let iov = read_u64(pid, a[1] + 16)?;
-                    let n = read_u64(pid, a[1] + 24)?;
-                    iov_size(pid, iov, n)
-                }
-                _ => iov_size(pid, a[1], a[2]),
-            };
-            if is_socket(&target) {
-                let to = match r.nr {
-                    libc::SYS_sendto if a[4] != 0 => {
-                        sockaddr(&read_mem(pid, a[4], (a[5] as usize).min(128)))
-                    }
-                    libc::SYS_sendmsg => {
-                        let name = read_u64(pid, a[1])?;
-                        let len = read_u64(pid, a[1] + 8)? as u32 as usize;
-                        if name != 0 {
-                            sockaddr(&read_mem(pid, name, len.min(128)))
-                        } else {
-                            None
-                        }
-                    }
-                    _ => None,
-                };
-                let peer = names.peer(to.or_else(|| socket_peer(pid, fd))?);
-                return Some(Call {
-                    op: Op::Send,
-                    shown: format!("{call}(fd {} → {peer}, {size} bytes)", fd as i32),
-                    targets: vec![peer],
-                });
-            }
-            if size == 0 {
-                return None;
-            }
-            let rel = names.relative(&target)?;
-            Some(Call {
-                op: Op::Write,
-                shown: format!("{call}(fd {} → {rel}, {size} bytes)", fd as i32),
-                targets: vec![rel],
-            })
-        }
-        libc::SYS_truncate => {
-            let (path, _) = path_at(cwd, a[0])?;
-            one(Op::Truncate, "truncate", path, format!(", {}", a[1]))
-        }
-        libc::SYS_ftruncate => {
-            let target = fd_target(pid, a[0])?;
-            let rel = names.relative(&target)?;
-            Some(Call {
-                op: Op::Truncate,
-                shown: format!("ftruncate(fd {} → {rel}, {})", a[0] as i32, a[1]),
-                targets: vec![rel],
-            })
-        }
-        libc::SYS_fsync | libc::SYS_fdatasync => {
-            let target = fd_target(pid, a[0])?;
-            let rel = names.relative(&target)?;
-            let call = if r.nr == libc::SYS_fsync {
-                "fsync"
-            } else {
-                "fdatasync"
-            };
-            Some(Call {
-                op: Op::Fsync,
-                shown: format!("{call}(fd {} → {rel})", a[0] as i32),
-                targets: vec![rel],
-            })
-        }
-        libc::SYS_rename | libc::SYS_renameat | libc::SYS_renameat2 => {
-            let (from, to) = match r.nr {
-                libc::SYS_rename => (path_at(cwd, a[0])?.0, path_at(cwd, a[1])?.0),
-                _ => (path_at(a[0] as i64, a[1])?.0, path_at(a[2] as i64, a[3])?.0),
-            };
-            two(Op::Rename, "rename", from, to)
-        }
-        libc::SYS_link | libc::SYS_linkat => {
-            let (from, to) = match r.nr {
-                libc::SYS_link => (path_at(cwd, a[0])?.0, path_at(cwd, a[1])?.0),
-                _ => (path_at(a[0] as i64, a[1])?.0, path_at(a[2] as i64, a[3])?.0),
-            };
-            two(Op::Link, "link", from, to)
-        }
-        libc::SYS_symlink | libc::SYS_symlinkat => {
-            let content = read_str(pid, a[0])?;
-            let (path, _) = match r.nr {
-                libc::SYS_symlink => path_at(cwd, a[1])?,
-                _ => path_at(a[1] as i64, a[2])?,
-            };
-            let content = String::from_utf8_lossy(&content).into_owned();
-            one(Op::Symlink, "symlink", path, format!(" → {content}"))
-        }
-        libc::SYS_unlink => one(Op::Unlink, "unlink", path_at(cwd, a[0])?.0, String::new()),
-        libc::SYS_unlinkat => {
-            let (path, _) = path_at(a[0] as i64, a[1])?;
-            if a[2] as i32 & libc::AT_REMOVEDIR != 0 {
-                one(Op::Rmdir, "rmdir", path, String::new())
-            } else {
-                one(Op::Unlink, "unlink", path, String::new())
-            }
-        }
-        libc::SYS_rmdir => one(Op::Rmdir, "rmdir", path_at(cwd, a[0])?.0, String::new()),
-        libc::SYS_mkdir => one(Op::Mkdir, "mkdir", path_at(cwd, a[0])?.0, String::new()),
-        libc::SYS_mkdirat => one(
-            Op::Mkdir,
-            "mkdir",
-            path_at(a[0] as i64, a[1])?.0,
-            String::new(),
-        ),
-        libc::SYS_connect => {
-            let addr = sockaddr(&read_mem(pid, a[1], (a[2] as usize).min(128)))?;
-            let peer = names.peer(addr);
-            Some(Call {
-                op: Op::Connect,
-                shown: format!("connect(fd {} → {peer} at {addr})", a[0] as i32),
+    }
+
+    /// open, creat, openat, openat2: only a create or a truncate of a
+    /// non-empty file changes the world.
+    fn open(&self) -> Option<Call> {
+        let (pid, a) = (self.pid, self.a);
+        let (dirfd, addr, flags) = match self.nr {
+            libc::SYS_open => (CWD, a[0], a[1]),
+            libc::SYS_creat => (CWD, a[0], (libc::O_CREAT | libc::O_TRUNC) as u64),
+            libc::SYS_openat => (a[0] as i64, a[1], a[2]),
+            _ => (a[0] as i64, a[1], read_u64(pid, a[2])?),
+        };
+        let (path, _) = self.path_at(dirfd, addr)?;
+        let flags = flags as i32;
+        let meta = std::fs::symlink_metadata(&path).ok();
+        let op = match meta {
+            None if flags & libc::O_CREAT != 0 => Op::OpenCreate,
+            Some(m) if flags & libc::O_TRUNC != 0 && m.is_file() && m.len() > 0 => Op::OpenTruncate,
+            _ => return None,
+        };
+        let how = if op == Op::OpenCreate {
+            "O_CREAT"
+        } else {
+            "O_TRUNC"
+        };
+        self.one(op, "open", path, format!(", {how}"))
+    }
+
+    /// The write family and the sends: a write to a file of the world, or
+    /// a send to a peer.
+    fn write(&self) -> Option<Call> {
+        let fd = self.a[0];
+        let target = fd_target(self.pid, fd)?;
+        let call = match self.nr {
+            libc::SYS_write => "write",
+            libc::SYS_pwrite64 => "pwrite64",
+            libc::SYS_writev => "writev",
+            libc::SYS_pwritev => "pwritev",
+            libc::SYS_pwritev2 => "pwritev2",
+            libc::SYS_sendto => "sendto",
+            _ => "sendmsg",
+        };
+        let size = self.write_size()?;
+        if is_socket(&target) {
+            let peer = self
+                .names
+                .peer(self.send_to()?.or_else(|| socket_peer(self.pid, fd))?);
+            return Some(Call {
+                op: Op::Send,
+                shown: format!("{call}(fd {} → {peer}, {size} bytes)", fd as i32),
                 targets: vec![peer],
-            })
+            });
         }
-        _ => None,
+        if size == 0 {
+            return None;
+        }
+        let rel = self.names.relative(&target)?;
+        Some(Call {
+            op: Op::Write,
+            shown: format!("{call}(fd {} → {rel}, {size} bytes)", fd as i32),
+            targets: vec![rel],
+        })
+    }
+
+    /// How many bytes a write or a send hands over.
+    fn write_size(&self) -> Option<u64> {
+        let (pid, a) = (self.pid, self.a);
+        Some(match self.nr {
+            libc::SYS_write | libc::SYS_pwrite64 | libc::SYS_sendto => a[2],
+            libc::SYS_sendmsg => {
+                // struct msghdr: name, namelen, iov, iovlen, …
+                let iov = read_u64(pid, a[1] + 16)?;
+                let n = read_u64(pid, a[1] + 24)?;
+                iov_size(pid, iov, n)
+            }
+            _ => iov_size(pid, a[1], a[2]),
+        })
+    }
+
+    /// The address a send names, if it names one (`Some(None)` when not;
+    /// `None` when the message cannot be read).
+    fn send_to(&self) -> Option<Option<SocketAddr>> {
+        let (pid, a) = (self.pid, self.a);
+        Some(match self.nr {
+            libc::SYS_sendto if a[4] != 0 => {
+                sockaddr(&read_mem(pid, a[4], (a[5] as usize).min(128)))
+            }
+            libc::SYS_sendmsg => {
+                let name = read_u64(pid, a[1])?;
+                let len = read_u64(pid, a[1] + 8)? as u32 as usize;
+                if name != 0 {
+                    sockaddr(&read_mem(pid, name, len.min(128)))
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        })
+    }
+
+    /// ftruncate, fsync, fdatasync: a call on an open file of the world.
+    fn on_fd(&self) -> Option<Call> {
+        let a = self.a;
+        let target = fd_target(self.pid, a[0])?;
+        let rel = self.names.relative(&target)?;
+        let (op, shown) = match self.nr {
+            libc::SYS_ftruncate => (
+                Op::Truncate,
+                format!("ftruncate(fd {} → {rel}, {})", a[0] as i32, a[1]),
+            ),
+            libc::SYS_fsync => (Op::Fsync, format!("fsync(fd {} → {rel})", a[0] as i32)),
+            _ => (Op::Fsync, format!("fdatasync(fd {} → {rel})", a[0] as i32)),
+        };
+        Some(Call {
+            op,
+            shown,
+            targets: vec![rel],
+        })
+    }
+
+    /// rename and link in their forms: a call on two paths.
+    fn two_paths(&self) -> Option<Call> {
+        let a = self.a;
+        let (from, to) = match self.nr {
+            libc::SYS_rename | libc::SYS_link => {
+                (self.path_at(CWD, a[0])?.0, self.path_at(CWD, a[1])?.0)
+            }
+            _ => (
+                self.path_at(a[0] as i64, a[1])?.0,
+                self.path_at(a[2] as i64, a[3])?.0,
+            ),
+        };
+        match self.nr {
+            libc::SYS_rename | libc::SYS_renameat | libc::SYS_renameat2 => {
+                self.two(Op::Rename, "rename", from, to)
+            }
+            _ => self.two(Op::Link, "link", from, to),
+        }
+    }
+
+    /// truncate, symlink, unlink, rmdir, mkdir in their forms: a call on
+    /// one path.
+    fn one_path(&self) -> Option<Call> {
+        let a = self.a;
+        let none = String::new;
+        match self.nr {
+            libc::SYS_truncate => {
+                let (path, _) = self.path_at(CWD, a[0])?;
+                self.one(Op::Truncate, "truncate", path, format!(", {}", a[1]))
+            }
+            libc::SYS_symlink | libc::SYS_symlinkat => {
+                let content = read_str(self.pid, a[0])?;
+                let (path, _) = match self.nr {
+                    libc::SYS_symlink => self.path_at(CWD, a[1])?,
+                    _ => self.path_at(a[1] as i64, a[2])?,
+                };
+                let content = String::from_utf8_lossy(&content).into_owned();
+                self.one(Op::Symlink, "symlink", path, format!(" → {content}"))
+            }
+            libc::SYS_unlink => self.one(Op::Unlink, "unlink", self.path_at(CWD, a[0])?.0, none()),
+            libc::SYS_unlinkat => {
+                let (path, _) = self.path_at(a[0] as i64, a[1])?;
+                if a[2] as i32 & libc::AT_REMOVEDIR != 0 {
+                    self.one(Op::Rmdir, "rmdir", path, none())
+                } else {
+                    self.one(Op::Unlink, "unlink", path, none())
+                }
+            }
+            libc::SYS_rmdir => self.one(Op::Rmdir, "rmdir", self.path_at(CWD, a[0])?.0, none()),
+            libc::SYS_mkdir => self.one(Op::Mkdir, "mkdir", self.path_at(CWD, a[0])?.0, none()),
+            _ => {
+                let (path, _) = self.path_at(a[0] as i64, a[1])?;
+                self.one(Op::Mkdir, "mkdir", path, none())
+            }
+        }
+    }
+
+    /// connect: a call that reaches a peer.
+    fn connect(&self) -> Option<Call> {
+        let a = self.a;
+        let addr = sockaddr(&read_mem(self.pid, a[1], (a[2] as usize).min(128)))?;
+        let peer = self.names.peer(addr);
+        Some(Call {
+            op: Op::Connect,
+            shown: format!("connect(fd {} → {peer} at {addr})", a[0] as i32),
+            targets: vec![peer],
+        })
     }
 }
 

@@ -171,48 +171,7 @@ pub(super) fn start(
     let thread_tree = tree.clone();
     let tracer = std::thread::Builder::new()
         .name("crashsweep-tracer".into())
-        .spawn(move || {
-            let tree = thread_tree;
-            let mut pid = [0u8; 4];
-            let mut pid_r = std::fs::File::from(pid_r);
-            let mut go_w = std::fs::File::from(go_w);
-            // EOF: the spawn failed before the child could tell its pid.
-            if pid_r.read_exact(&mut pid).is_err() {
-                return;
-            }
-            let main = Pid::from_raw(i32::from_ne_bytes(pid));
-            let options = Options::PTRACE_O_TRACESECCOMP
-                | Options::PTRACE_O_TRACECLONE
-                | Options::PTRACE_O_TRACEFORK
-                | Options::PTRACE_O_TRACEVFORK
-                | Options::PTRACE_O_TRACEEXEC
-                | Options::PTRACE_O_EXITKILL;
-            if let Err(e) = ptrace::seize(main, options) {
-                let _ = refused_tx.send(refusal(&std::io::Error::from_raw_os_error(e as i32)));
-                let _ = go_w.write_all(&[0]);
-                return;
-            }
-            tree.insert(main.as_raw());
-            if go_w.write_all(&[1]).is_err() {
-                tree.kill_all();
-            }
-            drop(go_w);
-            let end = match run(main, &io, &names, &events, &tree) {
-                Ok(status) => Event::Exited(status),
-                Err(why) => {
-                    tree.kill_all();
-                    // Reap what is left, so nothing outlives the life (but
-                    // a child whose exec failed: `spawn` reaps it).
-                    if why != EXEC_FAILED {
-                        while waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD))
-                            .is_ok()
-                        {}
-                    }
-                    Event::Failed(why)
-                }
-            };
-            let _ = events.send(end);
-        })
+        .spawn(move || trace_child(pid_r, go_w, refused_tx, &io, &names, &events, &thread_tree))
         .map_err(|e| format!("the tracer thread could not start: {e}"))?;
     let child = cmd.spawn();
     drop(keep_until_spawned);
@@ -227,6 +186,70 @@ pub(super) fn start(
             Err(refused_rx.try_recv().unwrap_or_else(|_| refusal(&e)))
         }
     }
+}
+
+/// The tracer thread's work: seize the child, trace it to its end, and
+/// send that end as the last event.
+fn trace_child(
+    pid_r: OwnedFd,
+    go_w: OwnedFd,
+    refused: Sender<String>,
+    io: &IoPoints,
+    names: &Names,
+    events: &Sender<Event>,
+    tree: &Tree,
+) {
+    let Some(main) = seize_child(pid_r, go_w, &refused, tree) else {
+        return;
+    };
+    let end = match run(main, io, names, events, tree) {
+        Ok(status) => Event::Exited(status),
+        Err(why) => {
+            tree.kill_all();
+            // Reap what is left, so nothing outlives the life (but
+            // a child whose exec failed: `spawn` reaps it).
+            if why != EXEC_FAILED {
+                while waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD)).is_ok() {}
+            }
+            Event::Failed(why)
+        }
+    };
+    let _ = events.send(end);
+}
+
+/// Read the child's pid, seize it with the tracer's options, and tell it
+/// to go on (or, refused, to fail its spawn). `None`: nothing to trace.
+fn seize_child(
+    pid_r: OwnedFd,
+    go_w: OwnedFd,
+    refused: &Sender<String>,
+    tree: &Tree,
+) -> Option<Pid> {
+    let mut pid = [0u8; 4];
+    let mut pid_r = std::fs::File::from(pid_r);
+    let mut go_w = std::fs::File::from(go_w);
+    // EOF: the spawn failed before the child could tell its pid.
+    if pid_r.read_exact(&mut pid).is_err() {
+        return None;
+    }
+    let main = Pid::from_raw(i32::from_ne_bytes(pid));
+    let options = Options::PTRACE_O_TRACESECCOMP
+        | Options::PTRACE_O_TRACECLONE
+        | Options::PTRACE_O_TRACEFORK
+        | Options::PTRACE_O_TRACEVFORK
+        | Options::PTRACE_O_TRACEEXEC
+        | Options::PTRACE_O_EXITKILL;
+    if let Err(e) = ptrace::seize(main, options) {
+        let _ = refused.send(refusal(&std::io::Error::from_raw_os_error(e as i32)));
+        let _ = go_w.write_all(&[0]);
+        return None;
+    }
+    tree.insert(main.as_raw());
+    if go_w.write_all(&[1]).is_err() {
+        tree.kill_all();
+    }
+    drop(go_w);
+    Some(main)
 }
 
 /// The tracer's word for a child whose exec failed (`spawn` says why).
@@ -250,9 +273,37 @@ fn run(
     tree: &Tree,
 ) -> Result<ExitStatus, String> {
     let flags = Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD);
-    // Until its exec, the child belongs to `spawn` too: if the exec fails,
-    // the child exits, and `spawn` must reap it (it panics otherwise). So
-    // its end is only looked at (WNOWAIT), never reaped here.
+    until_exec(main, flags, tree)?;
+    let mut watch = Watch {
+        main,
+        io,
+        names,
+        events,
+        tree,
+        known: HashSet::from([main]),
+        fresh: HashSet::new(),
+        status: None,
+        ending: false,
+    };
+    loop {
+        let ws = match waitpid(None, flags) {
+            Ok(ws) => ws,
+            Err(Errno::EINTR) => continue,
+            Err(Errno::ECHILD) => break,
+            Err(e) => return Err(format!("waitpid: {e}")),
+        };
+        watch.on_status(ws)?;
+    }
+    watch
+        .status
+        .ok_or_else(|| "the program's end was never seen".to_owned())
+}
+
+/// The main process, from its seize to its exec: its stops resumed.
+/// Until its exec, the child belongs to `spawn` too: if the exec fails,
+/// the child exits, and `spawn` must reap it (it panics otherwise). So
+/// its end is only looked at (WNOWAIT), never reaped here.
+fn until_exec(main: Pid, flags: Option<WaitPidFlag>, tree: &Tree) -> Result<(), String> {
     loop {
         let peek = waitid(
             Id::Pid(main),
@@ -274,7 +325,7 @@ fn run(
         match waitpid(main, flags) {
             Ok(WaitStatus::PtraceEvent(_, _, libc::PTRACE_EVENT_EXEC)) => {
                 resume(main, None)?;
-                break;
+                return Ok(());
             }
             Ok(WaitStatus::Stopped(_, sig)) => resume(main, Some(sig))?,
             Ok(_) => resume(main, None)?,
@@ -282,106 +333,116 @@ fn run(
             Err(e) => return Err(format!("waitpid: {e}")),
         }
     }
-    let mut known: HashSet<Pid> = HashSet::from([main]);
-    // Tracees announced by an event whose first stop is still to come.
-    let mut fresh: HashSet<Pid> = HashSet::new();
-    let mut status: Option<ExitStatus> = None;
-    // Once the main process is gone (or the life decided to crash), every
-    // tracee left is killed at its next stop.
-    let mut ending = false;
-    loop {
-        let ws = match waitpid(None, flags) {
-            Ok(ws) => ws,
-            Err(Errno::EINTR) => continue,
-            Err(Errno::ECHILD) => break,
-            Err(e) => return Err(format!("waitpid: {e}")),
-        };
+}
+
+/// What the waitpid loop knows of the tree after the main exec.
+struct Watch<'a> {
+    main: Pid,
+    io: &'a IoPoints,
+    names: &'a Names,
+    events: &'a Sender<Event>,
+    tree: &'a Tree,
+    known: HashSet<Pid>,
+    /// Tracees announced by an event whose first stop is still to come.
+    fresh: HashSet<Pid>,
+    status: Option<ExitStatus>,
+    /// Once the main process is gone (or the life decided to crash),
+    /// every tracee left is killed at its next stop.
+    ending: bool,
+}
+
+impl Watch<'_> {
+    /// One status from waitpid.
+    fn on_status(&mut self, ws: WaitStatus) -> Result<(), String> {
+        let tree = self.tree;
         match ws {
             WaitStatus::Exited(pid, code) => {
-                known.remove(&pid);
-                tree.remove(pid.as_raw());
-                if pid == main {
-                    status = Some(ExitStatus::from_raw((code & 0xff) << 8));
-                    ending = true;
-                    tree.kill_all();
-                }
+                self.gone(pid, ExitStatus::from_raw((code & 0xff) << 8));
             }
             WaitStatus::Signaled(pid, sig, core) => {
-                known.remove(&pid);
-                tree.remove(pid.as_raw());
-                if pid == main {
-                    status = Some(ExitStatus::from_raw(
-                        sig as i32 | if core { 0x80 } else { 0 },
-                    ));
-                    ending = true;
-                    tree.kill_all();
-                }
+                self.gone(
+                    pid,
+                    ExitStatus::from_raw(sig as i32 | if core { 0x80 } else { 0 }),
+                );
             }
             WaitStatus::Stopped(pid, sig) => {
-                if ending {
+                if self.ending {
                     tree.insert(pid.as_raw());
                     tree.kill_all();
-                    resume(pid, None)?;
-                    continue;
+                    return resume(pid, None);
                 }
                 // A signal on its way to the tracee: deliver it.
                 tree.insert(pid.as_raw());
-                known.insert(pid);
+                self.known.insert(pid);
                 resume(pid, Some(sig))?;
             }
             WaitStatus::PtraceEvent(pid, _, event) => {
-                if ending {
+                if self.ending {
                     tree.kill_all();
-                    resume(pid, None)?;
-                    continue;
+                    return resume(pid, None);
                 }
-                match event {
-                    libc::PTRACE_EVENT_STOP => {
-                        // A new tracee's first stop (seized tracees' children
-                        // start so), or a group stop: let it run on.
-                        if fresh.remove(&pid) || known.insert(pid) {
-                            tree.insert(pid.as_raw());
-                        }
-                        resume(pid, None)?;
-                    }
-                    libc::PTRACE_EVENT_SECCOMP => {
-                        if !stop_at_call(pid, io, names, events)? {
-                            ending = true;
-                            tree.kill_all();
-                        }
-                        resume(pid, None)?;
-                    }
-                    libc::PTRACE_EVENT_FORK
-                    | libc::PTRACE_EVENT_VFORK
-                    | libc::PTRACE_EVENT_CLONE => {
-                        if let Ok(new) = ptrace::getevent(pid) {
-                            let new = Pid::from_raw(new as i32);
-                            if known.insert(new) {
-                                fresh.insert(new);
-                            }
-                            tree.insert(new.as_raw());
-                        }
-                        resume(pid, None)?;
-                    }
-                    libc::PTRACE_EVENT_EXEC => {
-                        // A thread that called exec takes the leader's id;
-                        // its own id is gone without an exit.
-                        if let Ok(former) = ptrace::getevent(pid) {
-                            let former = Pid::from_raw(former as i32);
-                            if former != pid {
-                                known.remove(&former);
-                                tree.remove(former.as_raw());
-                            }
-                        }
-                        resume(pid, None)?;
-                    }
-                    _ => resume(pid, None)?,
-                }
+                self.on_event(pid, event)?;
             }
             _ => {}
         }
+        Ok(())
     }
-    status.ok_or_else(|| "the program's end was never seen".to_owned())
+
+    /// A tracee is gone; if it is the main process, `status` is its end.
+    fn gone(&mut self, pid: Pid, status: ExitStatus) {
+        self.known.remove(&pid);
+        self.tree.remove(pid.as_raw());
+        if pid == self.main {
+            self.status = Some(status);
+            self.ending = true;
+            self.tree.kill_all();
+        }
+    }
+
+    /// A ptrace event stop of `pid`, before the end: handled, resumed.
+    fn on_event(&mut self, pid: Pid, event: i32) -> Result<(), String> {
+        let tree = self.tree;
+        match event {
+            libc::PTRACE_EVENT_STOP => {
+                // A new tracee's first stop (seized tracees' children
+                // start so), or a group stop: let it run on.
+                if self.fresh.remove(&pid) || self.known.insert(pid) {
+                    tree.insert(pid.as_raw());
+                }
+                resume(pid, None)
+            }
+            libc::PTRACE_EVENT_SECCOMP => {
+                if !stop_at_call(pid, self.io, self.names, self.events)? {
+                    self.ending = true;
+                    tree.kill_all();
+                }
+                resume(pid, None)
+            }
+            libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE => {
+                if let Ok(new) = ptrace::getevent(pid) {
+                    let new = Pid::from_raw(new as i32);
+                    if self.known.insert(new) {
+                        self.fresh.insert(new);
+                    }
+                    tree.insert(new.as_raw());
+                }
+                resume(pid, None)
+            }
+            libc::PTRACE_EVENT_EXEC => {
+                // A thread that called exec takes the leader's id;
+                // its own id is gone without an exit.
+                if let Ok(former) = ptrace::getevent(pid) {
+                    let former = Pid::from_raw(former as i32);
+                    if former != pid {
+                        self.known.remove(&former);
+                        tree.remove(former.as_raw());
+                    }
+                }
+                resume(pid, None)
+            }
+            _ => resume(pid, None),
+        }
+    }
 }
 
 /// A seccomp stop: name the call; if it is an I/O point, ask the life.
