@@ -163,15 +163,7 @@ mod unix {
         set_sigchld(on_sigchld as *const () as usize);
         send(control, b"ready\n");
         loop {
-            loop {
-                let mut status = 0;
-                // SAFETY: waitpid with a status out-parameter.
-                let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-                if pid <= 0 {
-                    break;
-                }
-                send(control, format!("exit {pid} {status}\n").as_bytes());
-            }
+            report_reaped(control);
             let mut fds = [
                 libc::pollfd {
                     fd: control,
@@ -223,6 +215,19 @@ mod unix {
             } else {
                 send(control, format!("pid {pid}\n").as_bytes());
             }
+        }
+    }
+
+    /// Reap every child that has ended and tell the harness how.
+    fn report_reaped(control: i32) {
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid with a status out-parameter.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            if pid <= 0 {
+                break;
+            }
+            send(control, format!("exit {pid} {status}\n").as_bytes());
         }
     }
 
