@@ -285,7 +285,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
         &self,
         lived: &Lived,
         handle: &Handle,
-        which: Life,
+        which: WhichLife,
         target: &Hit,
     ) -> (String, Option<Failure>) {
         match &lived.life.outcome {
@@ -463,7 +463,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
         &self,
         lived: &Lived,
         handle: &Handle,
-        which: Life,
+        which: WhichLife,
     ) -> (String, Option<Failure>, bool) {
         match &lived.life.outcome {
             Outcome::Finished(Ok(())) if !lived.outlived.is_empty() => {
