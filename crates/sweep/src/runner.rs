@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::crash_state::CrashState;
 use crate::erased::{Adapter, Erased, ErasedSubject};
 use crate::error::Error;
-use crate::judge::broken_invariants;
+use crate::judge::{broken_invariants, Counter, Verdict};
 use crate::nets::checked_clean_run;
 use crate::plan::expand;
 use crate::progress::{Progress, Stats};
@@ -25,6 +25,7 @@ use crate::share::Shared;
 use crate::sink::{Gathered, Run, Sink};
 use crate::subject::{cuts, Subject};
 use crate::watchdog::{StopOnDrop, Watchdog};
+use crashpoint::Hit;
 
 /// Sweep `subject` as `config` says: the clean run, then every scenario of
 /// every crash state, gathered into a [`Report`] in a fixed order (how much
@@ -178,15 +179,7 @@ fn sweep_states<S: Subject>(
         None
     };
 
-    // Counters the config requires, as `Report::require` marks them.
-    let mut counters = replayer.counters.clone();
-    let mut extra_required = false;
-    for name in &config.required {
-        if let Some(c) = counters.iter_mut().find(|c| c.name == *name) {
-            extra_required |= !c.required_zero;
-            c.required_zero = true;
-        }
-    }
+    let (counters, extra_required) = required_counters(&replayer.counters, config);
     // The clean run passed its own checks (no failure); a counter the
     // config adds may fail it.
     if extra_required {
@@ -201,40 +194,15 @@ fn sweep_states<S: Subject>(
     let mut count = 0;
     if config.depth > 0 {
         for state in states {
-            let top = expand(
-                &Scenario::in_state(state.clone(), Vec::new()),
-                &[],
-                &clean.last_hits,
-                cuts(subject).enumerates(state),
+            let gathered = sweep_state(
+                &replayer,
+                shared.as_ref(),
+                pool,
+                (config, progress),
+                (&clean.last_hits, &clean_verdict),
+                (&counters, extra_required),
+                state,
             );
-            progress(Progress::Planned {
-                depth: 1,
-                count: top.len() as u64,
-            });
-            let sink = Sink {
-                clean: &clean_verdict,
-                counters: &counters,
-                required: extra_required,
-                keep_all: config.trace || !config.tally,
-                inner: Mutex::new(Gathered {
-                    tally: Tally::new(state.clone(), config.depth, counters.len()),
-                    kept: Vec::new(),
-                    count: 0,
-                }),
-            };
-            let run = Run {
-                config,
-                clean: &clean_verdict,
-                progress,
-                sink: &sink,
-            };
-            pool.install(|| match &shared {
-                Some(shared) => shared.sweep(top, &run),
-                None => top
-                    .into_par_iter()
-                    .for_each(|(sc, order)| subtree(&replayer, sc, order, &run)),
-            });
-            let gathered = sink.finish();
             count += gathered.count;
             scenarios.extend(gathered.kept);
             if !config.trace && config.tally {
@@ -286,6 +254,67 @@ fn sweep_states<S: Subject>(
         stats,
     };
     Ok(report)
+}
+
+/// One crash state's scenarios: those at depth 1 and, each as soon as its
+/// parent finishes, their children, gathered by the state's own sink.
+fn sweep_state<S: Subject>(
+    replayer: &Replayer<'_, S>,
+    shared: Option<&Shared<'_, '_, S>>,
+    pool: &rayon::ThreadPool,
+    (config, progress): (&Config, &(dyn Fn(Progress) + Sync)),
+    (clean_hits, clean_verdict): (&[Hit], &Verdict),
+    (counters, extra_required): (&[Counter], bool),
+    state: &CrashState,
+) -> Gathered {
+    let top = expand(
+        &Scenario::in_state(state.clone(), Vec::new()),
+        &[],
+        clean_hits,
+        cuts(replayer.subject).enumerates(state),
+    );
+    progress(Progress::Planned {
+        depth: 1,
+        count: top.len() as u64,
+    });
+    let sink = Sink {
+        clean: clean_verdict,
+        counters,
+        required: extra_required,
+        keep_all: config.trace || !config.tally,
+        inner: Mutex::new(Gathered {
+            tally: Tally::new(state.clone(), config.depth, counters.len()),
+            kept: Vec::new(),
+            count: 0,
+        }),
+    };
+    let run = Run {
+        config,
+        clean: clean_verdict,
+        progress,
+        sink: &sink,
+    };
+    pool.install(|| match shared {
+        Some(shared) => shared.sweep(top, &run),
+        None => top
+            .into_par_iter()
+            .for_each(|(sc, order)| subtree(replayer, sc, order, &run)),
+    });
+    sink.finish()
+}
+
+/// The subject's counters with those the config requires marked, as
+/// `Report::require` marks them, and whether that marked any new one.
+fn required_counters(declared: &[Counter], config: &Config) -> (Vec<Counter>, bool) {
+    let mut counters = declared.to_vec();
+    let mut extra_required = false;
+    for name in &config.required {
+        if let Some(c) = counters.iter_mut().find(|c| c.name == *name) {
+            extra_required |= !c.required_zero;
+            c.required_zero = true;
+        }
+    }
+    (counters, extra_required)
 }
 
 /// `a` then the names of `b` it lacks, counts added.
