@@ -275,80 +275,11 @@ impl Registry {
     /// values and the subjects they apply to.
     pub fn listing(&self) -> String {
         let mut s = String::from("subjects (--variant NAME, repeatable):\n");
-        let width = self
-            .subjects
-            .iter()
-            .map(|s| s.name.len())
-            .max()
-            .unwrap_or(0);
-        let fam_width = self
-            .subjects
-            .iter()
-            .map(|s| s.family.name().len())
-            .max()
-            .unwrap_or(0);
-        let mut last = None;
-        for info in &self.subjects {
-            let fam = if last == Some(info.family) {
-                ""
-            } else {
-                info.family.name()
-            };
-            last = Some(info.family);
-            s.push_str(&format!(
-                "  {fam:<fam_width$}  {:<width$}  {}\n",
-                info.name, info.title
-            ));
-        }
+        s.push_str(&self.subject_lines());
         s.push_str("dimensions (repeat a flag or list values, a,b: every combination is swept):\n");
-        let mut lines: Vec<(String, String, Vec<String>)> = Vec::new();
-        for dim in Dim::ALL {
-            let with: Vec<&Entry> = self
-                .entries
-                .iter()
-                .filter(|e| e.spec.dims.contains_key(&dim))
-                .collect();
-            if with.is_empty() {
-                continue;
-            }
-            let needs: Vec<String> = Dim::ALL
-                .into_iter()
-                .filter(|d| *d != dim && with.iter().all(|e| e.spec.dims.contains_key(d)))
-                .map(Dim::flag)
-                .collect();
-            let about = if needs.is_empty() {
-                dim.about().to_owned()
-            } else {
-                format!("{} (needs {})", dim.about(), needs.join(", "))
-            };
-            // Group the subjects by the values they take.
-            let mut groups: Vec<(Vec<&str>, Vec<&str>)> = Vec::new();
-            for info in &self.subjects {
-                let values = dedup(
-                    self.of_subject(&info.name)
-                        .filter_map(|e| e.spec.dims.get(&dim).map(String::as_str)),
-                );
-                if values.is_empty() {
-                    continue;
-                }
-                match groups.iter_mut().find(|(v, _)| *v == values) {
-                    Some((_, subjects)) => subjects.push(&info.name),
-                    None => groups.push((values, vec![&info.name])),
-                }
-            }
-            let rows = groups
-                .iter()
-                .map(|(values, subjects)| {
-                    let shown = if dim.is_switch() {
-                        String::new()
-                    } else {
-                        format!(": {}", compact(values))
-                    };
-                    format!("{}{shown}", self.name_subjects(subjects))
-                })
-                .collect();
-            lines.push((format!("{}{}", dim.flag(), dim.value_name()), about, rows));
-        }
+        let mut lines: Vec<_> = (Dim::ALL.into_iter())
+            .filter_map(|dim| self.dim_line(dim))
+            .collect();
         let takes = |pick: &dyn Fn(&Entry) -> bool| {
             let subjects: Vec<&str> = self
                 .subjects
@@ -380,6 +311,88 @@ impl Registry {
         }
         s.push_str("  e.g. --variant loop-keyed --crash-state lose --mutation no-dir-fsync\n");
         s
+    }
+
+    /// The subjects of `--list`, one a line, each family named once.
+    fn subject_lines(&self) -> String {
+        let width = self
+            .subjects
+            .iter()
+            .map(|s| s.name.len())
+            .max()
+            .unwrap_or(0);
+        let fam_width = self
+            .subjects
+            .iter()
+            .map(|s| s.family.name().len())
+            .max()
+            .unwrap_or(0);
+        let mut s = String::new();
+        let mut last = None;
+        for info in &self.subjects {
+            let fam = if last == Some(info.family) {
+                ""
+            } else {
+                info.family.name()
+            };
+            last = Some(info.family);
+            s.push_str(&format!(
+                "  {fam:<fam_width$}  {:<width$}  {}\n",
+                info.name, info.title
+            ));
+        }
+        s
+    }
+
+    /// Dimension `dim`'s line of `--list`: its flag, what it does (and the
+    /// flags it needs), and the values each group of subjects takes; `None`
+    /// when no subject has it.
+    fn dim_line(&self, dim: Dim) -> Option<(String, String, Vec<String>)> {
+        let with: Vec<&Entry> = self
+            .entries
+            .iter()
+            .filter(|e| e.spec.dims.contains_key(&dim))
+            .collect();
+        if with.is_empty() {
+            return None;
+        }
+        let needs: Vec<String> = Dim::ALL
+            .into_iter()
+            .filter(|d| *d != dim && with.iter().all(|e| e.spec.dims.contains_key(d)))
+            .map(Dim::flag)
+            .collect();
+        let about = if needs.is_empty() {
+            dim.about().to_owned()
+        } else {
+            format!("{} (needs {})", dim.about(), needs.join(", "))
+        };
+        // Group the subjects by the values they take.
+        let mut groups: Vec<(Vec<&str>, Vec<&str>)> = Vec::new();
+        for info in &self.subjects {
+            let values = dedup(
+                self.of_subject(&info.name)
+                    .filter_map(|e| e.spec.dims.get(&dim).map(String::as_str)),
+            );
+            if values.is_empty() {
+                continue;
+            }
+            match groups.iter_mut().find(|(v, _)| *v == values) {
+                Some((_, subjects)) => subjects.push(&info.name),
+                None => groups.push((values, vec![&info.name])),
+            }
+        }
+        let rows = groups
+            .iter()
+            .map(|(values, subjects)| {
+                let shown = if dim.is_switch() {
+                    String::new()
+                } else {
+                    format!(": {}", compact(values))
+                };
+                format!("{}{shown}", self.name_subjects(subjects))
+            })
+            .collect();
+        Some((format!("{}{}", dim.flag(), dim.value_name()), about, rows))
     }
 
     /// `designs`, `loop`, or the subjects' names when they are not a whole

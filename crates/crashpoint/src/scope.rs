@@ -520,27 +520,29 @@ pub(crate) fn hit_in_scope(name: &'static str, site: Option<&'static Site>) {
         Some(Err(hit)) => panic::panic_any(Crash { hit }),
         // Held: every borrow and lock released, so `then` may read the
         // scope (or run other scopes) while this thread waits.
-        Some(Ok((pause, watch))) => {
-            // Outside the scope while held: restored afterwards, even if
-            // `then` panics.
-            struct Back(Option<Handle>);
-            impl Drop for Back {
-                fn drop(&mut self) {
-                    let h = self.0.take();
-                    ACTIVE.with(|a| a.set(h.is_some()));
-                    CURRENT.with(|c| *c.borrow_mut() = h);
-                }
-            }
-            let _back = Back(CURRENT.with(|c| c.borrow_mut().take()));
-            ACTIVE.with(|a| a.set(false));
-            if let Some(pause) = pause {
-                (pause.then)();
-            }
-            if let Some((watch, hit, threads)) = watch {
-                (watch.0)(&hit, threads);
-            }
-        }
+        Some(Ok((pause, watch))) => hold_outside_scope(pause, watch),
         None => {}
+    }
+}
+
+/// Run a hit's pause and watch outside the thread's scope, which is
+/// restored afterwards, even if `then` panics.
+fn hold_outside_scope(pause: Option<Pause>, watch: Option<(Watch, Hit, usize)>) {
+    struct Back(Option<Handle>);
+    impl Drop for Back {
+        fn drop(&mut self) {
+            let h = self.0.take();
+            ACTIVE.with(|a| a.set(h.is_some()));
+            CURRENT.with(|c| *c.borrow_mut() = h);
+        }
+    }
+    let _back = Back(CURRENT.with(|c| c.borrow_mut().take()));
+    ACTIVE.with(|a| a.set(false));
+    if let Some(pause) = pause {
+        (pause.then)();
+    }
+    if let Some((watch, hit, threads)) = watch {
+        (watch.0)(&hit, threads);
     }
 }
 

@@ -7,8 +7,8 @@ use crashpoint::Hit;
 use crate::config::Config;
 use crate::error::{Divergence, Error};
 use crate::failure::Failure;
-use crate::judge::broken_invariants;
-use crate::replay::{Ran, Replayer};
+use crate::judge::{broken_invariants, Counter};
+use crate::replay::{Ran, Replayer, WorldSeen};
 use crate::scenario::Scenario;
 use crate::subject::Subject;
 
@@ -26,57 +26,12 @@ pub(crate) fn checked_clean_run<S: Subject>(
     let mut clean = replayer.replay(&Scenario::default(), Vec::new(), None);
     // Points passed on plain threads this clean run's lives started, and on
     // plain threads no life started while it ran.
-    let mut plain = passed_since(&before, &unscoped.plain());
-    let mut unknown = passed_since(&before_unknown, &unscoped.during_lives());
+    let plain = passed_since(&before, &unscoped.plain());
+    let unknown = passed_since(&before_unknown, &unscoped.during_lives());
     if let Some(e) = replayer.world_failed() {
         return Err(e);
     }
-    let verdict = &clean.result.verdict;
-    let counters = &replayer.counters;
-    if let Some((name, _)) = verdict
-        .counts
-        .iter()
-        .find(|(n, _)| !counters.iter().any(|c| &c.name == n))
-    {
-        return Err(Error::UndeclaredCounter {
-            subject: subject.name(),
-            name: name.clone(),
-            declared: counters.iter().map(|c| c.name.clone()).collect(),
-        });
-    }
-    // A judge's broken counters are told apart below.
-    if let Some(reason) = clean
-        .result
-        .failure
-        .as_ref()
-        .filter(|f| !matches!(f, Failure::Broken { .. } | Failure::RequiredNotSet { .. }))
-    {
-        return Err(Error::CleanRunFailed {
-            subject: subject.name(),
-            reason: Box::new(reason.clone()),
-        });
-    }
-    if let Some(c) = counters
-        .iter()
-        .find(|c| c.required_zero && !verdict.counts.iter().any(|(n, _)| *n == c.name))
-    {
-        return Err(Error::RequiredNeverSet {
-            subject: subject.name(),
-            name: c.name.clone(),
-        });
-    }
-    // Measured over itself, an over-clean counter is zero: what remains is
-    // a fault counted when nothing crashed.
-    if let Some(Failure::Broken {
-        counters: broken, ..
-    }) = broken_invariants(verdict, Some(verdict), counters)
-    {
-        let parts: Vec<String> = broken.iter().map(|(t, v)| format!("{t} = {v}")).collect();
-        return Err(Error::CleanJudgeFaults {
-            subject: subject.name(),
-            counters: parts.join(", "),
-        });
-    }
+    check_clean_verdict(&subject.name(), &clean, &replayer.counters)?;
     if clean.last_hits.is_empty() {
         return Err(Error::NoPoints {
             subject: subject.name(),
@@ -89,6 +44,38 @@ pub(crate) fn checked_clean_run<S: Subject>(
                 .collect(),
         });
     }
+    let (plain, unknown) = repeat_clean_runs(
+        replayer,
+        config,
+        unscoped,
+        &clean,
+        (plain, unknown),
+        notices,
+    )?;
+    refuse_unscoped(&subject.name(), config, plain)?;
+    notice_unknown_threads(&unknown, notices);
+    // What is left is no failure or a broken counter measured over the
+    // clean run: judged without a clean run to measure over, its own value
+    // counted; judged over itself (above), it is zero. The clean run passes.
+    clean.result.failure = None;
+    Ok(clean)
+}
+
+/// Points passed, each with how many times.
+type Passed = Vec<(String, u64)>;
+
+/// The clean runs after the first, each compared with it: what `passed`
+/// (points on plain threads its lives started, and on threads none did)
+/// keeps only the points every run passed.
+fn repeat_clean_runs<S: Subject>(
+    replayer: &Replayer<'_, S>,
+    config: &Config,
+    unscoped: &crashpoint::unscoped::UnscopedWatch,
+    clean: &Ran,
+    passed: (Passed, Passed),
+    notices: &mut Vec<String>,
+) -> Result<(Passed, Passed), Error> {
+    let (mut plain, mut unknown) = passed;
     for _ in 1..config.clean_runs.max(1) {
         let (before, before_unknown) = (unscoped.plain(), unscoped.during_lives());
         let again = replayer.replay(&Scenario::default(), Vec::new(), None);
@@ -102,9 +89,66 @@ pub(crate) fn checked_clean_run<S: Subject>(
         if let Some(e) = replayer.world_failed() {
             return Err(e);
         }
-        compare_clean_runs(&subject.name(), &clean, &again, notices)?;
+        compare_clean_runs(&replayer.subject.name(), clean, &again, notices)?;
     }
-    refuse_unscoped(&subject.name(), config, plain)?;
+    Ok((plain, unknown))
+}
+
+/// The clean run's verdict, checked: it counts only declared counters, fails
+/// on nothing but its counters, sets every required one and, measured over
+/// itself, counts no fault.
+fn check_clean_verdict(subject: &str, clean: &Ran, counters: &[Counter]) -> Result<(), Error> {
+    let verdict = &clean.result.verdict;
+    if let Some((name, _)) = verdict
+        .counts
+        .iter()
+        .find(|(n, _)| !counters.iter().any(|c| &c.name == n))
+    {
+        return Err(Error::UndeclaredCounter {
+            subject: subject.to_owned(),
+            name: name.clone(),
+            declared: counters.iter().map(|c| c.name.clone()).collect(),
+        });
+    }
+    // A judge's broken counters are told apart below.
+    if let Some(reason) = clean
+        .result
+        .failure
+        .as_ref()
+        .filter(|f| !matches!(f, Failure::Broken { .. } | Failure::RequiredNotSet { .. }))
+    {
+        return Err(Error::CleanRunFailed {
+            subject: subject.to_owned(),
+            reason: Box::new(reason.clone()),
+        });
+    }
+    if let Some(c) = counters
+        .iter()
+        .find(|c| c.required_zero && !verdict.counts.iter().any(|(n, _)| *n == c.name))
+    {
+        return Err(Error::RequiredNeverSet {
+            subject: subject.to_owned(),
+            name: c.name.clone(),
+        });
+    }
+    // Measured over itself, an over-clean counter is zero: what remains is
+    // a fault counted when nothing crashed.
+    if let Some(Failure::Broken {
+        counters: broken, ..
+    }) = broken_invariants(verdict, Some(verdict), counters)
+    {
+        let parts: Vec<String> = broken.iter().map(|(t, v)| format!("{t} = {v}")).collect();
+        return Err(Error::CleanJudgeFaults {
+            subject: subject.to_owned(),
+            counters: parts.join(", "),
+        });
+    }
+    Ok(())
+}
+
+/// A notice of the points passed on threads no life started while each
+/// clean run ran (`unknown`), if any.
+fn notice_unknown_threads(unknown: &[(String, u64)], notices: &mut Vec<String>) {
     if !unknown.is_empty() {
         let names: Vec<String> = unknown.iter().map(|(n, c)| format!("{n} ({c}×)")).collect();
         notices.push(format!(
@@ -112,11 +156,6 @@ pub(crate) fn checked_clean_run<S: Subject>(
             names.join(", ")
         ));
     }
-    // What is left is no failure or a broken counter measured over the
-    // clean run: judged without a clean run to measure over, its own value
-    // counted; judged over itself (above), it is zero. The clean run passes.
-    clean.result.failure = None;
-    Ok(clean)
 }
 
 /// Each point whose count grew from `before` to `after` (two readings of
@@ -227,37 +266,48 @@ fn compare_clean_runs(
         });
     }
     if let (Some(a), Some(b)) = (&first.world_seen, &second.world_seen) {
-        if a.fingerprint.is_none()
-            && b.fingerprint.is_none()
-            && a.description.is_empty()
-            && b.description.is_empty()
-        {
-            let notice = "its clean runs' worlds were not compared: it has neither Subject::describe nor a fingerprint (Subject::share), so two runs with the same hits and verdict that leave different worlds (an order from a HashSet, a time) pass unseen; implement Subject::describe to have them compared";
-            if !notices.iter().any(|n| n == notice) {
-                notices.push(notice.to_owned());
-            }
+        compare_clean_worlds(subject, a, b, notices)?;
+    }
+    Ok(())
+}
+
+/// The worlds two clean runs left, `a` and `b`: the same fingerprint, or
+/// else the same description. A notice when neither can be compared.
+fn compare_clean_worlds(
+    subject: &str,
+    a: &WorldSeen,
+    b: &WorldSeen,
+    notices: &mut Vec<String>,
+) -> Result<(), Error> {
+    if a.fingerprint.is_none()
+        && b.fingerprint.is_none()
+        && a.description.is_empty()
+        && b.description.is_empty()
+    {
+        let notice = "its clean runs' worlds were not compared: it has neither Subject::describe nor a fingerprint (Subject::share), so two runs with the same hits and verdict that leave different worlds (an order from a HashSet, a time) pass unseen; implement Subject::describe to have them compared";
+        if !notices.iter().any(|n| n == notice) {
+            notices.push(notice.to_owned());
         }
-        let how = match (a.fingerprint, b.fingerprint) {
-            (Some(x), Some(y)) if x != y => Some("their fingerprints differ"),
-            (Some(_), Some(_)) => None,
-            _ if a.description != b.description => Some("their descriptions differ"),
-            _ => None,
+    }
+    let how = match (a.fingerprint, b.fingerprint) {
+        (Some(x), Some(y)) if x != y => Some("their fingerprints differ"),
+        (Some(_), Some(_)) => None,
+        _ if a.description != b.description => Some("their descriptions differ"),
+        _ => None,
+    };
+    if let Some(how) = how {
+        let (first, second) = if a.description == b.description {
+            let same = "(described the same: the difference is in what only the fingerprint holds)";
+            (same.to_owned(), same.to_owned())
+        } else {
+            first_difference(&a.description, &b.description)
         };
-        if let Some(how) = how {
-            let (first, second) = if a.description == b.description {
-                let same =
-                    "(described the same: the difference is in what only the fingerprint holds)";
-                (same.to_owned(), same.to_owned())
-            } else {
-                first_difference(&a.description, &b.description)
-            };
-            return Err(Error::NondeterministicWorld {
-                subject: subject.to_owned(),
-                how: how.to_owned(),
-                first,
-                second,
-            });
-        }
+        return Err(Error::NondeterministicWorld {
+            subject: subject.to_owned(),
+            how: how.to_owned(),
+            first,
+            second,
+        });
     }
     Ok(())
 }

@@ -14,17 +14,18 @@ use crate::config::Config;
 use crate::crash_state::CrashState;
 use crate::erased::{Adapter, Erased, ErasedSubject};
 use crate::error::Error;
-use crate::judge::broken_invariants;
+use crate::judge::{broken_invariants, Counter, Verdict};
 use crate::nets::checked_clean_run;
 use crate::plan::expand;
 use crate::progress::{Progress, Stats};
-use crate::replay::Replayer;
+use crate::replay::{Ran, Replayer};
 use crate::report::{sort_scenarios, Report, ScenarioResult, StateRow, Tally};
 use crate::scenario::Scenario;
 use crate::share::Shared;
 use crate::sink::{Gathered, Run, Sink};
 use crate::subject::{cuts, Subject};
 use crate::watchdog::{StopOnDrop, Watchdog};
+use crashpoint::Hit;
 
 /// Sweep `subject` as `config` says: the clean run, then every scenario of
 /// every crash state, gathered into a [`Report`] in a fixed order (how much
@@ -157,91 +158,23 @@ fn sweep_states<S: Subject>(
     let mut clean = checked_clean_run(&replayer, config, unscoped, &mut notices)?;
     let clean_verdict = clean.result.verdict.clone();
     let never_passed = crate::reach::never_passed(subject, config, &clean.last_sites)?;
-
-    let estimate = config.estimate_scenarios(clean.last_hits.len(), states.len());
-    if estimate > config.max_scenarios as f64 {
-        return Err(Error::TooManyScenarios {
-            subject: subject.name(),
-            depth: config.depth,
-            hits: clean.last_hits.len(),
-            estimate,
-            limit: config.max_scenarios,
-        });
-    }
-
-    // Enumerated crash states choose a disk per crash by the scenario's
-    // name; their lives are not shared (run brute force).
-    let enumerates = states.iter().any(|s| cuts(subject).enumerates(s));
-    let shared = if config.share && !config.trace && config.depth > 0 && !enumerates {
-        Shared::new(&replayer, &clean)?
-    } else {
-        None
-    };
-
-    // Counters the config requires, as `Report::require` marks them.
-    let mut counters = replayer.counters.clone();
-    let mut extra_required = false;
-    for name in &config.required {
-        if let Some(c) = counters.iter_mut().find(|c| c.name == *name) {
-            extra_required |= !c.required_zero;
-            c.required_zero = true;
-        }
-    }
+    refuse_too_many(&subject.name(), config, clean.last_hits.len(), states.len())?;
+    let shared = share_lives(&replayer, config, states, &clean)?;
+    let (counters, extra_required) = required_counters(&replayer.counters, config);
     // The clean run passed its own checks (no failure); a counter the
     // config adds may fail it.
     if extra_required {
         clean.result.failure = broken_invariants(&clean_verdict, Some(&clean_verdict), &counters);
     }
-
-    // Each scenario's children (the hits its final life reaches) start as
-    // soon as it finishes — no barrier between depths — and results are
-    // sorted into the sweep's fixed order at the end.
-    let mut scenarios: Vec<ScenarioResult> = Vec::new();
-    let mut tallies = Vec::new();
-    let mut count = 0;
-    if config.depth > 0 {
-        for state in states {
-            let top = expand(
-                &Scenario::in_state(state.clone(), Vec::new()),
-                &[],
-                &clean.last_hits,
-                cuts(subject).enumerates(state),
-            );
-            progress(Progress::Planned {
-                depth: 1,
-                count: top.len() as u64,
-            });
-            let sink = Sink {
-                clean: &clean_verdict,
-                counters: &counters,
-                required: extra_required,
-                keep_all: config.trace || !config.tally,
-                inner: Mutex::new(Gathered {
-                    tally: Tally::new(state.clone(), config.depth, counters.len()),
-                    kept: Vec::new(),
-                    count: 0,
-                }),
-            };
-            let run = Run {
-                config,
-                clean: &clean_verdict,
-                progress,
-                sink: &sink,
-            };
-            pool.install(|| match &shared {
-                Some(shared) => shared.sweep(top, &run),
-                None => top
-                    .into_par_iter()
-                    .for_each(|(sc, order)| subtree(&replayer, sc, order, &run)),
-            });
-            let gathered = sink.finish();
-            count += gathered.count;
-            scenarios.extend(gathered.kept);
-            if !config.trace && config.tally {
-                tallies.push(gathered.tally);
-            }
-        }
-    }
+    let (mut scenarios, tallies, count) = sweep_each_state(
+        &replayer,
+        shared.as_ref(),
+        pool,
+        (config, progress),
+        (&clean.last_hits, &clean_verdict),
+        (&counters, extra_required),
+        states,
+    );
     if let Some(e) = replayer.world_failed() {
         return Err(e);
     }
@@ -258,22 +191,16 @@ fn sweep_states<S: Subject>(
     if config.progress.is_none() {
         // A library call (a test) reads no warning it is not shown: each
         // notice once on stderr. The command line prints them itself.
-        for n in &notices {
-            eprintln!("sweep: {}: {n}", subject.name());
-        }
+        notices
+            .iter()
+            .for_each(|n| eprintln!("sweep: {}: {n}", subject.name()));
     }
-    let report = Report {
+    Ok(Report {
         subject: subject.name(),
         counters,
         depth: config.depth,
         partition: config.partition,
-        states: states
-            .iter()
-            .map(|s| StateRow {
-                state: s.clone(),
-                title: cuts(subject).row_title(&subject.name(), s),
-            })
-            .collect(),
+        states: state_rows(subject, states),
         unscoped: unscoped.hits(),
         // This sweep's plain threads, then those no life started that
         // passed points while its lives ran.
@@ -284,8 +211,155 @@ fn sweep_states<S: Subject>(
         scenarios,
         tallies,
         stats,
+    })
+}
+
+/// Lives shared between scenarios, if the config shares them and the sweep
+/// can: not traced, not at depth 0, and in no crash state that enumerates
+/// (those choose a disk per crash by the scenario's name: run brute force).
+fn share_lives<'r, 'a, S: Subject>(
+    replayer: &'r Replayer<'a, S>,
+    config: &Config,
+    states: &[CrashState],
+    clean: &Ran,
+) -> Result<Option<Shared<'r, 'a, S>>, Error> {
+    let enumerates = states.iter().any(|s| cuts(replayer.subject).enumerates(s));
+    if config.share && !config.trace && config.depth > 0 && !enumerates {
+        Shared::new(replayer, clean)
+    } else {
+        Ok(None)
+    }
+}
+
+/// [`Error::TooManyScenarios`] if the sweep of `hits` points in `states`
+/// crash states is estimated over the config's limit.
+fn refuse_too_many(
+    subject: &str,
+    config: &Config,
+    hits: usize,
+    states: usize,
+) -> Result<(), Error> {
+    let estimate = config.estimate_scenarios(hits, states);
+    if estimate > config.max_scenarios as f64 {
+        return Err(Error::TooManyScenarios {
+            subject: subject.to_owned(),
+            depth: config.depth,
+            hits,
+            estimate,
+            limit: config.max_scenarios,
+        });
+    }
+    Ok(())
+}
+
+/// The report's row of each crash state, titled as the subject's cuts say.
+fn state_rows<S: Subject>(subject: &S, states: &[CrashState]) -> Vec<StateRow> {
+    (states.iter())
+        .map(|s| StateRow {
+            state: s.clone(),
+            title: cuts(subject).row_title(&subject.name(), s),
+        })
+        .collect()
+}
+
+/// Every crash state's scenarios (none at depth 0): those kept, each
+/// state's tally (when the config tallies) and how many ran.
+///
+/// Each scenario's children (the hits its final life reaches) start as
+/// soon as it finishes — no barrier between depths — and results are
+/// sorted into the sweep's fixed order at the end.
+fn sweep_each_state<S: Subject>(
+    replayer: &Replayer<'_, S>,
+    shared: Option<&Shared<'_, '_, S>>,
+    pool: &rayon::ThreadPool,
+    (config, progress): (&Config, &(dyn Fn(Progress) + Sync)),
+    clean: (&[Hit], &Verdict),
+    counters: (&[Counter], bool),
+    states: &[CrashState],
+) -> (Vec<ScenarioResult>, Vec<Tally>, u64) {
+    let mut scenarios: Vec<ScenarioResult> = Vec::new();
+    let mut tallies = Vec::new();
+    let mut count = 0;
+    if config.depth > 0 {
+        for state in states {
+            let gathered = sweep_state(
+                replayer,
+                shared,
+                pool,
+                (config, progress),
+                clean,
+                counters,
+                state,
+            );
+            count += gathered.count;
+            scenarios.extend(gathered.kept);
+            if !config.trace && config.tally {
+                tallies.push(gathered.tally);
+            }
+        }
+    }
+    (scenarios, tallies, count)
+}
+
+/// One crash state's scenarios: those at depth 1 and, each as soon as its
+/// parent finishes, their children, gathered by the state's own sink.
+fn sweep_state<S: Subject>(
+    replayer: &Replayer<'_, S>,
+    shared: Option<&Shared<'_, '_, S>>,
+    pool: &rayon::ThreadPool,
+    (config, progress): (&Config, &(dyn Fn(Progress) + Sync)),
+    (clean_hits, clean_verdict): (&[Hit], &Verdict),
+    (counters, extra_required): (&[Counter], bool),
+    state: &CrashState,
+) -> Gathered {
+    let top = expand(
+        &Scenario::in_state(state.clone(), Vec::new()),
+        &[],
+        clean_hits,
+        cuts(replayer.subject).enumerates(state),
+    );
+    progress(Progress::Planned {
+        depth: 1,
+        count: top.len() as u64,
+    });
+    let sink = Sink {
+        clean: clean_verdict,
+        counters,
+        required: extra_required,
+        keep_all: config.trace || !config.tally,
+        inner: Mutex::new(Gathered {
+            tally: Tally::new(state.clone(), config.depth, counters.len()),
+            kept: Vec::new(),
+            count: 0,
+        }),
     };
-    Ok(report)
+    let run = Run {
+        config,
+        clean: clean_verdict,
+        progress,
+        sink: &sink,
+    };
+    pool.install(|| match shared {
+        Some(shared) => shared.sweep(top, &run),
+        None => top
+            .into_par_iter()
+            .for_each(|(sc, order)| subtree(replayer, sc, order, &run)),
+    });
+    sink.finish()
+}
+
+/// The subject's counters with those the config requires marked, as
+/// `Report::require` marks them, and whether that marked any new one.
+fn required_counters(declared: &[Counter], config: &Config) -> (Vec<Counter>, bool) {
+    let mut counters = declared.to_vec();
+    let mut extra_required = false;
+    for name in &config.required {
+        if let Some(c) = counters.iter_mut().find(|c| c.name == *name) {
+            extra_required |= !c.required_zero;
+            c.required_zero = true;
+        }
+    }
+    (counters, extra_required)
 }
 
 /// `a` then the names of `b` it lacks, counts added.

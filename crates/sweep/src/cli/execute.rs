@@ -64,7 +64,6 @@ fn try_execute(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, Refusal> {
-    let usage = |m: String| (EXIT_USAGE, m);
     if let Some(name) = &flags.scenario {
         let sc: Scenario = name
             .parse()
@@ -72,19 +71,7 @@ fn try_execute(
         return rerun(plan, &sweep_config(plan, flags), &sc, flags.format, out);
     }
     if flags.bless {
-        if plan.snapshot.is_none() {
-            return Err(usage(
-                "--bless rewrites the reviewed snapshot of a run as registered: \
-                 drop the subject names, --depth, --crash-state and --partition"
-                    .into(),
-            ));
-        }
-        if crate::report::snapshot::under_ci(env.ci.as_deref()) {
-            return Err(usage(format!(
-                "--bless is refused under CI (CI={}): snapshots are reviewed, not rewritten",
-                env.ci.as_deref().unwrap_or_default()
-            )));
-        }
+        check_bless(plan, env)?;
     }
     let bar = Arc::new(bar::Bar::new(env.progress));
     let config = Config {
@@ -96,21 +83,7 @@ fn try_execute(
     };
     let mut reports = Vec::new();
     for s in &plan.subjects {
-        let has = s.crash_states();
-        let config = Config {
-            crash_states: plan
-                .crash_states
-                .iter()
-                .filter(|st| has.contains(st))
-                .cloned()
-                .collect(),
-            ..config.clone()
-        };
-        let states = if config.crash_states.is_empty() {
-            s.default_crash_states().len()
-        } else {
-            config.crash_states.len()
-        };
+        let (config, states) = subject_config(plan, *s, &config);
         bar.start(&s.name(), config.depth, states);
         let result = s.run(&config);
         let mut report = match result {
@@ -130,66 +103,148 @@ fn try_execute(
         reports.push(report);
     }
     bar.finish();
+    write_results(plan, flags, &reports, out)?;
+    for line in reports.iter().filter_map(output::processes_line) {
+        let _ = writeln!(err, "{line}");
+    }
+    let mut code = compare_snapshot(plan, flags, &reports, err)?;
+    let (lines, failed) = failure_lines(&reports, plan.rerun);
+    for l in lines {
+        let _ = writeln!(err, "{l}");
+    }
+    if let Some(dir) = &flags.artifacts {
+        write_artifacts(dir, plan, &config, &reports, err)?;
+    }
+    if failed > 0 {
+        code = EXIT_FAILED;
+    }
+    Ok(code)
+}
+
+/// A refusal of the command as given, with its usage exit code.
+fn usage(message: String) -> Refusal {
+    (EXIT_USAGE, message)
+}
+
+/// `--bless` is refused unless this run is the one its snapshot reviews,
+/// and under CI.
+fn check_bless(plan: &Plan<'_>, env: &Env) -> Result<(), Refusal> {
+    if plan.snapshot.is_none() {
+        return Err(usage(
+            "--bless rewrites the reviewed snapshot of a run as registered: \
+             drop the subject names, --depth, --crash-state and --partition"
+                .into(),
+        ));
+    }
+    if crate::report::snapshot::under_ci(env.ci.as_deref()) {
+        return Err(usage(format!(
+            "--bless is refused under CI (CI={}): snapshots are reviewed, not rewritten",
+            env.ci.as_deref().unwrap_or_default()
+        )));
+    }
+    Ok(())
+}
+
+/// Subject `s`'s config: the plan's crash states it has, and how many
+/// states it sweeps (its default ones when it has none of them).
+fn subject_config(plan: &Plan<'_>, s: &dyn DynSubject, config: &Config) -> (Config, usize) {
+    let has = s.crash_states();
+    let config = Config {
+        crash_states: plan
+            .crash_states
+            .iter()
+            .filter(|st| has.contains(st))
+            .cloned()
+            .collect(),
+        ..config.clone()
+    };
+    let states = if config.crash_states.is_empty() {
+        s.default_crash_states().len()
+    } else {
+        config.crash_states.len()
+    };
+    (config, states)
+}
+
+/// The reports, written to `out` in the format the flags ask for (JSON with
+/// the failures and their rerun commands).
+fn write_results(
+    plan: &Plan<'_>,
+    flags: &SweepFlags,
+    reports: &[Report],
+    out: &mut dyn Write,
+) -> Result<(), Refusal> {
     let write_err = |e: std::io::Error| usage(format!("cannot write the output: {e}"));
     if flags.format == Format::Json {
         let mut v: serde_json::Value =
-            serde_json::from_str(&render(&reports, Format::Json, flags.partition.is_some()))
+            serde_json::from_str(&render(reports, Format::Json, flags.partition.is_some()))
                 .unwrap_or_default();
-        v["failures"] = failures_json(&reports, plan.rerun);
+        v["failures"] = failures_json(reports, plan.rerun);
         if let Some(reports) = v.as_object_mut().and_then(|m| m.remove("reports")) {
             v["reports"] = reports;
         }
         out.write_all(output::pretty(&v).as_bytes())
             .map_err(write_err)?;
     } else {
-        out.write_all(render(&reports, flags.format, false).as_bytes())
+        out.write_all(render(reports, flags.format, false).as_bytes())
             .map_err(write_err)?;
     }
-    for line in reports.iter().filter_map(output::processes_line) {
-        let _ = writeln!(err, "{line}");
+    Ok(())
+}
+
+/// The table compared with the plan's snapshot, or written over it with
+/// `--bless`: [`EXIT_FAILED`] when they differ (the diff told on `err`).
+fn compare_snapshot(
+    plan: &Plan<'_>,
+    flags: &SweepFlags,
+    reports: &[Report],
+    err: &mut dyn Write,
+) -> Result<u8, Refusal> {
+    let Some(snap) = &plan.snapshot else {
+        return Ok(EXIT_PASSED);
+    };
+    let table = crate::table(&reports.iter().flat_map(Report::rows).collect::<Vec<_>>());
+    if flags.bless {
+        std::fs::write(snap, &table)
+            .map_err(|e| usage(format!("cannot write {}: {e}", snap.display())))?;
+        let _ = writeln!(err, "wrote {}", snap.display());
+    } else if let Err(diff) = crate::report::snapshot::compare(
+        snap,
+        &table,
+        "If the new output is right, accept it by rerunning this command with --bless, \
+         and say in review why the numbers moved.",
+    ) {
+        let _ = writeln!(err, "{diff}");
+        return Ok(EXIT_FAILED);
     }
-    let mut code = EXIT_PASSED;
-    if let Some(snap) = &plan.snapshot {
-        let table = crate::table(&reports.iter().flat_map(Report::rows).collect::<Vec<_>>());
-        if flags.bless {
-            std::fs::write(snap, &table)
-                .map_err(|e| usage(format!("cannot write {}: {e}", snap.display())))?;
-            let _ = writeln!(err, "wrote {}", snap.display());
-        } else if let Err(diff) = crate::report::snapshot::compare(
-            snap,
-            &table,
-            "If the new output is right, accept it by rerunning this command with --bless, \
-             and say in review why the numbers moved.",
-        ) {
-            let _ = writeln!(err, "{diff}");
-            code = EXIT_FAILED;
-        }
-    }
-    let (lines, failed) = failure_lines(&reports, plan.rerun);
-    for l in lines {
-        let _ = writeln!(err, "{l}");
-    }
-    if let Some(dir) = &flags.artifacts {
-        let written = super::artifacts::write(dir, &plan.subjects, &config, &reports, plan.rerun)
-            .map_err(|e| {
+    Ok(EXIT_PASSED)
+}
+
+/// The failing scenarios' artifacts, written in `dir` (and how many told on
+/// `err`).
+fn write_artifacts(
+    dir: &std::path::Path,
+    plan: &Plan<'_>,
+    config: &Config,
+    reports: &[Report],
+    err: &mut dyn Write,
+) -> Result<(), Refusal> {
+    let written = super::artifacts::write(dir, &plan.subjects, config, reports, plan.rerun)
+        .map_err(|e| {
             usage(format!(
                 "cannot write the artifacts in {}: {e}",
                 dir.display()
             ))
         })?;
-        if !written.is_empty() {
-            let _ = writeln!(
-                err,
-                "artifacts: {} failing scenario(s) written to {}",
-                written.len(),
-                dir.display()
-            );
-        }
+    if !written.is_empty() {
+        let _ = writeln!(
+            err,
+            "artifacts: {} failing scenario(s) written to {}",
+            written.len(),
+            dir.display()
+        );
     }
-    if failed > 0 {
-        code = EXIT_FAILED;
-    }
-    Ok(code)
+    Ok(())
 }
 
 /// Rerun `sc` on each subject that has its crash state.

@@ -88,22 +88,7 @@ pub fn failure_lines(
     let mut lines = Vec::new();
     let mut total = 0;
     let mut flaky_total = 0;
-    let reason = |f: &ScenarioResult| {
-        f.failure
-            .as_ref()
-            .map(ToString::to_string)
-            .unwrap_or_default()
-    };
     for (i, r) in reports.iter().enumerate() {
-        // A report of several crash states shows up to SHOWN of each state.
-        let groups: Vec<(String, Option<&crate::power::CrashState>)> = if r.states.len() > 1 {
-            r.states
-                .iter()
-                .map(|st| (st.title.clone(), Some(&st.state)))
-                .collect()
-        } else {
-            vec![(r.subject.clone(), None)]
-        };
         // The clean run (no crash) goes with the first state only: its
         // scenario is in the process state, which may come later.
         let of = |s: &ScenarioResult, state: Option<&crate::power::CrashState>, first: bool| {
@@ -115,73 +100,17 @@ pub fn failure_lines(
                 }
             })
         };
-        for (g, (title, state)) in groups.iter().enumerate() {
-            for (label, list) in [
-                (
-                    "FAILED",
-                    r.failures()
-                        .filter(|s| of(s, *state, g == 0))
-                        .collect::<Vec<_>>(),
-                ),
-                (
-                    "FLAKY",
-                    // (The clean run is never flaky: it is not rerun.)
-                    r.flaky()
-                        .filter(|s| of(s, *state, false))
-                        .collect::<Vec<_>>(),
-                ),
-            ] {
-                if label == "FAILED" {
-                    total += list.len();
-                } else {
-                    flaky_total += list.len();
-                }
-                for f in list.iter().take(SHOWN) {
-                    lines.push(format!(
-                        "{label} {} / {}: {}\n    rerun: {}",
-                        r.subject,
-                        f.scenario,
-                        reason(f),
-                        rerun(i, &f.scenario)
-                    ));
-                }
-                if list.len() > SHOWN {
-                    lines.push(format!(
-                        "    … and {} more {} scenarios of {}",
-                        list.len() - SHOWN,
-                        if label == "FAILED" {
-                            "failing"
-                        } else {
-                            "flaky"
-                        },
-                        title
-                    ));
-                }
+        for (g, (title, state)) in state_groups(r).iter().enumerate() {
+            let failed: Vec<_> = r.failures().filter(|s| of(s, *state, g == 0)).collect();
+            // (The clean run is never flaky: it is not rerun.)
+            let flaky: Vec<_> = r.flaky().filter(|s| of(s, *state, false)).collect();
+            total += failed.len();
+            flaky_total += flaky.len();
+            for (label, list) in [("FAILED", failed), ("FLAKY", flaky)] {
+                shown_lines(&mut lines, (r, title), label, &list, &|f| rerun(i, f));
             }
         }
-        if !r.unscoped.is_empty() || !r.stray.is_empty() {
-            let names: Vec<String> = r
-                .unscoped
-                .iter()
-                .chain(&r.stray)
-                .map(|(n, c)| format!("{n} ({c}×)"))
-                .collect();
-            lines.push(format!(
-                "warning: {}: crash points passed on threads without a scope, which no crash can reach: {}\n    hint: start threads with crashpoint::spawn (tokio tasks with crashpoint::task::spawn_task) so they carry the life's scope",
-                r.subject,
-                names.join(", ")
-            ));
-        }
-        for n in &r.notices {
-            lines.push(format!("note: {}: {n}", r.subject));
-        }
-        if !r.never_passed.is_empty() {
-            lines.push(format!(
-                "warning: {}: crash points compiled into the code its clean run went through, which the clean run never passed, so no scenario crashes there: {}\n    hint: make the clean run pass them (take the branch, enable the feature) or remove them; --strict-points refuses such a sweep",
-                r.subject,
-                r.never_passed.join(", ")
-            ));
-        }
+        lines.extend(report_warnings(r));
     }
     if flaky_total > 0 {
         lines.push(format!(
@@ -197,6 +126,85 @@ pub fn failure_lines(
         ));
     }
     (lines, total + flaky_total)
+}
+
+/// The groups report `r`'s failures are told in: one for each crash state
+/// (its title) when it swept several, else one for the whole subject.
+fn state_groups(r: &Report) -> Vec<(String, Option<&crate::power::CrashState>)> {
+    // A report of several crash states shows up to SHOWN of each state.
+    if r.states.len() > 1 {
+        r.states
+            .iter()
+            .map(|st| (st.title.clone(), Some(&st.state)))
+            .collect()
+    } else {
+        vec![(r.subject.clone(), None)]
+    }
+}
+
+/// Up to SHOWN scenarios of `list` (failing or flaky, as `label` says) of
+/// the group titled `title` of report `r`, each with its rerun command, and
+/// how many more there are.
+fn shown_lines(
+    lines: &mut Vec<String>,
+    (r, title): (&Report, &str),
+    label: &str,
+    list: &[&ScenarioResult],
+    rerun: &dyn Fn(&Scenario) -> String,
+) {
+    for f in list.iter().take(SHOWN) {
+        let reason = (f.failure.as_ref())
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        lines.push(format!(
+            "{label} {} / {}: {}\n    rerun: {}",
+            r.subject,
+            f.scenario,
+            reason,
+            rerun(&f.scenario)
+        ));
+    }
+    if list.len() > SHOWN {
+        let what = if label == "FAILED" {
+            "failing"
+        } else {
+            "flaky"
+        };
+        lines.push(format!(
+            "    … and {} more {what} scenarios of {title}",
+            list.len() - SHOWN,
+        ));
+    }
+}
+
+/// Report `r`'s warnings and notes: points passed on threads without a
+/// scope, its notices, and points its clean run never passed.
+fn report_warnings(r: &Report) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !r.unscoped.is_empty() || !r.stray.is_empty() {
+        let names: Vec<String> = r
+            .unscoped
+            .iter()
+            .chain(&r.stray)
+            .map(|(n, c)| format!("{n} ({c}×)"))
+            .collect();
+        lines.push(format!(
+            "warning: {}: crash points passed on threads without a scope, which no crash can reach: {}\n    hint: start threads with crashpoint::spawn (tokio tasks with crashpoint::task::spawn_task) so they carry the life's scope",
+            r.subject,
+            names.join(", ")
+        ));
+    }
+    for n in &r.notices {
+        lines.push(format!("note: {}: {n}", r.subject));
+    }
+    if !r.never_passed.is_empty() {
+        lines.push(format!(
+            "warning: {}: crash points compiled into the code its clean run went through, which the clean run never passed, so no scenario crashes there: {}\n    hint: make the clean run pass them (take the branch, enable the feature) or remove them; --strict-points refuses such a sweep",
+            r.subject,
+            r.never_passed.join(", ")
+        ));
+    }
+    lines
 }
 
 fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
