@@ -441,6 +441,13 @@ fn bad_store_input_is_refused_and_creates_nothing() {
     let tracker = svc.url.as_str();
     let dead = "http://127.0.0.1:1";
     let missing_dir = format!("sqlite:{}", tmp.path().join("no-dir/runs.db").display());
+    // A database under a regular file: its "directory" exists, as a file.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("a-file"), "").unwrap();
+    let under_file = format!(
+        "sqlite:{}",
+        elsewhere.path().join("a-file/runs.db").display()
+    );
     let m1 = "m1-done-after-delete";
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (
@@ -532,6 +539,20 @@ fn bad_store_input_is_refused_and_creates_nothing() {
             ],
             2,
             "does not exist",
+        ),
+        (
+            vec![
+                "--store",
+                &under_file,
+                "--state",
+                w,
+                "--task",
+                m1,
+                "--tracker",
+                tracker,
+            ],
+            2,
+            "a-file is not a directory",
         ),
         (
             vec!["--state", w, "--task", m1, "--lease-secs", "5"],
