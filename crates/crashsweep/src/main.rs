@@ -194,19 +194,10 @@ fn main() -> ExitCode {
 fn run(args: &Args, raw: &[OsString]) -> u8 {
     // --list-points runs no judge.
     let judge = args.judge.clone().unwrap_or_default();
-    let name = args.name.clone().unwrap_or_else(|| {
-        let program = PathBuf::from(&args.program[0]);
-        let last = args.program.last().map(PathBuf::from).unwrap_or_default();
-        // `python3 payouts.py` is named after the script, not the interpreter.
-        let main = if args.program.len() > 1 && last.extension().is_some() {
-            last
-        } else {
-            program
-        };
-        main.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "program".into())
-    });
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| default_name(&args.program));
     let mut process = Process::new(&name, &args.program).judge_command(&judge);
     if let Some(w) = &args.world {
         process = process.world_from(w);
@@ -377,9 +368,46 @@ fn quote(s: &str) -> String {
     }
 }
 
+/// The subject's name in the table when `--name` is not given: the
+/// program's file name, or its script's. `python3 payouts.py --fixed` is
+/// named after the script, not the interpreter: the script is the first
+/// argument that is no option and has an extension.
+fn default_name(program: &[OsString]) -> String {
+    let script = program
+        .iter()
+        .skip(1)
+        .map(PathBuf::from)
+        .find(|a| !a.as_os_str().to_string_lossy().starts_with('-') && a.extension().is_some());
+    let main = script.unwrap_or_else(|| program.first().map(PathBuf::from).unwrap_or_default());
+    main.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "program".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn name_of(argv: &[&str]) -> String {
+        let argv: Vec<OsString> = argv.iter().map(Into::into).collect();
+        default_name(&argv)
+    }
+
+    #[test]
+    fn a_script_names_the_subject_whatever_options_follow_it() {
+        assert_eq!(name_of(&["python3", "/x/payouts.py"]), "payouts.py");
+        assert_eq!(
+            name_of(&["python3", "/x/payouts.py", "--fixed"]),
+            "payouts.py"
+        );
+        assert_eq!(
+            name_of(&["python3", "-u", "/x/payouts.py", "--fixed"]),
+            "payouts.py"
+        );
+        assert_eq!(name_of(&["node", "payouts.js", "--fixed"]), "payouts.js");
+        assert_eq!(name_of(&["/x/payouts", "--fixed"]), "payouts");
+        assert_eq!(name_of(&["/x/payouts"]), "payouts");
+    }
 
     #[test]
     fn the_rerun_command_names_the_scenario_and_drops_sweep_only_flags() {
