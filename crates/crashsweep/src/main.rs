@@ -392,9 +392,46 @@ fn quote(s: &str) -> String {
     }
 }
 
+/// The subject's name in the table when `--name` is not given: the
+/// program's file name, or its script's. `python3 payouts.py --fixed` is
+/// named after the script, not the interpreter: the script is the first
+/// argument that is no option and has an extension.
+fn default_name(program: &[OsString]) -> String {
+    let script = program
+        .iter()
+        .skip(1)
+        .map(PathBuf::from)
+        .find(|a| !a.as_os_str().to_string_lossy().starts_with('-') && a.extension().is_some());
+    let main = script.unwrap_or_else(|| program.first().map(PathBuf::from).unwrap_or_default());
+    main.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "program".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn name_of(argv: &[&str]) -> String {
+        let argv: Vec<OsString> = argv.iter().map(Into::into).collect();
+        default_name(&argv)
+    }
+
+    #[test]
+    fn a_script_names_the_subject_whatever_options_follow_it() {
+        assert_eq!(name_of(&["python3", "/x/payouts.py"]), "payouts.py");
+        assert_eq!(
+            name_of(&["python3", "/x/payouts.py", "--fixed"]),
+            "payouts.py"
+        );
+        assert_eq!(
+            name_of(&["python3", "-u", "/x/payouts.py", "--fixed"]),
+            "payouts.py"
+        );
+        assert_eq!(name_of(&["node", "payouts.js", "--fixed"]), "payouts.js");
+        assert_eq!(name_of(&["/x/payouts", "--fixed"]), "payouts");
+        assert_eq!(name_of(&["/x/payouts"]), "payouts");
+    }
 
     #[test]
     fn the_rerun_command_names_the_scenario_and_drops_sweep_only_flags() {

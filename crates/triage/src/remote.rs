@@ -156,7 +156,14 @@ pub fn check_answers(url: &str) -> Result<(), Failure> {
 }
 
 fn unreachable(url: &str, e: impl std::fmt::Display) -> Failure {
-    Failure::run("tracker", format!("the tracker at {url}: {e}")).hint(
+    // The client's own "unreachable" already names the service.
+    let e = e.to_string();
+    let message = if e.starts_with(&format!("the tracker at {url}")) {
+        e
+    } else {
+        format!("the tracker at {url}: {e}")
+    };
+    Failure::run("tracker", message).hint(
         "start one with: cargo run -p tracker -- serve --dir DIR --addr 127.0.0.1:0 \
          (it prints the URL on its first line)",
     )
@@ -195,12 +202,18 @@ impl RunTracker {
             return Ok(RunTracker::Local(tracker));
         };
         let http = HttpTracker::connect_with(url, retry(RUN_UNREACHABLE)?).map_err(|e| {
-            let failure = unreachable(url, e);
-            let hint = failure.hint.clone().unwrap_or_default();
-            failure.hint(format!(
-                "{hint}; the run sends its effects to this URL only: if that service is gone \
-                 for good, the run cannot go on (its world is {}; give the run up by removing \
-                 it, and on a database store its row: DELETE FROM runs WHERE run_id = '{run}')",
+            // The run is bound to this URL: a service started on another
+            // port would be refused, so the hint names this address.
+            let addr = url
+                .trim_end_matches('/')
+                .trim_start_matches("http://")
+                .trim_start_matches("https://");
+            unreachable(url, e).hint(format!(
+                "start the service again at this address, with the directory it kept its records \
+                 in: cargo run -p tracker -- serve --dir DIR --addr {addr}; the run sends its \
+                 effects to this URL only: if that service is gone for good, the run cannot go \
+                 on (its world is {}; give the run up by removing it, and on a database store \
+                 its row: DELETE FROM runs WHERE run_id = '{run}')",
                 world.path.display()
             ))
         })?;

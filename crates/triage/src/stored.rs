@@ -190,10 +190,17 @@ impl StoreUrl {
                     _ => Path::new("."),
                 };
                 if !parent.is_dir() {
+                    // A parent that exists as a file, FIFO or device is
+                    // not "missing": say what it is.
+                    let what = if std::fs::metadata(parent).is_ok() {
+                        "is not a directory"
+                    } else {
+                        "does not exist"
+                    };
                     return Err(Failure::usage(
                         "bad_store",
                         format!(
-                            "--store sqlite:{}: the directory {} does not exist",
+                            "--store sqlite:{}: the directory {} {what}",
                             path.display(),
                             parent.display()
                         ),

@@ -167,3 +167,36 @@ fn the_processes_a_sweep_starts_are_counted() {
         assert_eq!(n.total(), n.lives + n.forked + n.judges);
     }
 }
+
+/// `--list-points` with `--fork-server` checks the server as a sweep
+/// would, then lists a forked clean life's points; a server that a sweep
+/// would refuse is refused here too, by name.
+#[test]
+fn the_points_are_listed_under_a_fork_server() {
+    let world = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_crashsweep"))
+            .args(["--fork-server", "--list-points", "--world"])
+            .arg(world.path())
+            .arg("--")
+            .arg(payouts())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let ok = run(&["--fixed"]);
+    let out = String::from_utf8_lossy(&ok.stdout);
+    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+    assert!(
+        out.contains("7 hits of 3 points in a clean run")
+            && out.contains("start     ×1")
+            && out.contains("paid      ×3")
+            && out.contains("mid-save  ×3"),
+        "{out}"
+    );
+    let refused = run(&["--load-before-ready"]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("the fork server is refused"), "{err}");
+    assert!(!err.contains("Process::discover"), "{err}");
+}

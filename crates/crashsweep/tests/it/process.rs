@@ -256,3 +256,20 @@ fn a_world_named_by_chance_is_refused_until_described_without_it() {
     let report = sweep::run(&described, &config(1)).unwrap();
     assert_eq!(report.failures().count(), 0);
 }
+
+/// A clean run that fails is named as such, with no judge in the
+/// message: `--list-points` runs none.
+#[test]
+fn a_failing_clean_run_of_list_points_names_no_judge() {
+    let out = Command::new(env!("CARGO_BIN_EXE_crashsweep"))
+        .args(["--list-points", "--", "false"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("false: its clean run (no crash) failed: `false` exited with status 1"),
+        "{err}"
+    );
+    assert!(!err.contains("judge"), "{err}");
+}

@@ -30,8 +30,9 @@ pub enum ProcessError {
         /// Why.
         reason: String,
     },
-    /// The program's clean run (to discover the judge's counters) failed.
-    #[error("{subject}: the clean run to discover the judge's counters failed: {reason}")]
+    /// The program's clean run (no crash) failed: the one that discovers
+    /// the judge's counters, or one that lists or checks the points.
+    #[error("{subject}: its clean run (no crash) failed: {reason}")]
     Discovery {
         /// The subject.
         subject: String,

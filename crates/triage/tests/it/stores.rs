@@ -441,6 +441,13 @@ fn bad_store_input_is_refused_and_creates_nothing() {
     let tracker = svc.url.as_str();
     let dead = "http://127.0.0.1:1";
     let missing_dir = format!("sqlite:{}", tmp.path().join("no-dir/runs.db").display());
+    // A database under a regular file: its "directory" exists, as a file.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("a-file"), "").unwrap();
+    let under_file = format!(
+        "sqlite:{}",
+        elsewhere.path().join("a-file/runs.db").display()
+    );
     let m1 = "m1-done-after-delete";
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (
@@ -532,6 +539,20 @@ fn bad_store_input_is_refused_and_creates_nothing() {
             ],
             2,
             "does not exist",
+        ),
+        (
+            vec![
+                "--store",
+                &under_file,
+                "--state",
+                w,
+                "--task",
+                m1,
+                "--tracker",
+                tracker,
+            ],
+            2,
+            "a-file is not a directory",
         ),
         (
             vec!["--state", w, "--task", m1, "--lease-secs", "5"],
@@ -925,4 +946,48 @@ fn a_half_built_world_is_removed_on_a_database_store() {
     }
     assert!(!half.exists(), "the half-built world is gone");
     assert_eq!(world_runs(&worlds), vec![run]);
+}
+
+/// A run's tracker service gone when the run is resumed: the error names
+/// the service once, and the hint starts it again at the run's own
+/// address (a service on another port would be refused), not at port 0.
+#[test]
+fn a_gone_tracker_of_a_run_is_named_once_with_its_own_address() {
+    let state = tempfile::tempdir().unwrap();
+    let s = arg(state.path());
+    let svc = Svc::start(true);
+    let url = svc.url.clone();
+    let m1 = "m1-done-after-delete";
+    let args = [
+        "--task",
+        m1,
+        "--state",
+        s,
+        "--tracker",
+        url.as_str(),
+        "--approve",
+        "off",
+    ];
+    let mut killed = args.to_vec();
+    killed.extend(["--die-after", "code_patch"]);
+    common::triage(&killed).expect_killed();
+    drop(svc);
+    let out = common::triage_gone_tracker(&args);
+    assert_eq!(out.code(), Some(5), "{out:?}");
+    let error = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("triage: error:"))
+        .unwrap_or_default();
+    assert_eq!(error.matches("the tracker at").count(), 1, "{error}");
+    assert!(
+        error.contains(&format!("the tracker at {url} is unreachable")),
+        "{error}"
+    );
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    assert!(
+        out.stderr.contains(&format!("--addr {addr};")) && !out.stderr.contains("127.0.0.1:0"),
+        "{}",
+        out.stderr
+    );
 }

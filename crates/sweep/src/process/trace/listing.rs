@@ -76,6 +76,12 @@ impl Process {
                 reason,
             })?;
         }
+        // A fork server is checked before a forked life lists the points,
+        // as before a sweep: a server that would be refused is refused
+        // here too, by name.
+        if self.fork.wanted && self.io_points.is_none() {
+            self.check_fork_server()?;
+        }
         let hits = self.clean_hits()?;
         let mut points: Vec<(String, u32)> = Vec::new();
         for h in &hits {
