@@ -181,66 +181,7 @@ impl StoreUrl {
                 "bad_store",
                 format!("{} is a directory store, not a database", dir.display()),
             )),
-            StoreUrl::Sqlite(path) => {
-                if !create && std::fs::symlink_metadata(path).is_err() {
-                    return Ok(None);
-                }
-                let parent = match path.parent() {
-                    Some(p) if !p.as_os_str().is_empty() => p,
-                    _ => Path::new("."),
-                };
-                if !parent.is_dir() {
-                    // A parent that exists as a file, FIFO or device is
-                    // not "missing": say what it is.
-                    let what = if std::fs::metadata(parent).is_ok() {
-                        "is not a directory"
-                    } else {
-                        "does not exist"
-                    };
-                    return Err(Failure::usage(
-                        "bad_store",
-                        format!(
-                            "--store sqlite:{}: the directory {} {what}",
-                            path.display(),
-                            parent.display()
-                        ),
-                    )
-                    .hint("create the directory first, or name a database in one that exists; nothing was created"));
-                }
-                // A device, FIFO or directory is no database: SQLite would
-                // make its journal beside it (`/dev/null-journal`).
-                let existing = std::fs::metadata(path).ok();
-                if existing.as_ref().is_some_and(|m| !m.is_file()) {
-                    return Err(Failure::usage(
-                        "bad_store",
-                        format!(
-                            "--store sqlite:{}: not a regular file, so it cannot hold a database",
-                            path.display()
-                        ),
-                    )
-                    .hint("name a database file (enqueue creates it); nothing was created"));
-                }
-                let store = durable::store::SqliteStore::open(path).map_err(|e| {
-                    let failure = Failure::from(e);
-                    if failure.hint.is_some() {
-                        return failure;
-                    }
-                    let hint = if existing.is_some() && failure.message.contains("not a database") {
-                        format!(
-                            "{} is a file, but not an SQLite database; name the store's database \
-                             or a new file; it was left as it is",
-                            path.display()
-                        )
-                    } else {
-                        format!(
-                            "the database file is {}; its directory must be writable",
-                            path.display()
-                        )
-                    };
-                    failure.hint(hint)
-                })?;
-                Ok(Some(Arc::new(store)))
-            }
+            StoreUrl::Sqlite(path) => open_sqlite(path, create),
             StoreUrl::Postgres(url) => {
                 let store = durable::store::PostgresStore::connect(url).map_err(|e| {
                     Failure::from(e).hint(
@@ -480,6 +421,70 @@ impl Beat {
             }
         }
     }
+}
+
+/// `--store sqlite:PATH`, opened (made when `create`): `None` when it does
+/// not exist and `create` is off. A path that cannot hold a database is
+/// refused before SQLite makes anything beside it.
+fn open_sqlite(path: &Path, create: bool) -> Result<Option<Arc<dyn RunStore>>, Failure> {
+    if !create && std::fs::symlink_metadata(path).is_err() {
+        return Ok(None);
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        // A parent that exists as a file, FIFO or device is
+        // not "missing": say what it is.
+        let what = if std::fs::metadata(parent).is_ok() {
+            "is not a directory"
+        } else {
+            "does not exist"
+        };
+        return Err(Failure::usage(
+                "bad_store",
+                format!(
+                    "--store sqlite:{}: the directory {} {what}",
+                    path.display(),
+                    parent.display()
+                ),
+            )
+            .hint("create the directory first, or name a database in one that exists; nothing was created"));
+    }
+    // A device, FIFO or directory is no database: SQLite would
+    // make its journal beside it (`/dev/null-journal`).
+    let existing = std::fs::metadata(path).ok();
+    if existing.as_ref().is_some_and(|m| !m.is_file()) {
+        return Err(Failure::usage(
+            "bad_store",
+            format!(
+                "--store sqlite:{}: not a regular file, so it cannot hold a database",
+                path.display()
+            ),
+        )
+        .hint("name a database file (enqueue creates it); nothing was created"));
+    }
+    let store = durable::store::SqliteStore::open(path).map_err(|e| {
+        let failure = Failure::from(e);
+        if failure.hint.is_some() {
+            return failure;
+        }
+        let hint = if existing.is_some() && failure.message.contains("not a database") {
+            format!(
+                "{} is a file, but not an SQLite database; name the store's database \
+                     or a new file; it was left as it is",
+                path.display()
+            )
+        } else {
+            format!(
+                "the database file is {}; its directory must be writable",
+                path.display()
+            )
+        };
+        failure.hint(hint)
+    })?;
+    Ok(Some(Arc::new(store)))
 }
 
 #[cfg(test)]
