@@ -69,8 +69,12 @@ pub enum RunTracker {
 /// tries for [`RUN_UNREACHABLE`] (a restarting service comes back) and the
 /// check for [`CHECK_UNREACHABLE`]. For tests of a service that is gone,
 /// so they do not wait those out; anything but a whole number of
-/// milliseconds is refused (exit 2).
+/// milliseconds up to [`MAX_UNREACHABLE_MS`] is refused (exit 2).
 pub const UNREACHABLE_ENV: &str = "TRIAGE_TRACKER_UNREACHABLE_MS";
+
+/// The longest [`UNREACHABLE_ENV`] may ask for: ten minutes. A larger
+/// value (`18446744073709551615`) would wait for ever.
+pub const MAX_UNREACHABLE_MS: u64 = 600_000;
 
 /// How long a run tries a service that refuses connections.
 pub const RUN_UNREACHABLE: Duration = Duration::from_secs(5);
@@ -84,10 +88,13 @@ pub const CHECK_UNREACHABLE: Duration = Duration::from_secs(2);
 fn retry(default: Duration) -> Result<Retry, Failure> {
     let unreachable = match std::env::var(UNREACHABLE_ENV) {
         Err(std::env::VarError::NotPresent) => default,
-        Ok(ms) => ms.trim().parse().map(Duration::from_millis).map_err(|_| {
+        Ok(ms) => (ms.trim().parse::<u64>().ok())
+            .filter(|n| *n <= MAX_UNREACHABLE_MS)
+            .map(Duration::from_millis)
+            .ok_or_else(|| {
             Failure::usage(
                 "usage",
-                format!("{UNREACHABLE_ENV}={ms:?}: expected a whole number of milliseconds"),
+                format!("{UNREACHABLE_ENV}={ms:?}: expected a whole number of milliseconds, at most {MAX_UNREACHABLE_MS}"),
             )
             .hint(format!(
                 "unset it to wait the default ({} s)",

@@ -604,14 +604,14 @@ fn bad_store_input_is_refused_and_creates_nothing() {
         "--tracker",
         tracker,
     ];
-    for bad in ["soon", "-1", "1.5", ""] {
+    for bad in ["soon", "-1", "1.5", "", "600001", "18446744073709551615"] {
         let mut cmd = common::command(&args);
         cmd.env(common::UNREACHABLE_ENV, bad);
         let out = common::wait_or_hang(cmd, &args, WAIT);
         assert_eq!(out.code(), Some(2), "{bad:?}: {out:?}");
         assert!(
             out.stderr.contains(&format!(
-                "TRIAGE_TRACKER_UNREACHABLE_MS={bad:?}: expected a whole number of milliseconds"
+                "TRIAGE_TRACKER_UNREACHABLE_MS={bad:?}: expected a whole number of milliseconds, at most 600000"
             )),
             "{bad:?}: {}",
             out.stderr
