@@ -192,22 +192,6 @@ fn main() -> ExitCode {
     ExitCode::from(run(&args, &raw))
 }
 
-/// The name of a sweep of `program` (a command line) without `--name`:
-/// its file's name, or its script's (`python3 payouts.py` is named after
-/// the script, not the interpreter).
-fn default_name(program: &[OsString]) -> String {
-    let first = program.first().map(PathBuf::from).unwrap_or_default();
-    let last = program.last().map(PathBuf::from).unwrap_or_default();
-    let main = if program.len() > 1 && last.extension().is_some() {
-        last
-    } else {
-        first
-    };
-    main.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "program".into())
-}
-
 /// The process subject the flags describe, not yet discovered; `Err`: a
 /// usage error's words.
 fn process_of(args: &Args) -> Result<Process, String> {
