@@ -81,6 +81,9 @@ pub fn transient(e: &Error) -> bool {
         "terminating connection",
         "shutting down",
         "starting up",
+        // SQLSTATE 57P03 while a restarted server replays its log.
+        "not yet accepting connections",
+        "in recovery mode",
         "broken pipe",
         "no such file or directory",
     ]
