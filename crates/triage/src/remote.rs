@@ -86,29 +86,35 @@ pub const CHECK_UNREACHABLE: Duration = Duration::from_secs(2);
 /// The client's retries, trying a service that refuses connections for
 /// `default` unless [`UNREACHABLE_ENV`] says otherwise.
 fn retry(default: Duration) -> Result<Retry, Failure> {
-    let unreachable = match std::env::var(UNREACHABLE_ENV) {
-        Err(std::env::VarError::NotPresent) => default,
-        Ok(ms) => (ms.trim().parse::<u64>().ok())
-            .filter(|n| *n <= MAX_UNREACHABLE_MS)
-            .map(Duration::from_millis)
-            .ok_or_else(|| {
-            Failure::usage(
-                "usage",
-                format!("{UNREACHABLE_ENV}={ms:?}: expected a whole number of milliseconds, at most {MAX_UNREACHABLE_MS}"),
-            )
-            .hint(format!(
-                "unset it to wait the default ({} s)",
-                default.as_secs()
-            ))
-        })?,
-        Err(e) => {
-            return Err(Failure::usage("usage", format!("{UNREACHABLE_ENV}: {e}")));
-        }
-    };
+    let unreachable = env_ms(UNREACHABLE_ENV, default, MAX_UNREACHABLE_MS)?;
     Ok(Retry {
         unreachable,
         ..Retry::default()
     })
+}
+
+/// The duration the variable `name` gives in milliseconds, or `default`
+/// when it is unset; anything but a whole number up to `max` is refused.
+pub(crate) fn env_ms(name: &str, default: Duration, max: u64) -> Result<Duration, Failure> {
+    match std::env::var(name) {
+        Err(std::env::VarError::NotPresent) => Ok(default),
+        Ok(ms) => (ms.trim().parse::<u64>().ok())
+            .filter(|n| *n <= max)
+            .map(Duration::from_millis)
+            .ok_or_else(|| {
+                Failure::usage(
+                    "usage",
+                    format!(
+                        "{name}={ms:?}: expected a whole number of milliseconds, at most {max}"
+                    ),
+                )
+                .hint(format!(
+                    "unset it to wait the default ({} s)",
+                    default.as_secs()
+                ))
+            }),
+        Err(e) => Err(Failure::usage("usage", format!("{name}: {e}"))),
+    }
 }
 
 /// [`UNREACHABLE_ENV`], if set, is a whole number of milliseconds: checked

@@ -465,7 +465,7 @@ fn open_sqlite(path: &Path, create: bool) -> Result<Option<Arc<dyn RunStore>>, F
         )
         .hint("name a database file (enqueue creates it); nothing was created"));
     }
-    let store = durable::store::SqliteStore::open(path).map_err(|e| {
+    let store = durable::store::SqliteStore::open_waiting(path, sqlite_busy()?).map_err(|e| {
         let failure = Failure::from(e);
         if failure.hint.is_some() {
             return failure;
@@ -485,6 +485,26 @@ fn open_sqlite(path: &Path, create: bool) -> Result<Option<Arc<dyn RunStore>>, F
         failure.hint(hint)
     })?;
     Ok(Some(Arc::new(store)))
+}
+
+/// The variable that sets how long an SQLite store's writer waits for
+/// another's write lock before it meets `database is locked`:
+/// milliseconds, at most [`MAX_SQLITE_BUSY_MS`]; unset, SQLite's busy
+/// timeout is [`durable::store::SQLITE_BUSY`]. For tests of a held lock,
+/// so they do not wait the default out.
+pub const SQLITE_BUSY_ENV: &str = "TRIAGE_SQLITE_BUSY_MS";
+
+/// The longest [`SQLITE_BUSY_ENV`] may ask for: ten minutes.
+pub const MAX_SQLITE_BUSY_MS: u64 = 600_000;
+
+/// [`SQLITE_BUSY_ENV`] read, or the default: a bad value is refused
+/// (exit 2) before anything is created.
+pub(crate) fn sqlite_busy() -> Result<std::time::Duration, Failure> {
+    crate::remote::env_ms(
+        SQLITE_BUSY_ENV,
+        durable::store::SQLITE_BUSY,
+        MAX_SQLITE_BUSY_MS,
+    )
 }
 
 #[cfg(test)]

@@ -95,7 +95,7 @@ pub use file::FileStore;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteStore;
+pub use sqlite::{SqliteStore, SQLITE_BUSY};
 
 /// A held claim on a run: who holds it, and the epoch that fences every
 /// older holder.

@@ -96,10 +96,20 @@ fn create_private(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// How long a writer waits for another's write lock, by default.
+pub const SQLITE_BUSY: Duration = Duration::from_secs(10);
+
 impl SqliteStore {
     /// Open (creating if missing) the database at `path` and its `runs`
-    /// table. Each worker may open its own; they share the file.
+    /// table. Each worker may open its own; they share the file. A writer
+    /// waits [`SQLITE_BUSY`] for another's write lock.
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore> {
+        SqliteStore::open_waiting(path, SQLITE_BUSY)
+    }
+
+    /// [`SqliteStore::open`], waiting `busy` for another writer's lock
+    /// before a write fails with `database is locked`.
+    pub fn open_waiting(path: impl AsRef<Path>, busy: Duration) -> Result<SqliteStore> {
         let path = path.as_ref().to_path_buf();
         let fail = |op, e: rusqlite::Error| Error::Store {
             path: PathBuf::from(format!("sqlite:{}", path.display())),
@@ -116,7 +126,7 @@ impl SqliteStore {
             source: Box::new(e),
         })?;
         let conn = Connection::open(&path).map_err(|e| fail("open", e))?;
-        conn.busy_timeout(Duration::from_secs(10))
+        conn.busy_timeout(busy)
             .map_err(|e| fail("set the busy timeout of", e))?;
         let mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))

@@ -7,6 +7,12 @@
 //! written into the source tree) with the workspace's `Cargo.lock`, so it
 //! builds with the versions the workspace already fetched: `--offline`
 //! first, the registry only if something is missing.
+//!
+//! Ignored by `cargo test --workspace`: building the fixture compiles
+//! sweep and its dependencies again with a profile of their own, about a
+//! minute of two cores, longer than the rest of this crate's tests
+//! together. CI runs it on its own line: `cargo test --workspace --tests --
+//! --ignored panic_abort`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -37,6 +43,7 @@ fn cargo_build(manifest: &Path, target: &Path, offline: bool) -> Output {
 }
 
 #[test]
+#[ignore = "builds a crate of its own (a minute of compiling): CI runs it with -- --ignored panic_abort"]
 fn a_panic_abort_build_is_refused_with_the_profile_fix() {
     let root = root().canonicalize().unwrap();
     let fixture = root.join("fixtures/panic-abort");

@@ -58,6 +58,7 @@ pub(crate) fn check_input(cli: &Cli, catalog: &Catalog) -> Result<Input, Failure
 /// tracker first reads it.
 pub(crate) fn check_env() -> Result<(), Failure> {
     remote::check_env()?;
+    crate::stored::sqlite_busy()?;
     // Under a harness (`CRASHSWEEP_FD`) the variable is not read.
     if std::env::var_os("CRASHSWEEP_FD").is_none() {
         if let Some(at) = std::env::var_os("CRASHSWEEP_DIE_AT") {

@@ -619,6 +619,22 @@ fn bad_store_input_is_refused_and_creates_nothing() {
         let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
         assert!(left.is_empty(), "{bad:?} created {left:?}");
     }
+    // How long an SQLite writer waits for another's lock: the same.
+    for bad in ["soon", "-1", "600001"] {
+        let mut cmd = common::command(&args);
+        cmd.env("TRIAGE_SQLITE_BUSY_MS", bad);
+        let out = common::wait_or_hang(cmd, &args, WAIT);
+        assert_eq!(out.code(), Some(2), "{bad:?}: {out:?}");
+        assert!(
+            out.stderr.contains(&format!(
+                "TRIAGE_SQLITE_BUSY_MS={bad:?}: expected a whole number of milliseconds, at most 600000"
+            )),
+            "{bad:?}: {}",
+            out.stderr
+        );
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+        assert!(left.is_empty(), "{bad:?} created {left:?}");
+    }
 }
 
 /// A database that is not there: the server's own message, the store

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use regex::Regex;
+use regex_lite::Regex;
 
 /// An operation the tracer can make a point of. Its name starts every I/O
 /// point's name (`rename a.tmp→a`, `send service`).
