@@ -41,6 +41,9 @@ pub(crate) fn subtree<S: Subject>(
             .collect(),
         _ => Vec::new(),
     };
+    if run.interleaved {
+        crate::nets::canonical_order(&mut ran.last_hits);
+    }
     let children = if sc.depth() < run.config.depth as usize {
         expand(&sc, &ran.result.order, &ran.last_hits, enumerates)
     } else {

@@ -14,6 +14,11 @@ use crate::report::{ScenarioResult, Tally};
 pub(crate) struct Run<'r> {
     pub(crate) config: &'r Config,
     pub(crate) clean: &'r Verdict,
+    /// Whether the clean runs passed their hits in different orders: each
+    /// final life's hits are then put in
+    /// [`canonical_order`](crate::nets::canonical_order) before its children
+    /// are planned.
+    pub(crate) interleaved: bool,
     pub(crate) progress: &'r (dyn Fn(Progress) + Sync),
     pub(crate) sink: &'r Sink<'r>,
 }
