@@ -86,10 +86,11 @@ impl Sink<'_> {
                 g.count
             );
             assert!(
-                kept <= g.count && g.tally.failed + g.tally.flaky <= g.count,
-                "a sink kept {kept} results and tallied {} failed and {} flaky of {} results",
+                kept <= g.count && g.tally.failed + g.tally.flaky + g.tally.unfired <= g.count,
+                "a sink kept {kept} results and tallied {} failed, {} flaky and {} not fired of {} results",
                 g.tally.failed,
                 g.tally.flaky,
+                g.tally.unfired,
                 g.count
             );
         }
