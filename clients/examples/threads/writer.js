@@ -8,6 +8,7 @@
  *
  *     node writer.js           # the buggy version: a crash can pay twice
  *     node writer.js --fixed   # the fixed version: payments carry a key
+ *     node writer.js --payees=1  # alice alone (a shorter run)
  *
  * Each payment appends one line "payee amount" to ledger.txt and syncs it;
  * then the new progress is queued for saving, crash-safely (temp file,
@@ -20,7 +21,9 @@
 
 const fs = require('fs/promises');
 
-const PAYEES = [['alice', 10], ['bob', 20], ['carol', 30]];
+const ALL = [['alice', 10], ['bob', 20], ['carol', 30]];
+const count = process.argv.find((a) => a.startsWith('--payees='));
+const PAYEES = count ? ALL.slice(0, Number(count.slice('--payees='.length))) : ALL;
 
 async function load() {
   try {

@@ -7,6 +7,7 @@
 //	go build -o writer .   # in clients/examples/threads/go
 //	./writer           # the buggy version: a crash can pay twice
 //	./writer --fixed   # the fixed version: payments carry a key
+//	./writer --payees=1   # alice alone (a shorter run)
 //
 // The main goroutine pays (one line "payee amount" appended to ledger.txt
 // and synced), then hands the new progress to the writer goroutine. The
@@ -24,6 +25,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 )
 
@@ -112,6 +114,11 @@ func main() {
 	for _, arg := range os.Args[1:] {
 		if arg == "--fixed" {
 			fixed = true
+		}
+		if strings.HasPrefix(arg, "--payees=") {
+			k, err := strconv.Atoi(strings.TrimPrefix(arg, "--payees="))
+			check(err)
+			payees = payees[:k]
 		}
 	}
 	progress := make(chan int, len(payees))
