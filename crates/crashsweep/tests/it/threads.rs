@@ -214,3 +214,34 @@ fn a_crash_that_never_fires_is_counted_apart_not_as_a_failure() {
     let table = sweep::table(&r.rows());
     assert!(table.contains("not fired"), "{table}");
 }
+
+/// The crash's line in the timeline names the thread that made the call,
+/// by creation order: the writer is thread 2; the main thread is not named.
+#[test]
+fn the_crash_names_the_thread_that_made_the_call() {
+    if !runtime("python3") {
+        return;
+    }
+    let p = Process::new(
+        "writer",
+        [python(), threads("writer.py"), "--payees=1".into()],
+    )
+    .io_points(IoPoints::all())
+    .judge_with(judge)
+    .counters(vec![
+        Counter::new("duplicates").required(),
+        Counter::new("missing"),
+    ]);
+    let at = |scenario: &str| {
+        let r = sweep::rerun(&p, &Config::default(), scenario).unwrap();
+        r.timeline()
+    };
+    let saved = at("rename state.json.tmp→state.json#1");
+    assert!(
+        saved.contains("before rename(state.json.tmp, state.json) on thread 2\n"),
+        "{saved}"
+    );
+    let paid = at("fsync ledger.txt#1");
+    assert!(paid.contains("before fsync(fd "), "{paid}");
+    assert!(!paid.contains(" on thread"), "{paid}");
+}
