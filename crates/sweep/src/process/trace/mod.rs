@@ -31,6 +31,15 @@
 //! a shared memory mapping, `io_uring`, and 32-bit programs (which the
 //! filter's architecture check kills).
 //!
+//! Threads interleave their calls differently from run to run. A hit's
+//! name is its point and its occurrence among that point's passes
+//! (`write ledger.txt#2`), whichever thread made the call, and the clean
+//! runs are compared by their hits as sets (see the runner's safety nets).
+//! The crash's line in the timeline names the thread or process after the
+//! first that made the call, by creation order (`before rename(a.tmp, a)
+//! on thread 2`): stable for a program's own threads, not for a pool's,
+//! whose threads take work in any order.
+//!
 //! Linux on x86_64 only; elsewhere a sweep with I/O points is refused.
 
 mod listing;
