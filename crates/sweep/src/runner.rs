@@ -159,7 +159,12 @@ fn sweep_states<S: Subject>(
     let clean_verdict = clean.result.verdict.clone();
     let never_passed = crate::reach::never_passed(subject, config, &clean.last_sites)?;
     refuse_too_many(&subject.name(), config, clean.last_hits.len(), states.len())?;
-    let shared = share_lives(&replayer, config, states, &clean)?;
+    // Lives are shared by the order of their hits, which threads that
+    // interleave change from run to run: such a sweep replays each scenario.
+    let shared = match interleaved {
+        false => share_lives(&replayer, config, states, &clean)?,
+        true => None,
+    };
     let (counters, extra_required) = required_counters(&replayer.counters, config);
     // The clean run passed its own checks (no failure); a counter the
     // config adds may fail it.
