@@ -231,9 +231,19 @@ fn json_sweeps_follow_the_documented_schema() {
     let keys: Vec<&str> = f.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(
         keys,
-        ["subject", "scenario", "reason", "flaky", "not_fired", "rerun"]
+        [
+            "subject",
+            "scenario",
+            "reason",
+            "flaky",
+            "not_fired",
+            "rerun"
+        ]
     );
-    assert_eq!((&f["flaky"], &f["not_fired"]), (&false.into(), &false.into()));
+    assert_eq!(
+        (&f["flaky"], &f["not_fired"]),
+        (&false.into(), &false.into())
+    );
     assert_eq!(f["scenario"], "debited#1");
 }
 

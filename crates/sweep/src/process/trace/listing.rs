@@ -134,13 +134,19 @@ impl Process {
         if sa == sb {
             return Ok(());
         }
-        let step = a
-            .iter()
-            .zip(&b)
-            .position(|(x, y)| x.point != y.point)
-            .unwrap_or(a.len().min(b.len()));
-        let first = a.get(step).map_or("(no hit)".into(), ToString::to_string);
-        let second = b.get(step).map_or("(no hit)".into(), ToString::to_string);
+        // Compared as sets (threads may make their calls in any order): the
+        // first hit of each run that the other did not pass.
+        let lacking = |x: &[crashpoint::Hit], y: &[crashpoint::Hit]| {
+            let y: std::collections::HashSet<&crashpoint::Hit> = y.iter().collect();
+            x.iter().position(|h| !y.contains(h))
+        };
+        let (ia, ib) = (lacking(&a, &b), lacking(&b, &a));
+        let step = ia.or(ib).unwrap_or(a.len().min(b.len()));
+        let shown = |x: &[crashpoint::Hit], i: Option<usize>| {
+            i.and_then(|i| x.get(i))
+                .map_or("(no hit)".into(), ToString::to_string)
+        };
+        let (first, second) = (shown(&a, ia), shown(&b, ib));
         Err(ProcessError::IoNamesDiffer {
             subject: self.name.clone(),
             step: step + 1,
