@@ -217,6 +217,7 @@ fn a_crash_that_never_fires_is_counted_apart_not_as_a_failure() {
 
 /// The crash's line in the timeline names the thread that made the call,
 /// by creation order: the writer is thread 2; the main thread is not named.
+/// The listing of points names it too.
 #[test]
 fn the_crash_names_the_thread_that_made_the_call() {
     if !runtime("python3") {
@@ -244,4 +245,17 @@ fn the_crash_names_the_thread_that_made_the_call() {
     let paid = at("fsync ledger.txt#1");
     assert!(paid.contains("before fsync(fd "), "{paid}");
     assert!(!paid.contains(" on thread"), "{paid}");
+    // The listing names the threads after the first that made each point.
+    let listing = p.list_points().unwrap();
+    assert_eq!(
+        listing.threads,
+        [
+            "open-create state.json.tmp",
+            "write state.json.tmp",
+            "fsync state.json.tmp",
+            "rename state.json.tmp→state.json",
+            "fsync .",
+        ]
+        .map(|point| (point.to_owned(), vec!["thread 2".to_owned()]))
+    );
 }

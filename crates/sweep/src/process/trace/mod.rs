@@ -37,8 +37,9 @@
 //! runs are compared by their hits as sets (see the runner's safety nets).
 //! The crash's line in the timeline names the thread or process after the
 //! first that made the call, by creation order (`before rename(a.tmp, a)
-//! on thread 2`): stable for a program's own threads, not for a pool's,
-//! whose threads take work in any order.
+//! on thread 2`), and so does [`Listing`] for each I/O point: stable for a
+//! program's own threads, not for a pool's, whose threads take work in any
+//! order. Named points say nothing of their thread.
 //!
 //! Linux on x86_64 only; elsewhere a sweep with I/O points is refused.
 
@@ -70,6 +71,9 @@ enum Event {
         point: String,
         /// The call with its arguments, for the timeline.
         shown: String,
+        /// The thread or process after the first that made the call
+        /// (`thread 2`), by creation order; `None` for the first.
+        who: Option<String>,
         /// The answer.
         reply: std::sync::mpsc::Sender<bool>,
     },

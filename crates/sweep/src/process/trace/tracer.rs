@@ -525,6 +525,7 @@ fn stop_at_call(
     let event = Event::Io {
         point,
         shown,
+        who: who.map(str::to_owned),
         reply: reply_tx,
     };
     if events.send(event).is_err() {
