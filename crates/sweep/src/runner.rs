@@ -155,11 +155,11 @@ fn sweep_states<S: Subject>(
 ) -> Result<Report, Error> {
     let replayer = Replayer::new(subject, config.trace, watchdog);
     let mut notices = Vec::new();
-    let mut clean = checked_clean_run(&replayer, config, unscoped, &mut notices)?;
+    let (mut clean, interleaved) = checked_clean_run(&replayer, config, unscoped, &mut notices)?;
     let clean_verdict = clean.result.verdict.clone();
     let never_passed = crate::reach::never_passed(subject, config, &clean.last_sites)?;
     refuse_too_many(&subject.name(), config, clean.last_hits.len(), states.len())?;
-    let shared = share_lives(&replayer, config, states, &clean)?;
+    let shared = share_lives(&replayer, config, states, (&clean, interleaved))?;
     let (counters, extra_required) = required_counters(&replayer.counters, config);
     // The clean run passed its own checks (no failure); a counter the
     // config adds may fail it.
@@ -171,7 +171,7 @@ fn sweep_states<S: Subject>(
         shared.as_ref(),
         pool,
         (config, progress),
-        (&clean.last_hits, &clean_verdict),
+        (&clean.last_hits, &clean_verdict, interleaved),
         (&counters, extra_required),
         states,
     );
@@ -217,14 +217,16 @@ fn sweep_states<S: Subject>(
 /// Lives shared between scenarios, if the config shares them and the sweep
 /// can: not traced, not at depth 0, and in no crash state that enumerates
 /// (those choose a disk per crash by the scenario's name: run brute force).
+/// Nor when the clean runs `interleaved` their hits: lives are shared by
+/// the order of their hits, which threads change from run to run.
 fn share_lives<'r, 'a, S: Subject>(
     replayer: &'r Replayer<'a, S>,
     config: &Config,
     states: &[CrashState],
-    clean: &Ran,
+    (clean, interleaved): (&Ran, bool),
 ) -> Result<Option<Shared<'r, 'a, S>>, Error> {
     let enumerates = states.iter().any(|s| cuts(replayer.subject).enumerates(s));
-    if config.share && !config.trace && config.depth > 0 && !enumerates {
+    if config.share && !config.trace && config.depth > 0 && !enumerates && !interleaved {
         Shared::new(replayer, clean)
     } else {
         Ok(None)
@@ -273,7 +275,7 @@ fn sweep_each_state<S: Subject>(
     shared: Option<&Shared<'_, '_, S>>,
     pool: &rayon::ThreadPool,
     (config, progress): (&Config, &(dyn Fn(Progress) + Sync)),
-    clean: (&[Hit], &Verdict),
+    clean: (&[Hit], &Verdict, bool),
     counters: (&[Counter], bool),
     states: &[CrashState],
 ) -> (Vec<ScenarioResult>, Vec<Tally>, u64) {
@@ -308,7 +310,7 @@ fn sweep_state<S: Subject>(
     shared: Option<&Shared<'_, '_, S>>,
     pool: &rayon::ThreadPool,
     (config, progress): (&Config, &(dyn Fn(Progress) + Sync)),
-    (clean_hits, clean_verdict): (&[Hit], &Verdict),
+    (clean_hits, clean_verdict, interleaved): (&[Hit], &Verdict, bool),
     (counters, extra_required): (&[Counter], bool),
     state: &CrashState,
 ) -> Gathered {
@@ -336,6 +338,7 @@ fn sweep_state<S: Subject>(
     let run = Run {
         config,
         clean: clean_verdict,
+        interleaved,
         progress,
         sink: &sink,
     };

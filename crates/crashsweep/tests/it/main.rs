@@ -4,4 +4,5 @@ mod clients;
 mod forkserver;
 mod io_points;
 mod process;
+mod threads;
 mod unchanged;

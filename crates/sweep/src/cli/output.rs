@@ -88,6 +88,7 @@ pub fn failure_lines(
     let mut lines = Vec::new();
     let mut total = 0;
     let mut flaky_total = 0;
+    let mut unfired_total = 0;
     for (i, r) in reports.iter().enumerate() {
         // The clean run (no crash) goes with the first state only: its
         // scenario is in the process state, which may come later.
@@ -104,9 +105,11 @@ pub fn failure_lines(
             let failed: Vec<_> = r.failures().filter(|s| of(s, *state, g == 0)).collect();
             // (The clean run is never flaky: it is not rerun.)
             let flaky: Vec<_> = r.flaky().filter(|s| of(s, *state, false)).collect();
+            let unfired: Vec<_> = r.unfired().filter(|s| of(s, *state, false)).collect();
             total += failed.len();
             flaky_total += flaky.len();
-            for (label, list) in [("FAILED", failed), ("FLAKY", flaky)] {
+            unfired_total += unfired.len();
+            for (label, list) in [("FAILED", failed), ("FLAKY", flaky), ("NOT FIRED", unfired)] {
                 shown_lines(&mut lines, (r, title), label, &list, &|f| rerun(i, f));
             }
         }
@@ -119,13 +122,21 @@ pub fn failure_lines(
             plural(flaky_total, "it gave", "they gave"),
         ));
     }
+    if unfired_total > 0 {
+        lines.push(format!(
+            "{unfired_total} {} never fired: the program did not reach {} hit, also when run again, so {} nothing; its hits vary from run to run (threads, the clock, a race); no failure of the program, but not a pass either",
+            plural(unfired_total, "scenario's crash", "scenarios' crashes"),
+            plural(unfired_total, "its", "their"),
+            plural(unfired_total, "it tested", "they tested"),
+        ));
+    }
     if total > 0 {
         lines.push(format!(
             "{total} {} a required invariant",
             plural(total, "scenario failed", "scenarios failed")
         ));
     }
-    (lines, total + flaky_total)
+    (lines, total + flaky_total + unfired_total)
 }
 
 /// The groups report `r`'s failures are told in: one for each crash state
@@ -165,10 +176,10 @@ fn shown_lines(
         ));
     }
     if list.len() > SHOWN {
-        let what = if label == "FAILED" {
-            "failing"
-        } else {
-            "flaky"
+        let what = match label {
+            "FAILED" => "failing",
+            "FLAKY" => "flaky",
+            _ => "unfired",
         };
         lines.push(format!(
             "    … and {} more {what} scenarios of {title}",
@@ -219,12 +230,13 @@ fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
 pub fn failures_json(reports: &[Report], rerun: &dyn Fn(usize, &Scenario) -> String) -> Value {
     let mut out = Vec::new();
     for (i, r) in reports.iter().enumerate() {
-        for f in r.failures().chain(r.flaky()) {
+        for f in r.failures().chain(r.flaky()).chain(r.unfired()) {
             out.push(json!({
                 "subject": r.subject,
                 "scenario": f.scenario.to_string(),
                 "reason": f.failure.as_ref().map(ToString::to_string),
                 "flaky": f.failure.as_ref().is_some_and(crate::Failure::is_flaky),
+                "not_fired": f.failure.as_ref().is_some_and(crate::Failure::is_unfired),
                 "rerun": rerun(i, &f.scenario),
             }));
         }
