@@ -299,3 +299,67 @@ fn artifacts_hold_the_services_directory() {
     );
     assert!(!at.join("world/a").exists());
 }
+
+/// Writes b, then a through a temporary file, makes d, removes b; a
+/// restart does it again.
+const SAVE: &str = "echo one > b && echo two > a.tmp && mv a.tmp a && mkdir -p d && rm -f b";
+
+/// `crashsweep --io-points ARGS -- sh -c SAVE` in `world`, judged on `a`.
+fn save(world: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_crashsweep"))
+        .arg("--io-points")
+        .args(args)
+        .args(["--name", "save", "--world"])
+        .arg(world)
+        .args([
+            "--judge",
+            "test -f a && echo '{\"missing\": 0}' || echo '{\"missing\": 1}'",
+            "--",
+            "sh",
+            "-c",
+            SAVE,
+        ])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn depth_2_on_1_thread_or_4_meets_its_snapshot_and_the_budget_refuses_early() {
+    let world = tempfile::tempdir().unwrap();
+    let one = save(world.path(), &["--depth", "2", "--threads", "1"]);
+    let table = text(&one.stdout);
+    assert_eq!(one.status.code(), Some(0), "{}", text(&one.stderr));
+    // 7 hits: 7 single crashes and the double ones after each.
+    let row: Vec<&str> = table
+        .lines()
+        .find(|l| l.contains("save"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[..3], ["|", "save", "7"], "{table}");
+    let four = save(world.path(), &["--depth", "2", "--threads", "4"]);
+    assert_eq!(text(&four.stdout), table);
+
+    // The reviewed table: met, then differing (exit 1, the diff told).
+    let reviewed = tempfile::tempdir().unwrap();
+    let snap = reviewed.path().join("save.txt");
+    std::fs::write(&snap, &table).unwrap();
+    let snap_s = snap.to_str().unwrap();
+    let met = save(world.path(), &["--depth", "2", "--snapshot", snap_s]);
+    assert_eq!(met.status.code(), Some(0), "{}", text(&met.stderr));
+    std::fs::write(&snap, table.replace("save", "sav ")).unwrap();
+    let differs = save(world.path(), &["--depth", "2", "--snapshot", snap_s]);
+    assert_eq!(differs.status.code(), Some(1));
+    assert!(
+        text(&differs.stderr).contains("--bless"),
+        "{}",
+        text(&differs.stderr)
+    );
+
+    // The budget: refused before any scenario runs.
+    let refused = save(world.path(), &["--depth", "2", "--max-scenarios", "10"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(text(&refused.stdout).is_empty());
+    let stderr = text(&refused.stderr);
+    assert!(stderr.contains("more than the limit of 10"), "{stderr}");
+}
