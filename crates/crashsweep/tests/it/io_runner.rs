@@ -114,10 +114,14 @@ fn shards_merge_into_the_whole_table_and_progress_leaves_stdout_alone() {
         .filter(|l| l.starts_with("progress: payouts.py"))
         .collect();
     assert!(!lines.is_empty(), "no progress line in\n{stderr}");
-    assert!(
-        lines.iter().any(|l| l.contains(" of 6 scenarios, ")),
-        "{stderr}"
-    );
+    for l in lines {
+        let clean = l.starts_with("progress: payouts.py: clean runs, ");
+        let level = l.starts_with("progress: payouts.py, level 1 of 1: ")
+            && l.contains(" of 6 scenarios, ")
+            && l.contains(" scenarios/s, ");
+        assert!(clean || level, "{l:?}");
+        assert!(l.ends_with(" elapsed"), "{l:?}");
+    }
     // The shards, merged, give the same table and the failures.
     let shards = tempfile::tempdir().unwrap();
     let mut files = Vec::new();

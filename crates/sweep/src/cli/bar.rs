@@ -144,7 +144,7 @@ impl Bar {
             },
         );
         bar.set_style(
-            ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} scenarios {elapsed}")
+            ProgressStyle::with_template("{wide_msg} [{bar:20}] {pos}/{len} scenarios {elapsed}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         let shared = Arc::new(Shared {
