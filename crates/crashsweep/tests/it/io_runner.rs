@@ -271,27 +271,44 @@ fn artifacts_hold_the_services_directory() {
     // before the rename leaves `a` missing.
     let world = tempfile::tempdir().unwrap();
     let artifacts = tempfile::tempdir().unwrap();
+    let args = [
+        "--io-points",
+        "--io-ops",
+        "rename",
+        "--depth",
+        "1",
+        "--service",
+        "sh -c 'echo http://127.0.0.1:9; echo kept > svc.txt; exec sleep 600'",
+        "--restart",
+        "true",
+        "--name",
+        "rename",
+        "--judge",
+        "test -f a && echo '{\"missing\": 0}' || echo '{\"missing\": 1}'",
+        "--world",
+        world.path().to_str().unwrap(),
+        "--artifacts",
+        artifacts.path().to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "echo two > a.tmp && mv a.tmp a",
+    ];
     let out = Command::new(env!("CARGO_BIN_EXE_crashsweep"))
-        .args(["--io-points", "--io-ops", "rename", "--depth", "1"])
-        .args([
-            "--service",
-            "sh -c 'echo http://127.0.0.1:9; echo kept > svc.txt; exec sleep 600'",
-        ])
-        .args(["--restart", "true", "--name", "rename"])
-        .args([
-            "--judge",
-            "test -f a && echo '{\"missing\": 0}' || echo '{\"missing\": 1}'",
-        ])
-        .arg("--world")
-        .arg(world.path())
-        .arg("--artifacts")
-        .arg(artifacts.path())
-        .args(["--", "sh", "-c", "echo two > a.tmp && mv a.tmp a"])
+        .args(args)
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let at = artifacts.path().join("001-rename-rename-a-tmp-a-1");
+    // The same directory used again: the new copy replaces the old one.
+    std::fs::write(at.join("world/stale"), "").unwrap();
+    let again = Command::new(env!("CARGO_BIN_EXE_crashsweep"))
+        .args(&args)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again.stderr));
+    assert!(!at.join("world/stale").exists());
     assert_eq!(
         std::fs::read_to_string(at.join("service/svc.txt")).unwrap(),
         "kept\n",

@@ -45,7 +45,8 @@ impl ProcessWorld {
     }
 
     /// Copy the world directory, the service's directory (if there is a
-    /// service) and the logs into `to` as `world/`, `service/` and `logs/`.
+    /// service) and the logs into `to` as `world/`, `service/` and `logs/`
+    /// (replacing any there).
     pub(super) fn keep(&self, to: &Path) -> std::io::Result<()> {
         let root = self.root.path();
         let mut parts = vec!["world", "logs"];
@@ -54,7 +55,13 @@ impl ProcessWorld {
         }
         for part in parts {
             let from = root.join(part);
-            copy_tree(&from, &to.join(part))
+            let into = to.join(part);
+            // An artifacts directory used again: this run's copy replaces
+            // the last one's.
+            if into.exists() {
+                std::fs::remove_dir_all(&into)?;
+            }
+            copy_tree(&from, &into)
                 .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", from.display())))?;
         }
         Ok(())
