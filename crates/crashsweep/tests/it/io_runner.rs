@@ -116,7 +116,9 @@ fn shards_merge_into_the_whole_table_and_progress_leaves_stdout_alone() {
     assert!(!lines.is_empty(), "no progress line in\n{stderr}");
     for l in lines {
         let clean = l.starts_with("progress: payouts.py: clean runs, ");
-        let level = l.starts_with("progress: payouts.py, level 1 of 1: ")
+        // During level 1, or once every scenario is in (the sweep ending).
+        let level = (l.starts_with("progress: payouts.py, level 1 of 1: ")
+            || l.starts_with("progress: payouts.py: 6 of 6 scenarios, "))
             && l.contains(" of 6 scenarios, ")
             && l.contains(" scenarios/s, ");
         assert!(clean || level, "{l:?}");
