@@ -306,7 +306,7 @@ fn artifacts_hold_the_services_directory() {
     // The same directory used again: the new copy replaces the old one.
     std::fs::write(at.join("world/stale"), "").unwrap();
     let again = Command::new(env!("CARGO_BIN_EXE_crashsweep"))
-        .args(&args)
+        .args(args)
         .output()
         .unwrap();
     assert_eq!(again.status.code(), Some(1), "{}", text(&again.stderr));
