@@ -38,6 +38,11 @@ pub struct BenchArgs {
     /// points against named points).
     #[arg(long)]
     process: bool,
+    /// Only the tracer's part of --process: the cost of one stop, 10,000
+    /// writes traced and untraced, and the payouts example's scenarios per
+    /// second with I/O points against named points.
+    #[arg(long)]
+    tracer: bool,
     /// Only the growth benchmark: the five designs and the long jobs, each
     /// configuration in a child process (wall, CPU, peak memory).
     #[arg(long)]
@@ -311,6 +316,9 @@ fn in_release(args: &BenchArgs) -> Result<(), String> {
     if args.process {
         cmd.arg("--process");
     }
+    if args.tracer {
+        cmd.arg("--tracer");
+    }
     let calls: Vec<String> = args.calls.iter().map(usize::to_string).collect();
     cmd.args(["--calls", &calls.join(",")]);
     cmd.args(["--brute-up-to", &args.brute_up_to.to_string()]);
@@ -399,6 +407,9 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     }
     if args.disk {
         return disk(samples.min(5));
+    }
+    if args.tracer {
+        return crate::bench_tracer::tracer(samples.min(5));
     }
     if args.process {
         return process(samples);

@@ -66,19 +66,22 @@ pub fn tracer(samples: usize) -> Result<(), String> {
     let stops = clean_run(&dd("of=/dev/null").io_points(IoPoints::all()), samples)?;
     let hits = clean_run(&dd("of=out").io_points(IoPoints::all()), samples)?;
     let per = |d: Duration| (d.as_secs_f64() - untraced.as_secs_f64()) * 1e6 / f64::from(WRITES);
+    let times = |d: Duration| d.as_secs_f64() / untraced.as_secs_f64();
     println!(
-        "untraced                                   {:>8.3} s",
+        "untraced (a clean run: world, spawn, exit) {:>8.3} s",
         untraced.as_secs_f64()
     );
     println!(
-        "traced, writes to /dev/null (no points)    {:>8.3} s = {:>6.1} µs a stop",
+        "traced, writes to /dev/null (no points)    {:>8.3} s = {:>6.1} µs a stop, {:>5.1}x untraced",
         stops.as_secs_f64(),
-        per(stops)
+        per(stops),
+        times(stops)
     );
     println!(
-        "traced, writes in the world (each a hit)   {:>8.3} s = {:>6.1} µs a hit",
+        "traced, writes in the world (each a hit)   {:>8.3} s = {:>6.1} µs a hit,  {:>5.1}x untraced",
         hits.as_secs_f64(),
-        per(hits)
+        per(hits),
+        times(hits)
     );
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -92,16 +95,24 @@ pub fn tracer(samples: usize) -> Result<(), String> {
         python(root.join("clients/examples/unchanged/payouts.py")),
     )
     .io_points(IoPoints::all());
-    println!("\n== the Python payouts example, depth 1, 2 threads");
+    println!("\n== the Python payouts example, depth 1, 2 threads, the judge in Rust");
+    let mut rates = Vec::new();
     for p in [named, io] {
         let p = p
             .judge_with(judge)
-            .counters(vec![Counter::new("duplicates"), Counter::new("missing")]);
+            .counters(vec![Counter::new("duplicates"), Counter::new("missing")])
+            .discover()
+            .map_err(|e| e.to_string())?;
         let (n, rate) = scenarios_per_second(&p)?;
         println!(
             "{:<36} {n:>4} scenarios, {rate:>6.1} scenarios/s",
             sweep::Subject::name(&p)
         );
+        rates.push(rate);
     }
+    println!(
+        "I/O points against named points: {:.2}x the scenarios per second",
+        rates[1] / rates[0]
+    );
     Ok(())
 }

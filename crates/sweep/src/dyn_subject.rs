@@ -5,7 +5,7 @@ use crate::config::Config;
 use crate::crash_state::CrashState;
 use crate::error::Error;
 use crate::report::{Report, ScenarioResult};
-use crate::runner::{rerun, run};
+use crate::runner::{rerun, rerun_keeping, run};
 use crate::subject::{cuts, Subject};
 
 /// An object-safe view of any [`Subject`], so a program can keep subjects of
@@ -18,6 +18,16 @@ pub trait DynSubject: Sync {
     fn run(&self, config: &Config) -> Result<Report, Error>;
     /// [`rerun`](crate::rerun) on this subject.
     fn rerun(&self, config: &Config, scenario: &str) -> Result<ScenarioResult, Error>;
+    /// [`rerun_keeping`](crate::rerun_keeping) on this subject. Default:
+    /// [`rerun`](DynSubject::rerun), keeping nothing.
+    fn rerun_keeping(
+        &self,
+        config: &Config,
+        scenario: &str,
+        _to: &std::path::Path,
+    ) -> Result<(ScenarioResult, std::io::Result<bool>), Error> {
+        self.rerun(config, scenario).map(|r| (r, Ok(false)))
+    }
     /// [`PowerCuts::crash_states`](crate::power::PowerCuts::crash_states):
     /// the states this subject can be swept in (`process` alone for a
     /// subject without [`Subject::power_cuts`]).
@@ -40,6 +50,14 @@ impl<S: Subject> DynSubject for S {
     }
     fn rerun(&self, config: &Config, scenario: &str) -> Result<ScenarioResult, Error> {
         rerun(self, config, scenario)
+    }
+    fn rerun_keeping(
+        &self,
+        config: &Config,
+        scenario: &str,
+        to: &std::path::Path,
+    ) -> Result<(ScenarioResult, std::io::Result<bool>), Error> {
+        rerun_keeping(self, config, scenario, to)
     }
     fn crash_states(&self) -> Vec<CrashState> {
         cuts(self).crash_states()

@@ -73,6 +73,7 @@ pub(crate) trait ErasedSubject: Sync {
     fn life(&self, world: &mut AnyWorld) -> Result<(), LifeError>;
     fn judge(&self, world: &AnyWorld) -> Verdict;
     fn describe(&self, world: &AnyWorld) -> String;
+    fn keep(&self, world: &AnyWorld, to: &std::path::Path) -> std::io::Result<bool>;
     fn power_cuts(&self) -> Option<&dyn PowerCuts<AnyWorld>>;
     fn share(&self) -> Option<&dyn Share<AnyWorld>>;
     fn points_not_taken(&self) -> Vec<&'static str>;
@@ -100,6 +101,9 @@ impl<S: Subject> ErasedSubject for Adapter<'_, S> {
     }
     fn describe(&self, world: &AnyWorld) -> String {
         self.0.describe(world_ref(self.0, world))
+    }
+    fn keep(&self, world: &AnyWorld, to: &std::path::Path) -> std::io::Result<bool> {
+        self.0.keep(world_ref(self.0, world), to)
     }
     fn power_cuts(&self) -> Option<&dyn PowerCuts<AnyWorld>> {
         self.0
@@ -211,6 +215,9 @@ impl Subject for Erased<'_> {
     }
     fn describe(&self, world: &AnyWorld) -> String {
         self.0.describe(world)
+    }
+    fn keep(&self, world: &AnyWorld, to: &std::path::Path) -> std::io::Result<bool> {
+        self.0.keep(world, to)
     }
     fn power_cuts(&self) -> Option<&dyn PowerCuts<AnyWorld>> {
         self.0.power_cuts()

@@ -167,7 +167,7 @@ pub use error::{Error, LifeError};
 pub use judge::{Counter, Verdict};
 #[doc(inline)]
 pub use report::Report;
-pub use runner::{rerun, run};
+pub use runner::{rerun, rerun_keeping, run};
 pub use subject::Subject;
 pub use table::table;
 

@@ -22,6 +22,14 @@ pub enum Progress {
         /// The level of the finished scenario.
         depth: usize,
     },
+    /// One scenario of level `depth` failed (a required invariant broken,
+    /// a life that failed or hung). Told once its result is in, on top of
+    /// its [`Finished`](Progress::Finished); scenarios outside the sweep's
+    /// shard are never told.
+    Failed {
+        /// The level of the failed scenario.
+        depth: usize,
+    },
 }
 
 /// How much work a sweep did ([`Report::stats`](crate::Report::stats)).

@@ -332,10 +332,22 @@ impl<'a, S: Subject> Replayer<'a, S> {
         order: Vec<u32>,
         clean: Option<&Verdict>,
     ) -> Ran {
+        self.replay_keeping(scenario, order, clean, None).0
+    }
+
+    /// [`replay`](Replayer::replay), the final world kept in `keep` if
+    /// given ([`Subject::keep`]): whether the subject kept it.
+    pub(crate) fn replay_keeping(
+        &self,
+        scenario: &Scenario,
+        order: Vec<u32>,
+        clean: Option<&Verdict>,
+        keep: Option<&std::path::Path>,
+    ) -> (Ran, std::io::Result<bool>) {
         let deadline = self.deadline();
         let mut world = match self.world() {
             Ok(w) => w,
-            Err(error) => return self.no_world(scenario, order, error),
+            Err(error) => return (self.no_world(scenario, order, error), Ok(false)),
         };
         let mut lives = Vec::new();
         let mut cut_disks = Vec::new();
@@ -354,6 +366,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
         }
         let verdict = self.judge(&world, &mut failure, clean);
         let world_text = self.trace.then(|| self.subject.describe(&world));
+        let kept = keep.map_or(Ok(false), |to| self.subject.keep(&world, to));
         let world_seen = scenario.hits.is_empty().then(|| WorldSeen {
             fingerprint: self.fingerprint(&world),
             description: match &world_text {
@@ -361,7 +374,7 @@ impl<'a, S: Subject> Replayer<'a, S> {
                 None => self.subject.describe(&world),
             },
         });
-        Ran {
+        let ran = Ran {
             result: ScenarioResult {
                 scenario: scenario.clone(),
                 order,
@@ -374,7 +387,8 @@ impl<'a, S: Subject> Replayer<'a, S> {
             last_sites,
             cut_disks,
             world_seen,
-        }
+        };
+        (ran, kept)
     }
 
     /// A scenario whose world could not be made: it fails as stopped before

@@ -326,6 +326,7 @@ fn sweep_state<S: Subject>(
     });
     let sink = Sink {
         clean: clean_verdict,
+        progress,
         counters,
         required: extra_required,
         keep_all: config.trace || !config.tally,
@@ -393,7 +394,20 @@ pub fn rerun<S: Subject>(
     config: &Config,
     scenario: &str,
 ) -> Result<ScenarioResult, Error> {
-    rerun_erased(&Adapter(subject), config, scenario)
+    rerun_erased(&Adapter(subject), config, scenario, None).map(|(r, _)| r)
+}
+
+/// [`rerun`], and the final world kept in the directory `to` (it exists)
+/// by [`Subject::keep`]: for a failing scenario's artifacts. The second
+/// value tells whether the subject kept it (`Ok(false)`: it keeps
+/// nothing), or why it could not.
+pub fn rerun_keeping<S: Subject>(
+    subject: &S,
+    config: &Config,
+    scenario: &str,
+    to: &std::path::Path,
+) -> Result<(ScenarioResult, std::io::Result<bool>), Error> {
+    rerun_erased(&Adapter(subject), config, scenario, Some(to))
 }
 
 /// [`rerun`] on any subject seen through its world boxed, not generic (as
@@ -402,7 +416,8 @@ fn rerun_erased(
     subject: &dyn ErasedSubject,
     config: &Config,
     scenario: &str,
-) -> Result<ScenarioResult, Error> {
+    keep: Option<&std::path::Path>,
+) -> Result<(ScenarioResult, std::io::Result<bool>), Error> {
     let subject = &Erased(subject);
     if unwinding_missing() {
         return Err(Error::PanicAbort);
@@ -427,10 +442,11 @@ fn rerun_erased(
         let _stop = StopOnDrop(&watchdog);
         let replayer = Replayer::new(subject, true, &watchdog);
         let clean = replayer.replay(&Scenario::default(), Vec::new(), None);
-        let again = replayer.replay(&sc, Vec::new(), Some(&clean.result.verdict));
+        let (again, kept) =
+            replayer.replay_keeping(&sc, Vec::new(), Some(&clean.result.verdict), keep);
         match replayer.world_failed() {
             Some(e) => Err(e),
-            None => Ok(again.result),
+            None => Ok((again.result, kept)),
         }
     })
 }

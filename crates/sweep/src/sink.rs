@@ -27,6 +27,8 @@ pub(crate) struct Run<'r> {
 /// only if it failed (or every one, when the sweep keeps all).
 pub(crate) struct Sink<'r> {
     pub(crate) clean: &'r Verdict,
+    /// Told of each failed result ([`Progress::Failed`]).
+    pub(crate) progress: &'r (dyn Fn(Progress) + Sync),
     pub(crate) counters: &'r [Counter],
     pub(crate) required: bool,
     pub(crate) keep_all: bool,
@@ -44,6 +46,11 @@ impl Sink<'_> {
     pub(crate) fn push(&self, mut result: ScenarioResult) {
         if self.required && result.failure.is_none() {
             result.failure = broken_invariants(&result.verdict, Some(self.clean), self.counters);
+        }
+        if result.failure.is_some() {
+            (self.progress)(Progress::Failed {
+                depth: result.scenario.depth(),
+            });
         }
         let values = (!self.keep_all).then(|| Tally::values(&result, self.clean, self.counters));
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());

@@ -47,6 +47,17 @@ pub trait Subject: Sync {
         String::new()
     }
 
+    /// Copy what `world` holds into the directory `to` (it exists and is
+    /// empty), for a failing scenario's artifacts (`--artifacts`): its
+    /// files, so a reader opens them as the scenario left them. A [process
+    /// subject](crate::process::Process) keeps its world directory, its
+    /// service's directory and its lives' logs. `Ok(false)` (the default):
+    /// the subject keeps nothing, and its [`describe`](Subject::describe)
+    /// text is all the artifacts show of the world.
+    fn keep(&self, _world: &Self::World, _to: &std::path::Path) -> std::io::Result<bool> {
+        Ok(false)
+    }
+
     /// Opt in to crash states beyond a process crash (power cuts): the
     /// subject's [`PowerCuts`] (usually `Some(self)`), which lists its
     /// states and boots each life in one. `None` (the default) sweeps the

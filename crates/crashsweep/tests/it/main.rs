@@ -3,6 +3,7 @@
 mod clients;
 mod forkserver;
 mod io_points;
+mod io_runner;
 mod process;
 mod threads;
 mod unchanged;

@@ -67,6 +67,37 @@ pub struct SweepFlags {
     /// there); without it such points are a warning.
     #[arg(long)]
     pub strict_points: bool,
+    /// Show no progress on standard error (no bar on a terminal, no summary
+    /// lines otherwise).
+    #[arg(long)]
+    pub no_progress: bool,
+    /// How often a summary line of progress is written when standard error
+    /// is not a terminal (default 1m; e.g. 100ms, 30s, 5m).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, hide = true)]
+    pub progress_every: Option<std::time::Duration>,
+}
+
+/// A duration: a number with `ms`, `s`, `m` or `h` (`100ms`, `1.5s`, `5m`),
+/// more than zero.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let bad = || {
+        format!("{s:?} is not a duration: expected a number with ms, s, m or h, e.g. 100ms or 5m")
+    };
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).ok_or_else(bad)?;
+    let (n, unit) = t.split_at(split);
+    let n: f64 = n.trim().parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(bad()),
+    };
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(bad());
+    }
+    std::time::Duration::try_from_secs_f64(secs).map_err(|_| bad())
 }
 
 /// A number of seconds, `0` or more.
@@ -153,6 +184,19 @@ mod tests {
         for bad in ["-1", "-0.001", "inf", "NaN", "", "ten"] {
             let e = parse_seconds(bad).unwrap_err();
             assert!(e.contains("is not a number of seconds"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_duration_has_a_unit_and_is_above_zero() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("100ms"), Ok(Duration::from_millis(100)));
+        assert_eq!(parse_duration(" 1.5s "), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        for bad in ["", "10", "0s", "-1s", "1d", "ms", "1e400s", "NaNs"] {
+            let e = parse_duration(bad).unwrap_err();
+            assert!(e.contains("is not a duration"), "{bad}: {e}");
         }
     }
 

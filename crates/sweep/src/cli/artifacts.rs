@@ -1,7 +1,9 @@
 //! `--artifacts DIR`: a directory per failing scenario, so a CI failure can
 //! be read without rerunning it — the rerun command (as an argv array and
 //! as a shell line), the timeline, the verdict with its notes, and the
-//! final world as the subject describes it.
+//! final world: as the subject describes it, and its files for a subject
+//! that keeps them (a process subject's world directory, service directory
+//! and logs).
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +25,9 @@ use crate::scenario::Scenario;
 /// Files: `rerun.json` (`argv`: the command as an array, `null` if the
 /// shell line does not split; `shell`: the line), `rerun.sh`, `timeline.txt`,
 /// `verdict.json` (`subject`, `scenario`, `failure`, `counts`, `notes`,
-/// and `rerun`: the rerun as [`scenario_json`] gives it), `world.txt`.
+/// and `rerun`: the rerun as [`scenario_json`] gives it), `world.txt`, and
+/// what the subject keeps of the final world ([`crate::Subject::keep`]; a
+/// process subject: `world/`, `service/`, `logs/`).
 pub(crate) fn write(
     dir: &Path,
     subjects: &[&dyn DynSubject],
@@ -48,9 +52,12 @@ pub(crate) fn write(
             );
             let at = dir.join(name);
             std::fs::create_dir_all(&at)?;
-            let again = subject
-                .rerun(config, &f.scenario.to_string())
+            let (again, kept) = subject
+                .rerun_keeping(config, &f.scenario.to_string(), &at)
                 .map_err(std::io::Error::other)?;
+            kept.map_err(|e| {
+                std::io::Error::new(e.kind(), format!("the final world of {}: {e}", f.scenario))
+            })?;
             write_one(&at, &report.subject, f, &again, &rerun(i, &f.scenario))?;
             written.push(at);
         }

@@ -73,7 +73,7 @@ fn try_execute(
     if flags.bless {
         check_bless(plan, env)?;
     }
-    let bar = Arc::new(bar::Bar::new(env.progress));
+    let bar = Arc::new(bar::Bar::new(show(flags, env)));
     let config = Config {
         progress: Some({
             let bar = Arc::clone(&bar);
@@ -120,6 +120,22 @@ fn try_execute(
     }
     Ok(code)
 }
+
+/// How progress is shown: a bar when standard error is a terminal, a
+/// summary line a minute (or `--progress-every`) otherwise, nothing with
+/// `--no-progress`.
+fn show(flags: &SweepFlags, env: &Env) -> bar::Show {
+    if flags.no_progress {
+        bar::Show::Nothing
+    } else if env.progress {
+        bar::Show::Bar
+    } else {
+        bar::Show::Lines(flags.progress_every.unwrap_or(PROGRESS_EVERY))
+    }
+}
+
+/// How often a summary line of progress is written off a terminal.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// A refusal of the command as given, with its usage exit code.
 fn usage(message: String) -> Refusal {

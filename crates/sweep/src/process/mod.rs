@@ -99,6 +99,14 @@ impl Subject for Process {
         Some(self.count.now())
     }
 
+    /// The world directory as `world/`, the service's directory as
+    /// `service/` (if the subject has a service) and the lives' logs as
+    /// `logs/`.
+    fn keep(&self, world: &ProcessWorld, to: &Path) -> std::io::Result<bool> {
+        world.keep(to)?;
+        Ok(true)
+    }
+
     fn describe(&self, world: &ProcessWorld) -> String {
         let mut out = world.ends.join("\n");
         if let Some(f) = &self.describe.0 {

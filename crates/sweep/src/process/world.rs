@@ -47,6 +47,29 @@ impl ProcessWorld {
         self.root.path().join("logs")
     }
 
+    /// Copy the world directory, the service's directory (if there is a
+    /// service) and the logs into `to` as `world/`, `service/` and `logs/`
+    /// (replacing any there).
+    pub(super) fn keep(&self, to: &Path) -> std::io::Result<()> {
+        let root = self.root.path();
+        let mut parts = vec!["world", "logs"];
+        if self.service.is_some() {
+            parts.push("service");
+        }
+        for part in parts {
+            let from = root.join(part);
+            let into = to.join(part);
+            // An artifacts directory used again: this run's copy replaces
+            // the last one's.
+            if into.exists() {
+                std::fs::remove_dir_all(&into)?;
+            }
+            copy_tree(&from, &into)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", from.display())))?;
+        }
+        Ok(())
+    }
+
     /// The URL of this world's service, if the subject has one.
     pub fn service_url(&self) -> Option<&str> {
         self.service.as_ref().map(service::Service::url)

@@ -359,6 +359,15 @@ fn the_progress_bar_counts_one_level_whose_total_is_final() {
         report.scenarios.len(),
         report.row().depth_counts.iter().sum::<u64>() as usize
     );
+    // Every failed scenario is told, once.
+    let (planned, finished, failed) = events.lock().unwrap().totals();
+    assert_eq!(
+        (planned, finished),
+        (finished, report.scenarios.len() as u64)
+    );
+    let failures = report.failures().count() as u64;
+    assert!(failures > 0);
+    assert_eq!(failed, failures);
 }
 
 /// Sends one message to a receiver that outlives every crash, then marks

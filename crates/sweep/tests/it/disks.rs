@@ -233,6 +233,7 @@ fn progress_plans_each_disk_scenario_it_runs() {
                 planned[depth] += count;
             }
             sweep::report::Progress::Finished { depth } => finished[depth] += 1,
+            sweep::report::Progress::Failed { .. } => {}
         }
     }
     assert_eq!(planned, [0, 6, 24]);

@@ -770,6 +770,7 @@ fn remembered_final_lives_are_told_apart_by_their_life_number() {
         match *e {
             sweep::report::Progress::Planned { depth, count } => planned[depth] += count,
             sweep::report::Progress::Finished { depth } => finished[depth] += 1,
+            sweep::report::Progress::Failed { .. } => {}
         }
     }
     assert_eq!(planned, [0, 3, 9, 27]);
