@@ -173,7 +173,7 @@ impl<S: Subject> Share<AnyWorld> for Adapter<'_, S> {
     }
     fn capture(&self, world: &AnyWorld) -> Option<Capture<AnyWorld>> {
         let capture = self.shared().capture(world_ref(self.0, world))?;
-        Some(Capture::new(move || capture.take().map(boxed)))
+        Some(Capture::at_hit(move |hit| capture.take_at(hit).map(boxed)))
     }
     fn probe(&self, world: &AnyWorld) -> Option<Probe> {
         self.shared().probe(world_ref(self.0, world))

@@ -17,6 +17,7 @@ use super::child::{describe_status, pass_fd, show_argv, tail, Kid, Running, POLL
 use super::count::Kind;
 use super::forking::fork_life;
 use super::forkserver::Via;
+use super::restart;
 use super::world::ProcessWorld;
 use super::{DIE_AT_VAR, FD_VAR, SERVICE_VAR, VERSION, VERSION_VAR};
 use crate::error::LifeError;
@@ -158,9 +159,14 @@ impl Process {
             }
         };
         let end = describe_status(status);
+        let mut how = end.clone();
         if let Some(s) = &world.service {
             world.ends.extend(s.take_ends());
+            if let Some(hit) = s.take_crash() {
+                how = restart::killed_at(&hit);
+            }
         }
+        world.lineage = restart::next_lineage(world.lineage, life, &how);
         world.ends.push(format!("life {life}: {shown} {end}"));
         if status.success() {
             Ok(())
@@ -187,7 +193,6 @@ fn relay(
     world: &mut ProcessWorld,
     life: u32,
 ) -> Result<Relayed, LifeError> {
-    let ends = &mut world.ends;
     ours.set_read_timeout(Some(POLL))?;
     let mut reader = BufReader::new(ours.try_clone()?);
     let mut writer = ours.try_clone()?;
@@ -205,13 +210,18 @@ fn relay(
                     )));
                 };
                 world.hits += 1;
-                if let Err(payload) =
-                    panic::catch_unwind(AssertUnwindSafe(|| crashpoint::protocol::hit(name)))
-                {
+                let pid = running.child.as_ref().map(Kid::id);
+                if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| {
+                    // The program waits at this point: a capture of its
+                    // world meanwhile is the world a crash here leaves.
+                    restart::stopped_at_hit(pid, &running.shown, || {
+                        crashpoint::protocol::hit(name);
+                    });
+                })) {
                     // The crash (or a cancel) lands here: the program is
                     // blocked at this very point until it is killed.
                     let status = running.kill()?;
-                    ends.push(format!(
+                    world.ends.push(format!(
                         "life {life}: {} {} at {name}",
                         running.shown,
                         describe_status(status)
@@ -222,6 +232,10 @@ fn relay(
                             running.shown,
                             describe_status(status)
                         );
+                    }
+                    if let Some(c) = crashpoint::scope::is_crash(payload.as_ref()) {
+                        world.lineage =
+                            restart::next_lineage(world.lineage, life, &restart::killed_at(&c.hit));
                     }
                     panic::resume_unwind(payload);
                 }
@@ -234,7 +248,7 @@ fn relay(
                 if let Some(scope) = crashpoint::scope::current() {
                     if scope.cancel_requested() {
                         let status = running.kill()?;
-                        ends.push(format!(
+                        world.ends.push(format!(
                             "life {life}: {} {} at the time limit",
                             running.shown,
                             describe_status(status)

@@ -46,6 +46,7 @@ mod forking;
 mod forkserver;
 mod judge;
 mod life;
+mod restart;
 mod service;
 pub mod trace;
 mod world;
@@ -99,29 +100,37 @@ impl Subject for Process {
         Some(self.count.now())
     }
 
+    fn share(&self) -> Option<&dyn crate::sharing::Share<ProcessWorld>> {
+        self.restarts().then_some(self as _)
+    }
+
     fn describe(&self, world: &ProcessWorld) -> String {
         let mut out = world.ends.join("\n");
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&self.describe_files(world));
+        out
+    }
+}
+
+impl Process {
+    /// A world's files, as [`Process::describe_with`] shows them, or listed
+    /// with their sizes.
+    pub(super) fn describe_files(&self, world: &ProcessWorld) -> String {
         if let Some(f) = &self.describe.0 {
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            out.push_str(&f(world));
-            return out;
+            return f(world);
         }
         let mut files = Vec::new();
         list_tree(&world.dir(), Path::new(""), &mut files);
         files.sort();
-        if !out.is_empty() {
-            out.push('\n');
-        }
-        out.push_str(&format!(
+        format!(
             "world: {}",
             if files.is_empty() {
                 "empty".to_owned()
             } else {
                 files.join(", ")
             }
-        ));
-        out
+        )
     }
 }

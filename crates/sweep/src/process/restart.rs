@@ -1,0 +1,185 @@
+//! Restarts from the world at the hit: a process subject's opt-in to shared
+//! lives ([`Share`]).
+//!
+//! While a life is stopped at a hit (the program blocked on its answer),
+//! its world directory is copied: a crash there leaves that very world,
+//! because `SIGKILL` keeps the page cache. Every scenario that crashes at
+//! that hit then restarts from the copy, instead of replaying the lives
+//! before it. The runner's checks for shared lives apply (see
+//! [`sharing`](crate::sharing)): a sample of the captures is compared with
+//! the worlds real crashes leave, and a sample of the scenarios is replayed
+//! from a fresh world and must give the same result.
+//!
+//! A world's fingerprint is its *lineage*, the hash of how it was made
+//! (each life's number and the hit it was killed at, or how it ended), and
+//! its files as [`Process::describe_with`] (or the file list) shows them.
+//! No two scenarios share a lineage, so no scenario's result is ever taken
+//! from another's: only the lives before the crash are saved.
+//!
+//! No copy is taken when the program has more than one thread at the hit
+//! (the others could still write while it is copied): such a scenario runs
+//! its crashed life again from its parent's world. A world with a service
+//! is shared only when the service restarts from its directory
+//! ([`Process::crash_service`]); its directory is copied with the world and
+//! a new service starts on the copy at the next life. I/O points are not
+//! shared (their lives run under the tracer).
+
+use std::cell::RefCell;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use crashpoint::Hit;
+
+use super::builder::Process;
+use super::service::Service;
+use super::world::{copy_tree, ProcessWorld};
+use crate::sharing::{Capture, Fingerprint, Share};
+
+thread_local! {
+    /// The program stopped at the hit this thread relays now: its process
+    /// id and its command line as shown.
+    static AT_HIT: RefCell<Option<(u32, String)>> = const { RefCell::new(None) };
+}
+
+/// Clears [`AT_HIT`] when the hit is answered (or the life unwinds).
+struct Clear;
+
+impl Drop for Clear {
+    fn drop(&mut self) {
+        AT_HIT.with(|a| *a.borrow_mut() = None);
+    }
+}
+
+/// Run `f` (the hit relayed into the life's scope) while the program `pid`
+/// waits at it: a capture taken meanwhile, on this thread, copies its world.
+pub(super) fn stopped_at_hit<R>(pid: Option<u32>, shown: &str, f: impl FnOnce() -> R) -> R {
+    AT_HIT.with(|a| *a.borrow_mut() = pid.map(|p| (p, shown.to_owned())));
+    let _clear = Clear;
+    f()
+}
+
+/// The lineage of a world after life `life` ended as `how` (the hit it was
+/// killed at, or its exit), on a world whose lineage was `before`.
+pub(super) fn next_lineage(before: u64, life: u32, how: &str) -> u64 {
+    // SipHash with fixed keys: the same in every run.
+    #[allow(deprecated)]
+    let mut h = std::hash::SipHasher::new();
+    before.hash(&mut h);
+    life.hash(&mut h);
+    how.hash(&mut h);
+    h.finish()
+}
+
+/// How a life killed at `hit` ended, for its lineage.
+pub(super) fn killed_at(hit: &Hit) -> String {
+    format!("killed at {hit}")
+}
+
+/// How many threads process `pid` has now (`None`: it cannot be told).
+fn threads(pid: u32) -> Option<usize> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()
+        .map(Iterator::count)
+}
+
+/// What a world's copy needs of its subject, owned (a capture outlives the
+/// borrow of the subject).
+#[derive(Clone)]
+struct Copier {
+    worlds_in: Option<PathBuf>,
+}
+
+impl Copier {
+    /// A new scratch directory holding copies of the directories under
+    /// `from` (its program's, its logs, its service's), and a service
+    /// (not yet running) on the copy if `service`.
+    fn copy(
+        &self,
+        from: &Path,
+        service: Option<&Service>,
+    ) -> Result<(tempfile::TempDir, Option<Service>), String> {
+        let root = super::builder::scratch_in(self.worlds_in.as_deref(), "crashsweep-world-")?;
+        let copy = |name: &str| -> Result<(), String> {
+            let (src, dst) = (from.join(name), root.path().join(name));
+            copy_tree(&src, &dst).map_err(|e| format!("copying {}: {e}", src.display()))
+        };
+        copy("world")?;
+        copy("logs")?;
+        let service = match service {
+            Some(s) => {
+                copy("service")?;
+                Some(s.stopped_copy(&root.path().join("service")))
+            }
+            None => None,
+        };
+        Ok((root, service))
+    }
+}
+
+impl Process {
+    /// Whether this subject's worlds can be shared (see the module docs).
+    pub(super) fn restarts(&self) -> bool {
+        self.io_points.is_none() && (self.service.is_none() || self.service_points)
+    }
+}
+
+impl Share<ProcessWorld> for Process {
+    fn copy(&self, world: &ProcessWorld) -> Option<ProcessWorld> {
+        let copier = Copier {
+            worlds_in: self.worlds_in.clone(),
+        };
+        let (root, service) = copier
+            .copy(world.root.path(), world.service.as_ref())
+            .ok()?;
+        Some(ProcessWorld {
+            lives: world.lives,
+            hits: world.hits,
+            ends: world.ends.clone(),
+            lineage: world.lineage,
+            service,
+            root,
+        })
+    }
+
+    fn fingerprint(&self, world: &ProcessWorld) -> Option<Fingerprint> {
+        Some(
+            Fingerprint::new()
+                .observe(&world.lineage)
+                .judge(&self.describe_files(world)),
+        )
+    }
+
+    fn capture(&self, world: &ProcessWorld) -> Option<Capture<ProcessWorld>> {
+        let copier = Copier {
+            worlds_in: self.worlds_in.clone(),
+        };
+        // The world as it is before the life, whose directories the life
+        // changes in place: what a copy at a hit reads.
+        let from: PathBuf = world.root.path().to_path_buf();
+        let lives = world.lives + 1;
+        let lineage = world.lineage;
+        let hits = world.hits;
+        let ends = world.ends.clone();
+        let service = world.service.as_ref().map(|s| s.stopped_copy(Path::new("")));
+        Some(Capture::at_hit(move |hit| {
+            let (pid, shown) = AT_HIT.with(|a| a.borrow().clone())?;
+            if threads(pid) != Some(1) {
+                return None;
+            }
+            let (root, service) = copier.copy(&from, service.as_ref()).ok()?;
+            let mut copy = ProcessWorld {
+                lives,
+                hits,
+                ends: ends.clone(),
+                lineage: next_lineage(lineage, lives, &killed_at(hit)),
+                service,
+                root,
+            };
+            copy.ends.push(format!(
+                "life {lives}: {shown} was killed by signal 9 (SIGKILL) at {}",
+                hit.point
+            ));
+            Some(copy)
+        }))
+    }
+}
