@@ -66,6 +66,10 @@ pub struct Process {
     pub(super) io_points: Option<std::sync::Arc<super::trace::IoPoints>>,
     pub(super) fork: ForkSlot,
     pub(super) count: Count,
+    /// A mutation for the tests: every capture copies the world as it was
+    /// before its life, not at its hit.
+    #[cfg(test)]
+    pub(super) stale_captures: bool,
 }
 
 impl Process {
@@ -96,6 +100,8 @@ impl Process {
             io_points: None,
             fork: ForkSlot::default(),
             count: Count::default(),
+            #[cfg(test)]
+            stale_captures: false,
         }
     }
 

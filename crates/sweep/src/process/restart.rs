@@ -160,8 +160,20 @@ impl Share<ProcessWorld> for Process {
         let lineage = world.lineage;
         let hits = world.hits;
         let ends = world.ends.clone();
-        let service = world.service.as_ref().map(|s| s.stopped_copy(Path::new("")));
+        let service = world
+            .service
+            .as_ref()
+            .map(|s| s.stopped_copy(Path::new("")));
+        #[cfg(test)]
+        let (from, _stale) = if self.stale_captures {
+            let (stale, _) = copier.copy(&from, None).ok()?;
+            (stale.path().to_path_buf(), Some(stale))
+        } else {
+            (from, None)
+        };
         Some(Capture::at_hit(move |hit| {
+            #[cfg(test)]
+            let _ = &_stale;
             let (pid, shown) = AT_HIT.with(|a| a.borrow().clone())?;
             if threads(pid) != Some(1) {
                 return None;
@@ -181,5 +193,111 @@ impl Share<ProcessWorld> for Process {
             ));
             Some(copy)
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, Error, Verdict};
+
+    /// A shell program that pays three times, keeping its progress in
+    /// `count` (a restart reads it back) and its payments in `log`:
+    /// `--fixed` records each payment and its progress in one rename.
+    const PAYER: &str = r#"
+n=$(cat count 2>/dev/null || echo 0)
+echo "hit start" >&3; read -r _ <&3
+while [ "$n" -lt 3 ]; do
+  n=$((n+1))
+  echo "$n" >> log
+  echo "hit paid" >&3; read -r _ <&3
+  echo "$n" > count.tmp
+  echo "hit saving" >&3; read -r _ <&3
+  mv count.tmp count
+done
+"#;
+
+    fn payer() -> Process {
+        Process::new("payer", ["sh", "-c", PAYER])
+            .judge_with(|w| {
+                let log = std::fs::read_to_string(w.dir().join("log")).unwrap_or_default();
+                let lines = log.lines().count() as u64;
+                let mut seen: Vec<&str> = log.lines().collect();
+                seen.sort_unstable();
+                seen.dedup();
+                Ok(Verdict::new()
+                    .count("duplicates", lines - seen.len() as u64)
+                    .count("missing", 3 - seen.len() as u64))
+            })
+            .count_only("duplicates")
+            .discover()
+            .expect("the payer runs")
+    }
+
+    fn config(depth: u32, share: bool) -> Config {
+        Config {
+            depth,
+            threads: Some(2),
+            share,
+            ..Config::default()
+        }
+    }
+
+    /// Restarts from captured worlds give the table of replays byte for
+    /// byte, with fewer lives.
+    #[test]
+    fn restarts_from_captures_give_the_replays_table() {
+        let p = payer();
+        let brute = crate::run(&p, &config(2, false)).expect("replayed");
+        let lives_brute = p.count.now().lives;
+        let shared = crate::run(&p, &config(2, true)).expect("shared");
+        let lives_shared = p.count.now().lives - lives_brute;
+        assert!(shared.stats.shared, "the process sweep shares");
+        assert!(!brute.stats.shared);
+        assert!(
+            brute
+                .scenarios
+                .iter()
+                .any(|s| s.verdict.get("duplicates") > 0),
+            "the crashes repay: {}",
+            crate::table(&brute.rows())
+        );
+        assert_eq!(crate::table(&shared.rows()), crate::table(&brute.rows()));
+        // Every scenario's verdict and failure, in the sweep's order.
+        let results = |r: &crate::Report| {
+            let mut v: Vec<String> = r
+                .scenarios
+                .iter()
+                .map(|s| format!("{} {:?} {:?}", s.scenario, s.verdict, s.failure))
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(results(&shared), results(&brute));
+        assert!(
+            lives_shared < lives_brute,
+            "{lives_shared} lives shared, {lives_brute} replayed"
+        );
+    }
+
+    /// A capture that copied the wrong world (here: the world before its
+    /// life) is caught before the sweep: its world differs from the one a
+    /// crash at the same hit leaves.
+    #[test]
+    fn a_wrong_capture_is_refused() {
+        let mut p = payer();
+        p.stale_captures = true;
+        match crate::run(&p, &config(2, true)) {
+            Err(Error::WronglyShared { detail, .. }) => {
+                assert!(
+                    detail.contains("differs from the world a crash there leaves"),
+                    "{detail}"
+                );
+            }
+            other => panic!(
+                "a stale capture was not refused: {:?}",
+                other.map(|r| r.rows())
+            ),
+        }
     }
 }
