@@ -44,9 +44,24 @@ fn runtime(program: &str) -> bool {
     false
 }
 
-/// `crashsweep --format json --world … --judge … -- ARGV`.
+/// [`crashsweep`] with restarts from captured worlds (the default), and
+/// again with `--no-share` (every scenario replayed from a fresh world):
+/// the same output, byte for byte.
+fn crashsweep_both_ways(depth: u32, argv: &[String]) -> (Output, serde_json::Value) {
+    let (out, json) = crashsweep(depth, &[], argv);
+    let (replayed, _) = crashsweep(depth, &["--no-share"], argv);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&replayed.stdout),
+        "{argv:?} at depth {depth}: restarts from captured worlds and replays differ"
+    );
+    assert_eq!(out.status.code(), replayed.status.code(), "{argv:?}");
+    (out, json)
+}
+
+/// `crashsweep --format json --world … --judge … FLAGS -- ARGV`.
 /// Sweep `argv` with the example judge at `depth` (JSON out, 2 threads).
-fn crashsweep(depth: u32, argv: &[String]) -> (Output, serde_json::Value) {
+fn crashsweep(depth: u32, flags: &[&str], argv: &[String]) -> (Output, serde_json::Value) {
     let world = tempfile::tempdir().unwrap();
     let judge = root().join("clients/examples/judge.py");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_crashsweep"));
@@ -66,6 +81,7 @@ fn crashsweep(depth: u32, argv: &[String]) -> (Output, serde_json::Value) {
         .arg(world.path())
         .arg("--judge")
         .arg(format!("python3 {}", judge.display()))
+        .args(flags)
         .arg("--")
         .args(argv)
         .output()
@@ -90,7 +106,7 @@ fn failed_scenarios(json: &serde_json::Value) -> Vec<String> {
 /// The buggy example fails at each payment's single crash (depth 1 shows
 /// it); the fixed one passes every single and double crash (depth 2).
 fn sweep_both(language: &str, argv: Vec<String>) {
-    let (out, json) = crashsweep(1, &argv);
+    let (out, json) = crashsweep_both_ways(1, &argv);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{language} buggy: {stderr}");
     let failed = failed_scenarios(&json);
@@ -111,7 +127,7 @@ fn sweep_both(language: &str, argv: Vec<String>) {
 
     let mut fixed = argv;
     fixed.push("--fixed".into());
-    let (out, json) = crashsweep(2, &fixed);
+    let (out, json) = crashsweep_both_ways(2, &fixed);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -193,6 +209,7 @@ fn rust_example(args: &[&str], fixed: bool) -> Output {
         .arg(world.path())
         .arg("--judge")
         .arg(format!("python3 {}", judge.display()))
+        .args(flags)
         .arg("--")
         .arg(exe);
     if fixed {

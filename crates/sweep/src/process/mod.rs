@@ -106,31 +106,27 @@ impl Subject for Process {
 
     fn describe(&self, world: &ProcessWorld) -> String {
         let mut out = world.ends.join("\n");
-        if !out.is_empty() {
-            out.push('\n');
-        }
-        out.push_str(&self.describe_files(world));
-        out
-    }
-}
-
-impl Process {
-    /// A world's files, as [`Process::describe_with`] shows them, or listed
-    /// with their sizes.
-    pub(super) fn describe_files(&self, world: &ProcessWorld) -> String {
         if let Some(f) = &self.describe.0 {
-            return f(world);
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&f(world));
+            return out;
         }
         let mut files = Vec::new();
         list_tree(&world.dir(), Path::new(""), &mut files);
         files.sort();
-        format!(
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&format!(
             "world: {}",
             if files.is_empty() {
                 "empty".to_owned()
             } else {
                 files.join(", ")
             }
-        )
+        ));
+        out
     }
 }

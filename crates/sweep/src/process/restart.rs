@@ -12,7 +12,8 @@
 //!
 //! A world's fingerprint is its *lineage*, the hash of how it was made
 //! (each life's number and the hit it was killed at, or how it ended), and
-//! its files as [`Process::describe_with`] (or the file list) shows them.
+//! the sizes of its files (what the check of the captures compares: names
+//! may differ by chance from run to run).
 //! No two scenarios share a lineage, so no scenario's result is ever taken
 //! from another's: only the lives before the crash are saved.
 //!
@@ -82,6 +83,29 @@ fn threads(pid: u32) -> Option<usize> {
         .map(Iterator::count)
 }
 
+/// The sizes of the files under `dir`, sorted: what the checks compare of
+/// two worlds made the same way in two runs. Names are left out: they may
+/// hold chance (a temporary file's random suffix, a run's ID), so two
+/// crashes at the same hit leave other names; the sizes they leave agree.
+fn file_sizes(dir: &Path) -> Vec<u64> {
+    fn walk(dir: &Path, out: &mut Vec<u64>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => walk(&e.path(), out),
+                Ok(m) => out.push(m.len()),
+                Err(_) => out.push(u64::MAX),
+            }
+        }
+    }
+    let mut sizes = Vec::new();
+    walk(dir, &mut sizes);
+    sizes.sort_unstable();
+    sizes
+}
+
 /// What a world's copy needs of its subject, owned (a capture outlives the
 /// borrow of the subject).
 #[derive(Clone)]
@@ -145,7 +169,7 @@ impl Share<ProcessWorld> for Process {
         Some(
             Fingerprint::new()
                 .observe(&world.lineage)
-                .judge(&self.describe_files(world)),
+                .judge(&file_sizes(&world.dir())),
         )
     }
 
