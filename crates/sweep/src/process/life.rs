@@ -218,26 +218,7 @@ fn relay(
                         crashpoint::protocol::hit(name);
                     });
                 })) {
-                    // The crash (or a cancel) lands here: the program is
-                    // blocked at this very point until it is killed.
-                    let status = running.kill()?;
-                    world.ends.push(format!(
-                        "life {life}: {} {} at {name}",
-                        running.shown,
-                        describe_status(status)
-                    ));
-                    if status.signal() != Some(libc::SIGKILL) {
-                        panic!(
-                            "{} was to be killed at point {name:?}, but it {}",
-                            running.shown,
-                            describe_status(status)
-                        );
-                    }
-                    if let Some(c) = crashpoint::scope::is_crash(payload.as_ref()) {
-                        world.lineage =
-                            restart::next_lineage(world.lineage, life, &restart::killed_at(&c.hit));
-                    }
-                    panic::resume_unwind(payload);
+                    killed_at_hit(running, world, life, name, payload)?;
                 }
                 if writer.write_all(b"go\n").is_err() {
                     // It is gone: its exit status says why.
@@ -261,4 +242,33 @@ fn relay(
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// The crash (or a cancel) at the hit `name`, where the program is blocked
+/// until it is killed: kill it, check that it died of `SIGKILL`, record how
+/// in the world, and unwind with `payload`.
+fn killed_at_hit(
+    running: &mut Running,
+    world: &mut ProcessWorld,
+    life: u32,
+    name: &str,
+    payload: Box<dyn std::any::Any + Send>,
+) -> Result<(), LifeError> {
+    let status = running.kill()?;
+    world.ends.push(format!(
+        "life {life}: {} {} at {name}",
+        running.shown,
+        describe_status(status)
+    ));
+    if status.signal() != Some(libc::SIGKILL) {
+        panic!(
+            "{} was to be killed at point {name:?}, but it {}",
+            running.shown,
+            describe_status(status)
+        );
+    }
+    if let Some(c) = crashpoint::scope::is_crash(payload.as_ref()) {
+        world.lineage = restart::next_lineage(world.lineage, life, &restart::killed_at(&c.hit));
+    }
+    panic::resume_unwind(payload)
 }
