@@ -377,6 +377,7 @@ impl Process {
             hits: 0,
             ends: Vec::new(),
             lineage: 0,
+            finished: false,
             service,
         })
     }

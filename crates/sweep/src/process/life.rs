@@ -160,10 +160,12 @@ impl Process {
         };
         let end = describe_status(status);
         let mut how = end.clone();
+        world.finished = true;
         if let Some(s) = &world.service {
             world.ends.extend(s.take_ends());
             if let Some(hit) = s.take_crash() {
                 how = restart::killed_at(&hit);
+                world.finished = false;
             }
         }
         world.lineage = restart::next_lineage(world.lineage, life, &how);
@@ -267,6 +269,7 @@ fn killed_at_hit(
             describe_status(status)
         );
     }
+    world.finished = false;
     if let Some(c) = crashpoint::scope::is_crash(payload.as_ref()) {
         world.lineage = restart::next_lineage(world.lineage, life, &restart::killed_at(&c.hit));
     }

@@ -12,8 +12,10 @@
 //!
 //! A world's fingerprint is its *lineage*, the hash of how it was made
 //! (each life's number and the hit it was killed at, or how it ended), and
-//! the sizes of its files (what the check of the captures compares: names
-//! may differ by chance from run to run).
+//! what the checks compare of two worlds made the same way: a world whose
+//! last life finished, its description (as the clean runs' check compares
+//! it); a world a crash left, the sizes of its files (the names a crash
+//! leaves may hold chance, such as a temporary file's random suffix).
 //! No two scenarios share a lineage, so no scenario's result is ever taken
 //! from another's: only the lives before the crash are saved.
 //!
@@ -35,6 +37,7 @@ use super::builder::Process;
 use super::service::Service;
 use super::world::{copy_tree, ProcessWorld};
 use crate::sharing::{Capture, Fingerprint, Share};
+use crate::subject::Subject;
 
 thread_local! {
     /// The program stopped at the hit this thread relays now: its process
@@ -160,17 +163,21 @@ impl Share<ProcessWorld> for Process {
             hits: world.hits,
             ends: world.ends.clone(),
             lineage: world.lineage,
+            finished: world.finished,
             service,
             root,
         })
     }
 
     fn fingerprint(&self, world: &ProcessWorld) -> Option<Fingerprint> {
-        Some(
-            Fingerprint::new()
-                .observe(&world.lineage)
-                .judge(&file_sizes(&world.dir())),
-        )
+        let fp = Fingerprint::new().observe(&world.lineage);
+        // A world a life finished is compared as the clean runs' check
+        // always compared it: by its description.
+        Some(if world.finished {
+            fp.judge(&self.describe(world))
+        } else {
+            fp.judge(&file_sizes(&world.dir()))
+        })
     }
 
     fn capture(&self, world: &ProcessWorld) -> Option<Capture<ProcessWorld>> {
@@ -208,6 +215,7 @@ impl Share<ProcessWorld> for Process {
                 hits,
                 ends: ends.clone(),
                 lineage: next_lineage(lineage, lives, &killed_at(hit)),
+                finished: false,
                 service,
                 root,
             };

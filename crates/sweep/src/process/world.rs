@@ -20,6 +20,8 @@ pub struct ProcessWorld {
     /// How this world was made: a hash of each life's number and how it
     /// ended (see `restart`), 0 for a fresh world.
     pub(super) lineage: u64,
+    /// Whether its last life ran to its end (no crash killed it).
+    pub(super) finished: bool,
     /// The service of this world, if the subject has one, killed when the
     /// world is dropped.
     pub(super) service: Option<service::Service>,
