@@ -173,7 +173,13 @@ impl<S: Subject> Share<AnyWorld> for Adapter<'_, S> {
     }
     fn capture(&self, world: &AnyWorld) -> Option<Capture<AnyWorld>> {
         let capture = self.shared().capture(world_ref(self.0, world))?;
-        Some(Capture::at_hit(move |hit| capture.take_at(hit).map(boxed)))
+        Some(Capture::from_fn(move |hit| {
+            match hit {
+                Some(h) => capture.take_at(h),
+                None => capture.take(),
+            }
+            .map(boxed)
+        }))
     }
     fn probe(&self, world: &AnyWorld) -> Option<Probe> {
         self.shared().probe(world_ref(self.0, world))

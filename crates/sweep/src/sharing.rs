@@ -251,6 +251,14 @@ impl<W> Capture<W> {
         Capture(Box::new(move |hit| hit.and_then(&copy)))
     }
 
+    /// A capture told the hit when there is one (the erased adapter's,
+    /// which passes both ways through).
+    pub(crate) fn from_fn(
+        copy: impl Fn(Option<&crashpoint::Hit>) -> Option<W> + Send + Sync + 'static,
+    ) -> Self {
+        Capture(Box::new(copy))
+    }
+
     /// The world as a crash now would leave it.
     pub fn take(&self) -> Option<W> {
         (self.0)(None)
