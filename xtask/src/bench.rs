@@ -682,6 +682,38 @@ fn bench_triage_process(samples: usize) -> Result<(), String> {
             n as f64 / d.as_secs_f64()
         );
     }
+    // Depth 2 with and without restarts from the worlds captured at the
+    // hits: the lives each runs, and the time.
+    let mut seen = Vec::new();
+    for share in [false, true] {
+        let config = Config {
+            depth: 2,
+            threads: Some(2),
+            share,
+            ..Config::default()
+        };
+        let t = Instant::now();
+        let r = sweep::run(&triage, &config).map_err(|e| e.to_string())?;
+        let d = t.elapsed();
+        let procs = r.stats.processes.unwrap_or_default();
+        println!(
+            "depth 2, {}: {} scenarios in {:>7.2} s, {} lives",
+            if share {
+                "restarts from captured worlds"
+            } else {
+                "replayed"
+            },
+            r.stats.scenarios,
+            d.as_secs_f64(),
+            procs.lives
+        );
+        seen.push((d, sweep::table(&r.rows())));
+    }
+    println!(
+        "restarts: {:.2}x faster than replays; same table: {}",
+        seen[0].0.as_secs_f64() / seen[1].0.as_secs_f64(),
+        seen[0].1 == seen[1].1
+    );
     crate::bench_tracer::tracer(samples.min(5))
 }
 
@@ -794,15 +826,18 @@ fn fork_server_payouts() -> Result<(), String> {
     for (judge, which) in [(judge.as_str(), "judge.py"), (awk, "awk judge")] {
         let mut rates = Vec::new();
         let mut tables = Vec::new();
-        for fork in [false, true] {
-            let (rate, table) = payouts_sweep(&script, &world, judge, which, fork)?;
+        // Exec'd and replayed (neither change), exec'd with restarts from
+        // captured worlds, forked with them.
+        for (fork, share) in [(false, false), (false, true), (true, true)] {
+            let (rate, table) = payouts_sweep(&script, &world, judge, which, fork, share)?;
             rates.push(rate);
             tables.push(table);
         }
         println!(
-            "python payouts, {which}: the fork server sweeps {:.1}x the scenarios per second; same table: {}",
+            "python payouts, {which}: restarts sweep {:.1}x the scenarios per second of replays, and with the fork server {:.1}x; same table: {}",
             rates[1] / rates[0],
-            tables[0] == tables[1]
+            rates[2] / rates[0],
+            tables[0] == tables[1] && tables[1] == tables[2]
         );
     }
     let _ = std::fs::remove_dir(&world);
@@ -817,6 +852,7 @@ fn payouts_sweep(
     judge: &str,
     which: &str,
     fork: bool,
+    share: bool,
 ) -> Result<(f64, String), String> {
     use sweep::process::Process;
     let mut p = Process::new("payouts.py", ["python3".as_ref(), script.as_os_str()])
@@ -832,6 +868,7 @@ fn payouts_sweep(
     let config = Config {
         depth: 2,
         threads: Some(2),
+        share,
         ..Config::default()
     };
     let t = Instant::now();
@@ -841,8 +878,9 @@ fn payouts_sweep(
     let procs = r.stats.processes.unwrap_or_default();
     let rate = n as f64 / d.as_secs_f64();
     println!(
-        "python payouts, depth 2, {which}, {}: {n} scenarios in {:>7.2} s = {rate:>6.2} scenarios/s; {} processes ({} lives, {} forked, {} judges)",
+        "python payouts, depth 2, {which}, {}{}: {n} scenarios in {:>7.2} s = {rate:>6.2} scenarios/s; {} processes ({} lives, {} forked, {} judges)",
         if fork { "fork server" } else { "exec'd" },
+        if share { "" } else { ", replayed (no restarts)" },
         d.as_secs_f64(),
         procs.total(),
         procs.lives,

@@ -177,7 +177,13 @@ impl<S: Subject> Share<AnyWorld> for Adapter<'_, S> {
     }
     fn capture(&self, world: &AnyWorld) -> Option<Capture<AnyWorld>> {
         let capture = self.shared().capture(world_ref(self.0, world))?;
-        Some(Capture::new(move || capture.take().map(boxed)))
+        Some(Capture::from_fn(move |hit| {
+            match hit {
+                Some(h) => capture.take_at(h),
+                None => capture.take(),
+            }
+            .map(boxed)
+        }))
     }
     fn probe(&self, world: &AnyWorld) -> Option<Probe> {
         self.shared().probe(world_ref(self.0, world))

@@ -536,7 +536,7 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
                 if threads != 1 {
                     return;
                 }
-                let taken = panic::catch_unwind(AssertUnwindSafe(|| copy.take()));
+                let taken = panic::catch_unwind(AssertUnwindSafe(|| copy.take_at(hit)));
                 if let Ok(Some(w)) = taken {
                     lock(&into).insert(hit.clone(), w);
                 }

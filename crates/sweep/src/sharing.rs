@@ -235,17 +235,38 @@ impl std::fmt::Debug for Tally {
 /// *counter.lock().unwrap() += 1;
 /// assert_eq!(*capture.take().unwrap().lock().unwrap(), 4);
 /// ```
-pub struct Capture<W>(Box<dyn Fn() -> Option<W> + Send + Sync>);
+#[allow(clippy::type_complexity)]
+pub struct Capture<W>(Box<dyn Fn(Option<&crashpoint::Hit>) -> Option<W> + Send + Sync>);
 
 impl<W> Capture<W> {
     /// A capture that calls `copy` at each hit.
     pub fn new(copy: impl Fn() -> Option<W> + Send + Sync + 'static) -> Self {
+        Capture(Box::new(move |_| copy()))
+    }
+
+    /// A capture that is told the hit it copies at (a process subject
+    /// records it in the copy's lineage). Its [`Capture::take`] without a
+    /// hit copies nothing.
+    pub fn at_hit(copy: impl Fn(&crashpoint::Hit) -> Option<W> + Send + Sync + 'static) -> Self {
+        Capture(Box::new(move |hit| hit.and_then(&copy)))
+    }
+
+    /// A capture told the hit when there is one (the erased adapter's,
+    /// which passes both ways through).
+    pub(crate) fn from_fn(
+        copy: impl Fn(Option<&crashpoint::Hit>) -> Option<W> + Send + Sync + 'static,
+    ) -> Self {
         Capture(Box::new(copy))
     }
 
     /// The world as a crash now would leave it.
     pub fn take(&self) -> Option<W> {
-        (self.0)()
+        (self.0)(None)
+    }
+
+    /// The world as a crash now, at `hit`, would leave it.
+    pub fn take_at(&self, hit: &crashpoint::Hit) -> Option<W> {
+        (self.0)(Some(hit))
     }
 }
 

@@ -44,9 +44,35 @@ fn runtime(program: &str) -> bool {
     false
 }
 
-/// `crashsweep --format json --world … --judge … -- ARGV`.
+/// [`crashsweep`] with restarts from captured worlds (the default), and
+/// again with `--no-share` (every scenario replayed from a fresh world):
+/// the same output, byte for byte.
+fn crashsweep_both_ways(depth: u32, argv: &[String]) -> (Output, serde_json::Value) {
+    let (out, json) = crashsweep(depth, &[], argv);
+    let (replayed, replayed_json) = crashsweep(depth, &["--no-share"], argv);
+    // Each failure's rerun command names its own world and flags.
+    let without_reruns = |j: &serde_json::Value| {
+        let mut j = j.clone();
+        if let Some(fs) = j["failures"].as_array_mut() {
+            for f in fs {
+                f["rerun"] = serde_json::Value::Null;
+            }
+        }
+        serde_json::to_string_pretty(&j).unwrap_or_default()
+    };
+    assert!(json.is_object(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        without_reruns(&json),
+        without_reruns(&replayed_json),
+        "{argv:?} at depth {depth}: restarts from captured worlds and replays differ"
+    );
+    assert_eq!(out.status.code(), replayed.status.code(), "{argv:?}");
+    (out, json)
+}
+
+/// `crashsweep --format json --world … --judge … FLAGS -- ARGV`.
 /// Sweep `argv` with the example judge at `depth` (JSON out, 2 threads).
-fn crashsweep(depth: u32, argv: &[String]) -> (Output, serde_json::Value) {
+fn crashsweep(depth: u32, flags: &[&str], argv: &[String]) -> (Output, serde_json::Value) {
     let world = tempfile::tempdir().unwrap();
     let judge = root().join("clients/examples/judge.py");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_crashsweep"));
@@ -66,6 +92,7 @@ fn crashsweep(depth: u32, argv: &[String]) -> (Output, serde_json::Value) {
         .arg(world.path())
         .arg("--judge")
         .arg(format!("python3 {}", judge.display()))
+        .args(flags)
         .arg("--")
         .args(argv)
         .output()
@@ -90,7 +117,7 @@ fn failed_scenarios(json: &serde_json::Value) -> Vec<String> {
 /// The buggy example fails at each payment's single crash (depth 1 shows
 /// it); the fixed one passes every single and double crash (depth 2).
 fn sweep_both(language: &str, argv: Vec<String>) {
-    let (out, json) = crashsweep(1, &argv);
+    let (out, json) = crashsweep_both_ways(1, &argv);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{language} buggy: {stderr}");
     let failed = failed_scenarios(&json);
@@ -111,7 +138,7 @@ fn sweep_both(language: &str, argv: Vec<String>) {
 
     let mut fixed = argv;
     fixed.push("--fixed".into());
-    let (out, json) = crashsweep(2, &fixed);
+    let (out, json) = crashsweep_both_ways(2, &fixed);
     assert_eq!(
         out.status.code(),
         Some(0),

@@ -102,7 +102,8 @@ fn the_command_line_forks_and_refuses() {
     let world = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_crashsweep"))
-            .args(["--fork-server", "--depth", "1", "--judge"])
+            // Every scenario replayed: the counts below are a replay's.
+            .args(["--fork-server", "--no-share", "--depth", "1", "--judge"])
             .arg(format!(
                 "python3 {}/../../clients/examples/judge.py",
                 env!("CARGO_MANIFEST_DIR")
@@ -147,7 +148,12 @@ fn the_processes_a_sweep_starts_are_counted() {
         .discover()
         .unwrap();
     for (p, forked) in [(&exec, false), (&fork, true)] {
-        let r = sweep::run(p, &config(1)).unwrap();
+        // Every scenario replayed from a fresh world: a life per crash.
+        let replayed = sweep::Config {
+            share: false,
+            ..config(1)
+        };
+        let r = sweep::run(p, &replayed).unwrap();
         let n = r.stats.processes.expect("a process subject counts");
         let (lives, by_fork) = if forked {
             (0, r.stats.lives)

@@ -58,14 +58,18 @@ pub struct Process {
     pub(super) env: Vec<(OsString, OsString)>,
     pub(super) counters: Vec<Counter>,
     count_only: Vec<String>,
-    service: Option<Vec<OsString>>,
-    service_points: bool,
-    worlds_in: Option<PathBuf>,
+    pub(super) service: Option<Vec<OsString>>,
+    pub(super) service_points: bool,
+    pub(super) worlds_in: Option<PathBuf>,
     pub(super) describe: Describe,
     /// The tracer's I/O points, when on ([`Process::io_points`]).
     pub(super) io_points: Option<std::sync::Arc<super::trace::IoPoints>>,
     pub(super) fork: ForkSlot,
     pub(super) count: Count,
+    /// A mutation for the tests: every capture copies the world as it was
+    /// before its life, not at its hit.
+    #[cfg(test)]
+    pub(super) stale_captures: bool,
 }
 
 impl Process {
@@ -96,6 +100,8 @@ impl Process {
             io_points: None,
             fork: ForkSlot::default(),
             count: Count::default(),
+            #[cfg(test)]
+            stale_captures: false,
         }
     }
 
@@ -337,16 +343,7 @@ impl Process {
 
     /// A scratch directory where worlds are made.
     pub(super) fn scratch(&self, prefix: &str) -> Result<tempfile::TempDir, String> {
-        let mut temp = tempfile::Builder::new();
-        temp.prefix(prefix);
-        match &self.worlds_in {
-            Some(dir) => temp
-                .tempdir_in(dir)
-                .map_err(|e| format!("a temporary directory in {}: {e}", dir.display())),
-            None => temp
-                .tempdir()
-                .map_err(|e| format!("a temporary directory: {e}")),
-        }
+        scratch_in(self.worlds_in.as_deref(), prefix)
     }
 
     /// `dir` made as a copy of the template (or empty).
@@ -380,8 +377,28 @@ impl Process {
             hits: 0,
             ends: Vec::new(),
             makers: Vec::new(),
+            lineage: 0,
+            finished: false,
             service,
         })
+    }
+}
+
+/// A scratch directory where worlds are made: in `dir`, or in the system's
+/// temporary directory.
+pub(super) fn scratch_in(
+    dir: Option<&std::path::Path>,
+    prefix: &str,
+) -> Result<tempfile::TempDir, String> {
+    let mut temp = tempfile::Builder::new();
+    temp.prefix(prefix);
+    match dir {
+        Some(dir) => temp
+            .tempdir_in(dir)
+            .map_err(|e| format!("a temporary directory in {}: {e}", dir.display())),
+        None => temp
+            .tempdir()
+            .map_err(|e| format!("a temporary directory: {e}")),
     }
 }
 

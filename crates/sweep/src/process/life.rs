@@ -17,6 +17,7 @@ use super::child::{describe_status, pass_fd, show_argv, tail, Kid, Running, POLL
 use super::count::Kind;
 use super::forking::fork_life;
 use super::forkserver::Via;
+use super::restart;
 use super::world::ProcessWorld;
 use super::{DIE_AT_VAR, FD_VAR, SERVICE_VAR, VERSION, VERSION_VAR};
 use crate::error::LifeError;
@@ -158,9 +159,16 @@ impl Process {
             }
         };
         let end = describe_status(status);
+        let mut how = end.clone();
+        world.finished = true;
         if let Some(s) = &world.service {
             world.ends.extend(s.take_ends());
+            if let Some(hit) = s.take_crash() {
+                how = restart::killed_at(&hit);
+                world.finished = false;
+            }
         }
+        world.lineage = restart::next_lineage(world.lineage, life, &how);
         world.ends.push(format!("life {life}: {shown} {end}"));
         if status.success() {
             Ok(())
@@ -187,7 +195,6 @@ fn relay(
     world: &mut ProcessWorld,
     life: u32,
 ) -> Result<Relayed, LifeError> {
-    let ends = &mut world.ends;
     ours.set_read_timeout(Some(POLL))?;
     let mut reader = BufReader::new(ours.try_clone()?);
     let mut writer = ours.try_clone()?;
@@ -205,25 +212,15 @@ fn relay(
                     )));
                 };
                 world.hits += 1;
-                if let Err(payload) =
-                    panic::catch_unwind(AssertUnwindSafe(|| crashpoint::protocol::hit(name)))
-                {
-                    // The crash (or a cancel) lands here: the program is
-                    // blocked at this very point until it is killed.
-                    let status = running.kill()?;
-                    ends.push(format!(
-                        "life {life}: {} {} at {name}",
-                        running.shown,
-                        describe_status(status)
-                    ));
-                    if status.signal() != Some(libc::SIGKILL) {
-                        panic!(
-                            "{} was to be killed at point {name:?}, but it {}",
-                            running.shown,
-                            describe_status(status)
-                        );
-                    }
-                    panic::resume_unwind(payload);
+                let pid = running.child.as_ref().map(Kid::id);
+                if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| {
+                    // The program waits at this point: a capture of its
+                    // world meanwhile is the world a crash here leaves.
+                    restart::stopped_at_hit(pid, &running.shown, || {
+                        crashpoint::protocol::hit(name);
+                    });
+                })) {
+                    killed_at_hit(running, world, life, name, payload)?;
                 }
                 if writer.write_all(b"go\n").is_err() {
                     // It is gone: its exit status says why.
@@ -234,7 +231,7 @@ fn relay(
                 if let Some(scope) = crashpoint::scope::current() {
                     if scope.cancel_requested() {
                         let status = running.kill()?;
-                        ends.push(format!(
+                        world.ends.push(format!(
                             "life {life}: {} {} at the time limit",
                             running.shown,
                             describe_status(status)
@@ -247,4 +244,34 @@ fn relay(
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// The crash (or a cancel) at the hit `name`, where the program is blocked
+/// until it is killed: kill it, check that it died of `SIGKILL`, record how
+/// in the world, and unwind with `payload`.
+fn killed_at_hit(
+    running: &mut Running,
+    world: &mut ProcessWorld,
+    life: u32,
+    name: &str,
+    payload: Box<dyn std::any::Any + Send>,
+) -> Result<(), LifeError> {
+    let status = running.kill()?;
+    world.ends.push(format!(
+        "life {life}: {} {} at {name}",
+        running.shown,
+        describe_status(status)
+    ));
+    if status.signal() != Some(libc::SIGKILL) {
+        panic!(
+            "{} was to be killed at point {name:?}, but it {}",
+            running.shown,
+            describe_status(status)
+        );
+    }
+    world.finished = false;
+    if let Some(c) = crashpoint::scope::is_crash(payload.as_ref()) {
+        world.lineage = restart::next_lineage(world.lineage, life, &restart::killed_at(&c.hit));
+    }
+    panic::resume_unwind(payload)
 }

@@ -20,6 +20,13 @@
 //! [`Stats::processes`](crate::report::Stats::processes) counts the
 //! processes it started.
 //!
+//! A scenario does not replay the lives before its last crash: while the
+//! program waits at a hit, its world directory is copied (cloned where the
+//! file system can), and every scenario that crashes there restarts from
+//! the copy. The runner's checks of shared lives apply, and
+//! [`Config::share`](crate::Config::share) `= false` (`--no-share`)
+//! replays every scenario instead; the table is the same.
+//!
 //! Everything the runner offers applies: depth 1 and 2, scenarios in
 //! parallel (each with its own directory), the safety nets, tables, JSON,
 //! snapshots, shards, a scenario rerun by name with its timeline.
@@ -46,6 +53,7 @@ mod forking;
 mod forkserver;
 mod judge;
 mod life;
+mod restart;
 mod service;
 pub mod trace;
 mod world;
@@ -105,6 +113,10 @@ impl Subject for Process {
     fn keep(&self, world: &ProcessWorld, to: &Path) -> std::io::Result<bool> {
         world.keep(to)?;
         Ok(true)
+    }
+
+    fn share(&self) -> Option<&dyn crate::sharing::Share<ProcessWorld>> {
+        self.restarts().then_some(self as _)
     }
 
     fn describe(&self, world: &ProcessWorld) -> String {

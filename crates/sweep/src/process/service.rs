@@ -29,6 +29,9 @@ struct Shared {
     program: Option<u32>,
     /// How the service's lives ended, for the world's description.
     ends: Vec<String>,
+    /// The hit a crash killed the service (and the program) at, since last
+    /// asked: the world's lineage records it.
+    crashed: Option<crashpoint::Hit>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -102,6 +105,25 @@ impl Service {
     /// How the service ended since last asked, for the world's description.
     pub(super) fn take_ends(&self) -> Vec<String> {
         std::mem::take(&mut lock(&self.shared).ends)
+    }
+
+    /// The hit a crash of the service landed at since last asked, if any.
+    pub(super) fn take_crash(&self) -> Option<crashpoint::Hit> {
+        lock(&self.shared).crashed.take()
+    }
+
+    /// The same service on `dir` (a copy of its directory), not running:
+    /// the next life starts it there, as after a crash.
+    pub(super) fn stopped_copy(&self, dir: &Path) -> Service {
+        Service {
+            argv: self.argv.clone(),
+            dir: dir.to_path_buf(),
+            points: self.points,
+            url: String::new(),
+            running: Arc::new(Mutex::new(None)),
+            shared: Arc::new(Mutex::new(Shared::default())),
+            starts: self.starts,
+        }
     }
 
     fn launch(&mut self) -> Result<(), String> {
@@ -222,7 +244,11 @@ fn relay(ours: UnixStream, shared: &Mutex<Shared>, running: &Mutex<Option<Runnin
             let hit = panic::catch_unwind(AssertUnwindSafe(|| {
                 scope.enter(|| crashpoint::protocol::hit(name));
             }));
-            if hit.is_err() {
+            if let Err(payload) = hit {
+                // Recorded before the program dies: its life reads it as
+                // soon as it sees the program gone.
+                lock(shared).crashed =
+                    crashpoint::scope::is_crash(payload.as_ref()).map(|c| c.hit.clone());
                 // Down together. The service is taken out of the world
                 // before the program dies, under the lock the next life's
                 // start waits on, so that start always sees it gone. The

@@ -347,7 +347,7 @@ impl<S: Subject> Shared<'_, '_, S> {
                 if threads != 1 {
                     return false;
                 }
-                if let Ok(Some(w)) = panic::catch_unwind(AssertUnwindSafe(|| copy.take())) {
+                if let Ok(Some(w)) = panic::catch_unwind(AssertUnwindSafe(|| copy.take_at(hit))) {
                     lock(&into).insert(hit.clone(), w);
                 }
                 let Some((key, tally)) = read(&probe, life, Some(hit.point.clone())) else {
