@@ -73,6 +73,7 @@ pub fn sum_rows(title: &str, rows: &[sweep::report::Row]) -> sweep::report::Row 
         cells: Vec::new(),
         failed: 0,
         flaky: 0,
+        unfired: 0,
     };
     for r in rows {
         let depths = total.depth_counts.len().max(r.depth_counts.len());
@@ -88,6 +89,7 @@ pub fn sum_rows(title: &str, rows: &[sweep::report::Row]) -> sweep::report::Row 
         }
         total.failed += r.failed;
         total.flaky += r.flaky;
+        total.unfired += r.unfired;
     }
     total
 }
@@ -109,6 +111,7 @@ mod tests {
             cells: cells.iter().map(|(t, n)| (t.to_string(), *n)).collect(),
             failed,
             flaky,
+            unfired: 0,
         }
     }
 

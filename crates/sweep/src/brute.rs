@@ -3,6 +3,7 @@
 
 use rayon::prelude::*;
 
+use crate::failure::Failure;
 use crate::plan::{expand, in_partition};
 use crate::progress::Progress;
 use crate::replay::Replayer;
@@ -20,6 +21,15 @@ pub(crate) fn subtree<S: Subject>(
     run: &Run<'_>,
 ) {
     let mut ran = replayer.replay(&sc, order, Some(run.clean));
+    let unfired = |r: &crate::replay::Ran| r.result.failure.as_ref().is_some_and(Failure::is_unfired);
+    if run.config.rerun_failures && unfired(&ran) {
+        // A crash that did not fire tested nothing: the hits of a program
+        // whose threads race may vary, so it is run once more.
+        let again = replayer.replay(&sc, ran.result.order.clone(), Some(run.clean));
+        if !unfired(&again) {
+            ran = again;
+        }
+    }
     replayer.settle(&sc, &mut ran.result, run.clean, run.config);
     (run.progress)(Progress::Finished { depth: sc.depth() });
     let enumerates = crate::subject::cuts(replayer.subject).enumerates(&sc.state);
@@ -41,6 +51,9 @@ pub(crate) fn subtree<S: Subject>(
             .collect(),
         _ => Vec::new(),
     };
+    if run.interleaved {
+        crate::nets::canonical_order(&mut ran.last_hits);
+    }
     let children = if sc.depth() < run.config.depth as usize {
         expand(&sc, &ran.result.order, &ran.last_hits, enumerates)
     } else {

@@ -40,14 +40,14 @@ pub enum Error {
          ([profile.sweep] inherits = \"release\", panic = \"unwind\") and run it with --profile sweep"
     )]
     PanicAbort,
-    /// Two clean runs passed different hits: the program does not behave
-    /// the same way twice, so no scenario name means one thing.
+    /// Two clean runs passed different hits (compared as sets: threads may
+    /// pass them in any order): the program does not behave the same way
+    /// twice, so no scenario name means one thing.
     #[error(
-        "{subject:?} is not deterministic: two clean runs differ at hit {} (first run: {}, second run: {}).\n  first run around it:  {}\n  second run around it: {}\n\
-         A sweep needs a program that passes the same hits every time (look for iteration over a HashMap or HashSet, the clock, randomness, or threads racing)",
-        at.index + 1,
-        at.first.as_deref().unwrap_or("no more hits"),
-        at.second.as_deref().unwrap_or("no more hits"),
+        "{subject:?} is not deterministic: two clean runs passed different hits (first run: {}, second run: {}).\n  first run around it:  {}\n  second run around it: {}\n\
+         A sweep needs a program that passes the same hits every time, each point as many times; threads may pass them in any order (look for iteration over a HashMap or HashSet, the clock, randomness, or work that depends on a race)",
+        at.first.as_ref().map_or("nothing the second lacks".to_owned(), |h| format!("{h}, which the second did not")),
+        at.second.as_ref().map_or("nothing the first lacks".to_owned(), |h| format!("{h}, which the first did not")),
         at.first_around.join(", "),
         at.second_around.join(", ")
     )]
@@ -279,18 +279,22 @@ fn fmt_estimate(e: f64) -> String {
     }
 }
 
-/// Where two clean runs part ([`Error::Nondeterministic`]).
+/// Where two clean runs part ([`Error::Nondeterministic`]), their hits
+/// compared as sets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Divergence {
-    /// The index (0-based) of the first hit that differs.
+    /// The index (0-based) of `first` in the first run (of `second` in
+    /// the second run when `first` is `None`).
     pub index: usize,
-    /// That hit in the first run (`None`: the run had ended).
+    /// The first hit of the first run that the second did not pass
+    /// (`None`: it passed every one).
     pub first: Option<String>,
-    /// That hit in the second run (`None`: the run had ended).
+    /// The first hit of the second run that the first did not pass.
     pub second: Option<String>,
-    /// The first run's hits around it (two before, the hit, two after).
+    /// The first run's hits around `first` (two before, the hit, two
+    /// after; its last hits when `first` is `None`).
     pub first_around: Vec<String>,
-    /// The second run's hits around it.
+    /// The second run's hits around `second`.
     pub second_around: Vec<String>,
 }
 

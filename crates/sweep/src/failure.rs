@@ -155,6 +155,13 @@ impl Failure {
         matches!(self, Failure::Flaky { .. })
     }
 
+    /// Whether the scenario's crash never fired ([`Failure::CrashDidNotFire`]):
+    /// the program passed fewer hits than in its clean runs, so the scenario
+    /// tested nothing. Told apart from a failure of the program.
+    pub fn is_unfired(&self) -> bool {
+        matches!(self, Failure::CrashDidNotFire { .. })
+    }
+
     /// A time limit in milliseconds, for [`Failure::Hung`].
     pub(crate) fn millis(d: Duration) -> u64 {
         u64::try_from(d.as_millis()).unwrap_or(u64::MAX)

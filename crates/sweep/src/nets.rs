@@ -2,6 +2,8 @@
 //! pass a point, count only declared counters, set every required one,
 //! fault nothing, and do the same again when run twice.
 
+use std::collections::BTreeSet;
+
 use crashpoint::Hit;
 
 use crate::config::Config;
@@ -15,12 +17,17 @@ use crate::subject::Subject;
 /// The clean run, with every safety net that needs no crash: it must
 /// finish, pass a point, count only declared counters, set every required
 /// one, fault nothing, and do the same again when run twice.
+///
+/// Runs are compared by what must match: the hits passed (each `name#k`,
+/// so each point's count) and the world, not one global order. With
+/// whether the runs passed their hits in different orders (threads
+/// racing): then the clean run's hits are in [`canonical_order`].
 pub(crate) fn checked_clean_run<S: Subject>(
     replayer: &Replayer<'_, S>,
     config: &Config,
     unscoped: &crashpoint::unscoped::UnscopedWatch,
     notices: &mut Vec<String>,
-) -> Result<Ran, Error> {
+) -> Result<(Ran, bool), Error> {
     let subject = replayer.subject;
     let (before, before_unknown) = (unscoped.plain(), unscoped.during_lives());
     let mut clean = replayer.replay(&Scenario::default(), Vec::new(), None);
@@ -44,7 +51,7 @@ pub(crate) fn checked_clean_run<S: Subject>(
                 .collect(),
         });
     }
-    let (plain, unknown) = repeat_clean_runs(
+    let (plain, unknown, interleaved) = repeat_clean_runs(
         replayer,
         config,
         unscoped,
@@ -52,14 +59,22 @@ pub(crate) fn checked_clean_run<S: Subject>(
         (plain, unknown),
         notices,
     )?;
+    if interleaved {
+        canonical_order(&mut clean.last_hits);
+        notices.push(INTERLEAVED.to_owned());
+    }
     refuse_unscoped(&subject.name(), config, plain)?;
     notice_unknown_threads(&unknown, notices);
     // What is left is no failure or a broken counter measured over the
     // clean run: judged without a clean run to measure over, its own value
     // counted; judged over itself (above), it is zero. The clean run passes.
     clean.result.failure = None;
-    Ok(clean)
+    Ok((clean, interleaved))
 }
+
+/// The notice of a sweep whose clean runs passed the same hits in
+/// different orders.
+const INTERLEAVED: &str = "its clean runs passed the same hits in different orders (threads racing), so the sweep compared them as sets: a hit is its point and its occurrence among that point's passes (`name#k`), whichever thread passed it; scenarios are listed by occurrence, then by point; a failing scenario is run again, and one whose result changes is reported as flaky with both results";
 
 /// Points passed, each with how many times.
 type Passed = Vec<(String, u64)>;
@@ -74,8 +89,9 @@ fn repeat_clean_runs<S: Subject>(
     clean: &Ran,
     passed: (Passed, Passed),
     notices: &mut Vec<String>,
-) -> Result<(Passed, Passed), Error> {
+) -> Result<(Passed, Passed, bool), Error> {
     let (mut plain, mut unknown) = passed;
+    let mut interleaved = false;
     for _ in 1..config.clean_runs.max(1) {
         let (before, before_unknown) = (unscoped.plain(), unscoped.during_lives());
         let again = replayer.replay(&Scenario::default(), Vec::new(), None);
@@ -89,9 +105,9 @@ fn repeat_clean_runs<S: Subject>(
         if let Some(e) = replayer.world_failed() {
             return Err(e);
         }
-        compare_clean_runs(&replayer.subject.name(), clean, &again, notices)?;
+        interleaved |= compare_clean_runs(&replayer.subject.name(), clean, &again, notices)?;
     }
-    Ok((plain, unknown))
+    Ok((plain, unknown, interleaved))
 }
 
 /// The clean run's verdict, checked: it counts only declared counters, fails
@@ -205,11 +221,20 @@ fn first_difference(a: &str, b: &str) -> (String, String) {
     }
 }
 
-/// Where two clean runs' hits `a` and `b` part: the first index they
-/// differ at, the hits there and the hits around it.
-fn divergence(a: &[Hit], b: &[Hit]) -> Divergence {
-    let index = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let around = |hits: &[Hit]| -> Vec<String> {
+/// Where two clean runs' hits `a` and `b` part, compared as sets (each
+/// hit `name#k` is passed once a run; threads may pass them in any order):
+/// the first hit of each run the other lacks, and the hits around each.
+/// `None` when both passed the same hits.
+fn divergence(a: &[Hit], b: &[Hit]) -> Option<Divergence> {
+    let (in_a, in_b): (BTreeSet<&Hit>, BTreeSet<&Hit>) = (a.iter().collect(), b.iter().collect());
+    let lacking =
+        |hits: &[Hit], other: &BTreeSet<&Hit>| hits.iter().position(|h| !other.contains(h));
+    let (ia, ib) = (lacking(a, &in_b), lacking(b, &in_a));
+    if ia.is_none() && ib.is_none() {
+        return None;
+    }
+    let around = |hits: &[Hit], index: Option<usize>| -> Vec<String> {
+        let index = index.unwrap_or(hits.len());
         let lo = index.saturating_sub(2);
         let hi = (index + 3).min(hits.len());
         hits.get(lo..hi)
@@ -218,26 +243,42 @@ fn divergence(a: &[Hit], b: &[Hit]) -> Divergence {
             .map(ToString::to_string)
             .collect()
     };
-    Divergence {
-        index,
-        first: a.get(index).map(ToString::to_string),
-        second: b.get(index).map(ToString::to_string),
-        first_around: around(a),
-        second_around: around(b),
-    }
+    Some(Divergence {
+        index: ia.or(ib).unwrap_or_default(),
+        first: ia.and_then(|i| a.get(i)).map(ToString::to_string),
+        second: ib.and_then(|i| b.get(i)).map(ToString::to_string),
+        first_around: around(a, ia),
+        second_around: around(b, ib),
+    })
 }
 
+/// Whether two clean runs that passed the same hits passed them in
+/// different orders (threads racing).
+fn interleaved(a: &[Hit], b: &[Hit]) -> bool {
+    a != b
+}
+
+/// The hits of a program whose threads interleave them differently from
+/// run to run, in an order that does not depend on the interleaving: by
+/// occurrence, then by point (each point's first pass, then each one's
+/// second, …).
+pub(crate) fn canonical_order(hits: &mut [Hit]) {
+    hits.sort_by(|x, y| (x.occurrence, &x.point).cmp(&(y.occurrence, &y.point)));
+}
+
+/// Two clean runs compared hit for hit (as sets), verdict for verdict and
+/// world for world: whether they passed their hits in different orders.
 fn compare_clean_runs(
     subject: &str,
     first: &Ran,
     second: &Ran,
     notices: &mut Vec<String>,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     let (a, b) = (&first.last_hits, &second.last_hits);
-    if a != b {
+    if let Some(at) = divergence(a, b) {
         return Err(Error::Nondeterministic {
             subject: subject.to_owned(),
-            at: Box::new(divergence(a, b)),
+            at: Box::new(at),
         });
     }
     let (va, vb) = (&first.result.verdict, &second.result.verdict);
@@ -268,7 +309,7 @@ fn compare_clean_runs(
     if let (Some(a), Some(b)) = (&first.world_seen, &second.world_seen) {
         compare_clean_worlds(subject, a, b, notices)?;
     }
-    Ok(())
+    Ok(interleaved(a, b))
 }
 
 /// The worlds two clean runs left, `a` and `b`: the same fingerprint, or

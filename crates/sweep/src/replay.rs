@@ -145,7 +145,8 @@ impl<'a, S: Subject> Replayer<'a, S> {
         if !config.rerun_failures {
             return;
         }
-        if let Some(first) = &result.failure {
+        // A crash that never fired tested nothing: no result to compare.
+        if let Some(first) = result.failure.as_ref().filter(|f| !f.is_unfired()) {
             let again = self.replay(sc, Vec::new(), Some(clean));
             // A hung life is stopped wherever it is when the time limit
             // comes: hung again in the same life is the same result,

@@ -67,9 +67,18 @@ pub struct ScenarioResult {
 }
 
 impl ScenarioResult {
-    /// Whether the scenario failed (not flaky).
+    /// Whether the scenario failed (not flaky, and not a crash that never
+    /// fired).
     pub fn failed(&self) -> bool {
-        self.failure.as_ref().is_some_and(|f| !f.is_flaky())
+        self.failure
+            .as_ref()
+            .is_some_and(|f| !f.is_flaky() && !f.is_unfired())
+    }
+
+    /// Whether the scenario's crash never fired: its hit was not reached
+    /// in that run (and, the config rerunning failures, in the next).
+    pub fn unfired(&self) -> bool {
+        self.failure.as_ref().is_some_and(Failure::is_unfired)
     }
 
     /// Whether the scenario is flaky: it failed, and gave another result when
@@ -114,6 +123,9 @@ impl ScenarioResult {
         match &self.failure {
             Some(f) if f.is_flaky() => {
                 let _ = writeln!(out, "FLAKY: {f}");
+            }
+            Some(f) if f.is_unfired() => {
+                let _ = writeln!(out, "NOT FIRED: {f}");
             }
             Some(f) => {
                 let _ = writeln!(out, "FAILED: {f}");
@@ -245,6 +257,9 @@ pub struct Tally {
     pub failed: u64,
     /// Scenarios that are flaky.
     pub flaky: u64,
+    /// Scenarios whose crash never fired.
+    #[serde(default)]
+    pub unfired: u64,
 }
 
 /// One counter over the scenarios of a [`Tally`].
@@ -265,6 +280,7 @@ impl Tally {
             counters: vec![CounterTally::default(); counters],
             failed: 0,
             flaky: 0,
+            unfired: 0,
         }
     }
 
@@ -289,6 +305,7 @@ impl Tally {
         }
         self.failed += u64::from(s.failed());
         self.flaky += u64::from(s.flaky());
+        self.unfired += u64::from(s.unfired());
     }
 
     /// Add another tally of the same state and shape.
@@ -302,6 +319,7 @@ impl Tally {
         }
         self.failed += other.failed;
         self.flaky += other.flaky;
+        self.unfired += other.unfired;
     }
 }
 
@@ -352,6 +370,11 @@ impl Report {
     /// run again. Neither passed nor failed.
     pub fn flaky(&self) -> impl Iterator<Item = &ScenarioResult> {
         self.scenarios.iter().filter(|s| s.flaky())
+    }
+
+    /// Scenarios whose crash never fired: neither failed nor passed.
+    pub fn unfired(&self) -> impl Iterator<Item = &ScenarioResult> {
+        self.scenarios.iter().filter(|s| s.unfired())
     }
 
     /// The scenarios in `state`.
@@ -448,6 +471,7 @@ impl Report {
             cells,
             failed: tally.failed + clean_failed,
             flaky: tally.flaky,
+            unfired: tally.unfired,
         }
     }
 

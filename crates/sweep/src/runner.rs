@@ -155,7 +155,7 @@ fn sweep_states<S: Subject>(
 ) -> Result<Report, Error> {
     let replayer = Replayer::new(subject, config.trace, watchdog);
     let mut notices = Vec::new();
-    let mut clean = checked_clean_run(&replayer, config, unscoped, &mut notices)?;
+    let (mut clean, interleaved) = checked_clean_run(&replayer, config, unscoped, &mut notices)?;
     let clean_verdict = clean.result.verdict.clone();
     let never_passed = crate::reach::never_passed(subject, config, &clean.last_sites)?;
     refuse_too_many(&subject.name(), config, clean.last_hits.len(), states.len())?;
@@ -171,7 +171,7 @@ fn sweep_states<S: Subject>(
         shared.as_ref(),
         pool,
         (config, progress),
-        (&clean.last_hits, &clean_verdict),
+        (&clean.last_hits, &clean_verdict, interleaved),
         (&counters, extra_required),
         states,
     );
@@ -273,7 +273,7 @@ fn sweep_each_state<S: Subject>(
     shared: Option<&Shared<'_, '_, S>>,
     pool: &rayon::ThreadPool,
     (config, progress): (&Config, &(dyn Fn(Progress) + Sync)),
-    clean: (&[Hit], &Verdict),
+    clean: (&[Hit], &Verdict, bool),
     counters: (&[Counter], bool),
     states: &[CrashState],
 ) -> (Vec<ScenarioResult>, Vec<Tally>, u64) {
@@ -308,7 +308,7 @@ fn sweep_state<S: Subject>(
     shared: Option<&Shared<'_, '_, S>>,
     pool: &rayon::ThreadPool,
     (config, progress): (&Config, &(dyn Fn(Progress) + Sync)),
-    (clean_hits, clean_verdict): (&[Hit], &Verdict),
+    (clean_hits, clean_verdict, interleaved): (&[Hit], &Verdict, bool),
     (counters, extra_required): (&[Counter], bool),
     state: &CrashState,
 ) -> Gathered {
@@ -336,6 +336,7 @@ fn sweep_state<S: Subject>(
     let run = Run {
         config,
         clean: clean_verdict,
+        interleaved,
         progress,
         sink: &sink,
     };

@@ -14,6 +14,11 @@ use crate::report::{ScenarioResult, Tally};
 pub(crate) struct Run<'r> {
     pub(crate) config: &'r Config,
     pub(crate) clean: &'r Verdict,
+    /// Whether the clean runs passed their hits in different orders: each
+    /// final life's hits are then put in
+    /// [`canonical_order`](crate::nets::canonical_order) before its children
+    /// are planned.
+    pub(crate) interleaved: bool,
     pub(crate) progress: &'r (dyn Fn(Progress) + Sync),
     pub(crate) sink: &'r Sink<'r>,
 }
@@ -81,10 +86,11 @@ impl Sink<'_> {
                 g.count
             );
             assert!(
-                kept <= g.count && g.tally.failed + g.tally.flaky <= g.count,
-                "a sink kept {kept} results and tallied {} failed and {} flaky of {} results",
+                kept <= g.count && g.tally.failed + g.tally.flaky + g.tally.unfired <= g.count,
+                "a sink kept {kept} results and tallied {} failed, {} flaky and {} not fired of {} results",
                 g.tally.failed,
                 g.tally.flaky,
+                g.tally.unfired,
                 g.count
             );
         }

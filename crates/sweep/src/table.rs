@@ -21,6 +21,10 @@ pub struct Row {
     /// Scenarios that were flaky: failed, then gave another result when run
     /// again. A table shows a `flaky` column only when a row has one.
     pub flaky: u64,
+    /// Scenarios whose crash never fired: the program did not reach their
+    /// hit (a program whose hits vary from run to run). A table shows a
+    /// `not fired` column only when a row has one.
+    pub unfired: u64,
 }
 
 /// The title of the column counting scenarios with `depth` crashes.
@@ -46,21 +50,27 @@ impl Row {
         self.cells.iter().find(|(t, _)| t == title).map(|(_, n)| *n)
     }
 
-    fn headers(&self, flaky: bool) -> Vec<String> {
+    fn headers(&self, (flaky, unfired): (bool, bool)) -> Vec<String> {
         let mut h = vec!["variant".to_owned()];
         h.extend((1..=self.depth_counts.len()).map(depth_title));
         h.extend(self.cells.iter().map(|(t, _)| t.clone()));
         if flaky {
             h.push("flaky".to_owned());
         }
+        if unfired {
+            h.push("not fired".to_owned());
+        }
         h
     }
-    fn values(&self, flaky: bool) -> Vec<String> {
+    fn values(&self, (flaky, unfired): (bool, bool)) -> Vec<String> {
         let mut v = vec![self.variant.clone()];
         v.extend(self.depth_counts.iter().map(u64::to_string));
         v.extend(self.cells.iter().map(|(_, n)| n.to_string()));
         if flaky {
             v.push(self.flaky.to_string());
+        }
+        if unfired {
+            v.push(self.unfired.to_string());
         }
         v
     }
@@ -78,6 +88,9 @@ impl Serialize for Row {
         }
         if self.flaky > 0 {
             m.serialize_entry("flaky", &self.flaky)?;
+        }
+        if self.unfired > 0 {
+            m.serialize_entry("not_fired", &self.unfired)?;
         }
         m.end()
     }
@@ -169,10 +182,13 @@ impl Table {
 }
 
 fn build(rows: &[Row]) -> Table {
-    let flaky = rows.iter().any(|r| r.flaky > 0);
-    let mut t = Table::new(rows.first().map(|r| r.headers(flaky)).unwrap_or_default());
+    let shown = (
+        rows.iter().any(|r| r.flaky > 0),
+        rows.iter().any(|r| r.unfired > 0),
+    );
+    let mut t = Table::new(rows.first().map(|r| r.headers(shown)).unwrap_or_default());
     for r in rows {
-        t.row(r.values(flaky));
+        t.row(r.values(shown));
     }
     t
 }
@@ -198,6 +214,7 @@ mod tests {
             cells: vec![("with dups".into(), 1), ("dups+".into(), 2)],
             failed: 1,
             flaky,
+            unfired: 0,
         }
     }
 
@@ -248,6 +265,24 @@ mod tests {
              | markers      3      12           1       2       2 |\n\
              +----------------------------------------------------+\n"
         );
+    }
+
+    #[test]
+    fn a_not_fired_column_appears_when_a_row_has_crashes_that_never_fired() {
+        let mut unfired = row("writer", 0);
+        unfired.unfired = 1;
+        let rows = [row("keys", 0), unfired];
+        assert_eq!(
+            table(&rows),
+            "+--------------------------------------------------------+\n\
+             | variant   once   twice   with dups   dups+   not fired |\n\
+             +========================================================+\n\
+             | keys         3      12           1       2           0 |\n\
+             | writer       3      12           1       2           1 |\n\
+             +--------------------------------------------------------+\n"
+        );
+        let j = serde_json::to_string(&rows[1]).unwrap();
+        assert!(j.ends_with(r#""dups_plus":2,"not_fired":1}"#), "{j}");
     }
 
     /// Column widths come from the widest cell (in characters, not bytes);

@@ -88,6 +88,7 @@ pub fn failure_lines(
     let mut lines = Vec::new();
     let mut total = 0;
     let mut flaky_total = 0;
+    let mut unfired_total = 0;
     for (i, r) in reports.iter().enumerate() {
         // The clean run (no crash) goes with the first state only: its
         // scenario is in the process state, which may come later.
@@ -104,9 +105,11 @@ pub fn failure_lines(
             let failed: Vec<_> = r.failures().filter(|s| of(s, *state, g == 0)).collect();
             // (The clean run is never flaky: it is not rerun.)
             let flaky: Vec<_> = r.flaky().filter(|s| of(s, *state, false)).collect();
+            let unfired: Vec<_> = r.unfired().filter(|s| of(s, *state, false)).collect();
             total += failed.len();
             flaky_total += flaky.len();
-            for (label, list) in [("FAILED", failed), ("FLAKY", flaky)] {
+            unfired_total += unfired.len();
+            for (label, list) in [("FAILED", failed), ("FLAKY", flaky), ("NOT FIRED", unfired)] {
                 shown_lines(&mut lines, (r, title), label, &list, &|f| rerun(i, f));
             }
         }
@@ -117,6 +120,14 @@ pub fn failure_lines(
             "{flaky_total} {} flaky: {} another result when run again",
             plural(flaky_total, "scenario was", "scenarios were"),
             plural(flaky_total, "it gave", "they gave"),
+        ));
+    }
+    if unfired_total > 0 {
+        lines.push(format!(
+            "{unfired_total} {} never fired: the program did not reach {} hit, also when run again, so {} nothing; its hits vary from run to run (threads, the clock, a race); not counted as failures",
+            plural(unfired_total, "scenario's crash", "scenarios' crashes"),
+            plural(unfired_total, "its", "their"),
+            plural(unfired_total, "it tested", "they tested"),
         ));
     }
     if total > 0 {
@@ -165,10 +176,10 @@ fn shown_lines(
         ));
     }
     if list.len() > SHOWN {
-        let what = if label == "FAILED" {
-            "failing"
-        } else {
-            "flaky"
+        let what = match label {
+            "FAILED" => "failing",
+            "FLAKY" => "flaky",
+            _ => "unfired",
         };
         lines.push(format!(
             "    … and {} more {what} scenarios of {title}",
