@@ -3,5 +3,6 @@
 mod clients;
 mod forkserver;
 mod io_points;
+mod langgraph;
 mod process;
 mod unchanged;
