@@ -25,6 +25,7 @@ id and the tool call's id; the tracker files nothing for a key it has.
 """
 
 import json
+import os
 import sys
 import urllib.request
 from typing import Annotated
@@ -38,6 +39,11 @@ from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+
+# crashsweep's Python client, for its fork server only: no crash point here.
+sys.dont_write_bytecode = True  # nothing written next to the client
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import crashsweep  # noqa: E402
 
 TITLES = ["Disk full on db-1", "Login page slow", "Typo on pricing page"]
 
@@ -53,6 +59,18 @@ SCRIPT = [
 THREAD = "triage-1"
 
 
+def post(url, body):
+    """POST body (JSON) to the tracker's /tickets; the ticket's id."""
+    req = urllib.request.Request(
+        url + "/tickets",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.load(r)["id"]
+
+
 def make_tool(url, fixed):
     @tool
     def file_ticket(
@@ -64,14 +82,7 @@ def make_tool(url, fixed):
         body = {"title": title}
         if fixed:
             body["key"] = "%s/%s" % (config["configurable"]["thread_id"], tool_call_id)
-        req = urllib.request.Request(
-            url + "/tickets",
-            data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
-            method="POST",
-        )
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return "ticket %s" % json.load(r)["id"]
+        return "ticket %s" % post(url, body)
 
     return file_ticket
 
@@ -94,7 +105,11 @@ def build(url, fixed, checkpointer):
     return g.compile(checkpointer=checkpointer)
 
 
-def main():
+def main(saver=SqliteSaver):
+    # The end of the set-up (about a second of imports). Under
+    # `crashsweep --fork-server` every life is forked from here; anywhere
+    # else this does nothing.
+    crashsweep.ready()
     args = sys.argv[1:]
     fixed = "--fixed" in args
     durability = None
@@ -103,9 +118,9 @@ def main():
     url = [a for a in args if a.startswith("http")][0]
     config = {"configurable": {"thread_id": THREAD}}
     kwargs = {} if durability is None else {"durability": durability}
-    with SqliteSaver.from_conn_string("checkpoints.db") as saver:
-        graph = build(url, fixed, saver)
-        if saver.get_tuple(config) is None:
+    with saver.from_conn_string("checkpoints.db") as checkpointer:
+        graph = build(url, fixed, checkpointer)
+        if checkpointer.get_tuple(config) is None:
             start = {"messages": [HumanMessage("File our three open problems.")]}
         else:
             start = None  # resume the thread from its last checkpoint
