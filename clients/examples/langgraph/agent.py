@@ -2,10 +2,11 @@
 crashes the way LangGraph offers: swept unchanged with
 `crashsweep --io-points` (no crash point in it, none in LangGraph).
 
-    python agent.py URL            # the buggy version: a crash can file twice
-    python agent.py URL --fixed    # the fixed version: posts carry a key
+    python agent.py [URL]            # the buggy version: a crash can file twice
+    python agent.py [URL] --fixed    # the fixed version: posts carry a key
 
-URL is the tracker's (tracker.py; crashsweep's `{service}`).
+URL is the tracker's (tracker.py), by default CRASHSWEEP_SERVICE, which
+crashsweep sets to its --service's URL.
 The graph is LangGraph's usual tool loop: a chat model node and a
 ToolNode. The model is a fake one from langchain_core that answers by the
 conversation so far, as a real model at temperature 0 would: it asks for
@@ -115,7 +116,8 @@ def main(saver=SqliteSaver):
     durability = None
     if "--durability" in args:
         durability = args[args.index("--durability") + 1]
-    url = [a for a in args if a.startswith("http")][0]
+    urls = [a for a in args if a.startswith("http")]
+    url = urls[0] if urls else os.environ["CRASHSWEEP_SERVICE"]
     config = {"configurable": {"thread_id": THREAD}}
     kwargs = {} if durability is None else {"durability": durability}
     with saver.from_conn_string("checkpoints.db") as checkpointer:

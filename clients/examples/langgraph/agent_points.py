@@ -1,7 +1,7 @@
 """agent.py with named crash points around its checkpointer and in its
 tool, for sweeps without the tracer (and with crashsweep's fork server):
 
-    python agent_points.py URL [--fixed] [--durability sync|exit]
+    python agent_points.py [URL] [--fixed] [--durability sync|exit]
 
 The points, all passed on the thread that makes the call:
 
