@@ -50,7 +50,7 @@ fn python() -> String {
 }
 
 /// `crashsweep --io-points --depth 1 --format json` of the agent with its
-/// tracker and judge, `args` after the agent's URL.
+/// tracker and judge, `args` after the agent's path.
 fn sweep(args: &[&str]) -> (Output, serde_json::Value) {
     let python = python();
     let dir = example();
@@ -65,11 +65,10 @@ fn sweep(args: &[&str]) -> (Output, serde_json::Value) {
         .arg("--service")
         .arg(format!("python3 {}", dir.join("tracker.py").display()))
         .arg("--judge")
-        .arg(format!("python3 {} {{service}}", dir.join("judge.py").display()))
+        .arg(format!("python3 {}", dir.join("judge.py").display()))
         .arg("--")
         .arg(&python)
         .arg(dir.join("agent.py"))
-        .arg("{service}")
         .args(args)
         .output()
         .unwrap();
