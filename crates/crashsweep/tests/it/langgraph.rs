@@ -100,7 +100,9 @@ fn langgraph_buggy_tool_runs_again_after_a_crash_before_its_write_is_saved() {
     // The duplicates are found at the SQLite writes that save the tool's
     // result: its post had landed, its pending write had not.
     assert!(
-        failed.iter().any(|f| f.starts_with("write checkpoints.db-wal#")),
+        failed
+            .iter()
+            .any(|f| f.starts_with("write checkpoints.db-wal#")),
         "no failure at a write of checkpoints.db-wal: {failed:?}\n{stderr}"
     );
     // Before the first post nothing can be filed twice.
