@@ -3,8 +3,9 @@ progress saved by a writer thread: the way LangGraph's default
 `durability="async"` saves checkpoints in the background. Swept unchanged
 with `crashsweep --io-points`.
 
-    python3 writer.py           # the buggy version: a crash can pay twice
-    python3 writer.py --fixed   # the fixed version: payments carry a key
+    python3 writer.py             # the buggy version: a crash can pay twice
+    python3 writer.py --fixed     # the fixed version: payments carry a key
+    python3 writer.py --payees=1  # alice alone (a shorter run)
 
 The main thread pays (one line "payee amount" appended to ledger.txt and
 synced), then hands the new progress to the writer thread and goes on to the
@@ -73,12 +74,16 @@ def pay(line):
 
 def main():
     fixed = "--fixed" in sys.argv[1:]
+    payees = PAYEES
+    for arg in sys.argv[1:]:
+        if arg.startswith("--payees="):
+            payees = PAYEES[: int(arg[len("--payees="):])]
     progress = queue.Queue()
     saver = threading.Thread(target=writer, args=(progress,), name="writer")
     saver.start()
     i = load()
-    while i < len(PAYEES):
-        payee, amount = PAYEES[i]
+    while i < len(payees):
+        payee, amount = payees[i]
         if not fixed:
             pay("%s %d" % (payee, amount))
         else:

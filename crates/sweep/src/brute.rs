@@ -21,7 +21,8 @@ pub(crate) fn subtree<S: Subject>(
     run: &Run<'_>,
 ) {
     let mut ran = replayer.replay(&sc, order, Some(run.clean));
-    let unfired = |r: &crate::replay::Ran| r.result.failure.as_ref().is_some_and(Failure::is_unfired);
+    let unfired =
+        |r: &crate::replay::Ran| r.result.failure.as_ref().is_some_and(Failure::is_unfired);
     if run.config.rerun_failures && unfired(&ran) {
         // A crash that did not fire tested nothing: the hits of a program
         // whose threads race may vary, so it is run once more.

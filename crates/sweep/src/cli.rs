@@ -78,8 +78,9 @@
 //! # Exit codes
 //!
 //! - `0`: every scenario passed (and the table matches its snapshot);
-//! - `1`: a scenario failed a required invariant, or the table differs from
-//!   its snapshot;
+//! - `1`: a scenario failed a required invariant, was flaky or never fired
+//!   its crash (counted apart: the `not fired` column), or the table differs
+//!   from its snapshot;
 //! - `2`: the command could not run: bad flags, an unreadable or refused
 //!   file, a sweep that could not start, `--bless` refused under CI.
 //!
@@ -90,7 +91,7 @@
 //! ```text
 //! {
 //!   "rows": [ { "variant": NAME, "once": N, "twice": N, …, COLUMN: N, … } ],
-//!   "failures": [ { "subject": NAME, "scenario": NAME, "reason": TEXT, "flaky": BOOL, "rerun": COMMAND } ],
+//!   "failures": [ { "subject": NAME, "scenario": NAME, "reason": TEXT, "flaky": BOOL, "not_fired": BOOL, "rerun": COMMAND } ],
 //!   "reports": [ REPORT, … ]          // only with --partition: what `merge` reads
 //! }
 //! ```

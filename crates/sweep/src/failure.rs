@@ -32,7 +32,9 @@ impl fmt::Display for WhichLife {
 pub enum Failure {
     /// A life finished before reaching the hit it was to crash at: the
     /// program passed fewer hits than the scenario's name says (a program
-    /// whose hits differ between runs shows up here, or as flaky).
+    /// whose hits differ between runs shows up here, or as flaky). The
+    /// scenario is run once more; if it still does not fire, it is counted
+    /// apart ([`Failure::is_unfired`]), not as a failure of the program.
     CrashDidNotFire {
         /// The life.
         life: WhichLife,

@@ -159,7 +159,7 @@ fn sweep_states<S: Subject>(
     let clean_verdict = clean.result.verdict.clone();
     let never_passed = crate::reach::never_passed(subject, config, &clean.last_sites)?;
     refuse_too_many(&subject.name(), config, clean.last_hits.len(), states.len())?;
-    let shared = share_lives(&replayer, config, states, &clean)?;
+    let shared = share_lives(&replayer, config, states, (&clean, interleaved))?;
     let (counters, extra_required) = required_counters(&replayer.counters, config);
     // The clean run passed its own checks (no failure); a counter the
     // config adds may fail it.
@@ -217,14 +217,16 @@ fn sweep_states<S: Subject>(
 /// Lives shared between scenarios, if the config shares them and the sweep
 /// can: not traced, not at depth 0, and in no crash state that enumerates
 /// (those choose a disk per crash by the scenario's name: run brute force).
+/// Nor when the clean runs `interleaved` their hits: lives are shared by
+/// the order of their hits, which threads change from run to run.
 fn share_lives<'r, 'a, S: Subject>(
     replayer: &'r Replayer<'a, S>,
     config: &Config,
     states: &[CrashState],
-    clean: &Ran,
+    (clean, interleaved): (&Ran, bool),
 ) -> Result<Option<Shared<'r, 'a, S>>, Error> {
     let enumerates = states.iter().any(|s| cuts(replayer.subject).enumerates(s));
-    if config.share && !config.trace && config.depth > 0 && !enumerates {
+    if config.share && !config.trace && config.depth > 0 && !enumerates && !interleaved {
         Shared::new(replayer, clean)
     } else {
         Ok(None)

@@ -5,4 +5,5 @@ mod forkserver;
 mod io_points;
 mod langgraph;
 mod process;
+mod threads;
 mod unchanged;

@@ -13,7 +13,7 @@ use std::process::Command;
 use sweep::process::{IoPoints, Process, ProcessWorld};
 use sweep::{Config, Verdict};
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
@@ -26,7 +26,7 @@ fn unchanged(file: &str) -> String {
 }
 
 /// Whether `program` runs; under CI (`CI` true) its absence fails.
-fn runtime(program: &str) -> bool {
+pub(crate) fn runtime(program: &str) -> bool {
     let runs = |arg: &str| {
         Command::new(program)
             .arg(arg)
@@ -46,7 +46,7 @@ fn runtime(program: &str) -> bool {
 
 /// Duplicates and missing payees in the world's ledger (the judge of
 /// `clients/examples/judge.py`, in Rust: a line cut short is no payment).
-fn judge(world: &ProcessWorld) -> Result<Verdict, String> {
+pub(crate) fn judge(world: &ProcessWorld) -> Result<Verdict, String> {
     let ledger = std::fs::read_to_string(world.dir().join("ledger.txt")).unwrap_or_default();
     let (mut dups, mut missing) = (0, 0);
     for payee in ["alice", "bob", "carol"] {
@@ -128,19 +128,22 @@ fn python_unchanged_bug_found_and_fix_clean() {
     if !runtime("python3") {
         return;
     }
-    // The interpreter itself, not a version manager's shim script (pyenv's
-    // costs a shell and more at every life).
+    buggy_fails_fixed_passes("python", vec![python(), unchanged("payouts.py")]);
+}
+
+/// The Python interpreter itself, not a version manager's shim script
+/// (pyenv's costs a shell and more at every life).
+pub(crate) fn python() -> String {
     let out = Command::new("python3")
         .args(["-c", "import sys; print(sys.executable)"])
         .output()
         .unwrap();
     let exe = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let python = if exe.is_empty() {
+    if exe.is_empty() {
         "python3".into()
     } else {
         exe
-    };
-    buggy_fails_fixed_passes("python", vec![python, unchanged("payouts.py")]);
+    }
 }
 
 #[test]
@@ -156,10 +159,17 @@ fn go_unchanged_bug_found_and_fix_clean() {
     if !runtime("go") {
         return;
     }
+    let (_bin, exe) = go_build("clients/examples/unchanged/go");
+    buggy_fails_fixed_passes("go", vec![exe]);
+}
+
+/// The Go program in `dir` (of the repository) built offline into a
+/// temporary directory (kept while the first value lives), and its path.
+pub(crate) fn go_build(dir: &str) -> (tempfile::TempDir, String) {
     let bin = tempfile::tempdir().unwrap();
-    let exe = bin.path().join("payouts");
+    let exe = bin.path().join("program");
     let out = Command::new("go")
-        .current_dir(root().join("clients/examples/unchanged/go"))
+        .current_dir(root().join(dir))
         .args(["build", "-o"])
         .arg(&exe)
         .arg(".")
@@ -174,5 +184,6 @@ fn go_unchanged_bug_found_and_fix_clean() {
         "go build: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    buggy_fails_fixed_passes("go", vec![exe.to_string_lossy().into_owned()]);
+    let exe = exe.to_string_lossy().into_owned();
+    (bin, exe)
 }

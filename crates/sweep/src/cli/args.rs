@@ -104,7 +104,8 @@ pub fn parse_partition(s: &str) -> Result<(u32, u32), String> {
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
   0  every scenario passed (and the table matches its snapshot)
-  1  a scenario failed a required invariant, or the table differs from its snapshot
+  1  a scenario failed a required invariant, was flaky or never fired its crash,
+     or the table differs from its snapshot
   2  the command could not run: bad flags, an unreadable or refused file,
      a sweep that could not start, --bless refused under CI";
 

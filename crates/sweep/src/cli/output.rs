@@ -124,7 +124,7 @@ pub fn failure_lines(
     }
     if unfired_total > 0 {
         lines.push(format!(
-            "{unfired_total} {} never fired: the program did not reach {} hit, also when run again, so {} nothing; its hits vary from run to run (threads, the clock, a race); not counted as failures",
+            "{unfired_total} {} never fired: the program did not reach {} hit, also when run again, so {} nothing; its hits vary from run to run (threads, the clock, a race); no failure of the program, but not a pass either",
             plural(unfired_total, "scenario's crash", "scenarios' crashes"),
             plural(unfired_total, "its", "their"),
             plural(unfired_total, "it tested", "they tested"),
@@ -136,7 +136,7 @@ pub fn failure_lines(
             plural(total, "scenario failed", "scenarios failed")
         ));
     }
-    (lines, total + flaky_total)
+    (lines, total + flaky_total + unfired_total)
 }
 
 /// The groups report `r`'s failures are told in: one for each crash state
@@ -230,12 +230,13 @@ fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
 pub fn failures_json(reports: &[Report], rerun: &dyn Fn(usize, &Scenario) -> String) -> Value {
     let mut out = Vec::new();
     for (i, r) in reports.iter().enumerate() {
-        for f in r.failures().chain(r.flaky()) {
+        for f in r.failures().chain(r.flaky()).chain(r.unfired()) {
             out.push(json!({
                 "subject": r.subject,
                 "scenario": f.scenario.to_string(),
                 "reason": f.failure.as_ref().map(ToString::to_string),
                 "flaky": f.failure.as_ref().is_some_and(crate::Failure::is_flaky),
+                "not_fired": f.failure.as_ref().is_some_and(crate::Failure::is_unfired),
                 "rerun": rerun(i, &f.scenario),
             }));
         }

@@ -379,6 +379,7 @@ impl Process {
             lives: 0,
             hits: 0,
             ends: Vec::new(),
+            makers: Vec::new(),
             service,
         })
     }

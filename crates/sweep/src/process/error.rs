@@ -66,17 +66,18 @@ pub enum ProcessError {
         /// The subject.
         subject: String,
     },
-    /// Two clean runs made different I/O points at the same step: a path
-    /// with a random part.
+    /// Two clean runs made different I/O points (compared as sets, so
+    /// threads may make them in any order): a path with a random part.
     #[error("{subject}: two clean runs made different I/O points: hit {step} was {first} in one and {second} in the other; a name with a part that differs from run to run (a random temporary name) cannot be crashed at by name: mask that part with --io-mask REGEX (Process::io_points with IoPoints::mask), e.g. --io-mask '{suggestion}'")]
     IoNamesDiffer {
         /// The subject.
         subject: String,
-        /// The hit's position in the run (1-based).
+        /// The position (1-based) of `first` in its run (of `second` when
+        /// the first run passed every hit of the second).
         step: usize,
-        /// The hit in the first run.
+        /// The first hit of the first run that the second did not make.
         first: String,
-        /// The hit in the second run.
+        /// The first hit of the second run that the first did not make.
         second: String,
         /// A mask that would cover the difference.
         suggestion: String,

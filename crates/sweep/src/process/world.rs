@@ -17,6 +17,9 @@ pub struct ProcessWorld {
     /// Hits the programs of this world reported, over all lives.
     pub(super) hits: u64,
     pub(super) ends: Vec<String>,
+    /// Each I/O point passed, with the thread or process after the first
+    /// that made its call (`thread 2`), or `None` for the first.
+    pub(super) makers: Vec<(String, Option<String>)>,
     /// The service of this world, if the subject has one, killed when the
     /// world is dropped.
     pub(super) service: Option<service::Service>,

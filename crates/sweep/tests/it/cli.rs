@@ -229,8 +229,21 @@ fn json_sweeps_follow_the_documented_schema() {
     assert_eq!(row, ["variant", "once", "created"]);
     let f = &v["failures"][0];
     let keys: Vec<&str> = f.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["subject", "scenario", "reason", "flaky", "rerun"]);
-    assert_eq!(f["flaky"], false);
+    assert_eq!(
+        keys,
+        [
+            "subject",
+            "scenario",
+            "reason",
+            "flaky",
+            "not_fired",
+            "rerun"
+        ]
+    );
+    assert_eq!(
+        (&f["flaky"], &f["not_fired"]),
+        (&false.into(), &false.into())
+    );
     assert_eq!(f["scenario"], "debited#1");
 }
 

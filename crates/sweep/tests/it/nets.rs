@@ -314,6 +314,59 @@ fn the_clean_run_runs_twice_and_must_agree() {
     assert!(sweep::run(&Drifting(AtomicU64::new(0)), &once).is_ok());
 }
 
+/// Its points come in another order every other life, as two threads
+/// racing would pass them: the same hits, as sets.
+struct Swapping(AtomicU64);
+impl Subject for Swapping {
+    type World = ();
+    fn name(&self) -> String {
+        "swapping".into()
+    }
+    fn counters(&self) -> Vec<Counter> {
+        vec![]
+    }
+    fn world(&self) -> Result<(), sweep::LifeError> {
+        Ok(())
+    }
+    fn life(&self, _: &mut ()) -> Result<(), sweep::LifeError> {
+        if self.0.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
+            crashpoint::point!("main");
+            crashpoint::point!("writer");
+        } else {
+            crashpoint::point!("writer");
+            crashpoint::point!("main");
+        }
+        crashpoint::point!("main");
+        Ok(())
+    }
+    fn judge(&self, _: &()) -> Verdict {
+        Verdict::new()
+    }
+}
+
+#[test]
+fn clean_runs_that_differ_only_in_order_are_swept_by_occurrence_then_point() {
+    let r = sweep::run(&Swapping(AtomicU64::new(0)), &cfg(2)).unwrap();
+    assert!(
+        r.notices.iter().any(|n| n.contains("in different orders")),
+        "{:?}",
+        r.notices
+    );
+    assert_eq!(r.row().depth_counts, vec![3, 9]);
+    let once: Vec<String> = (r.scenarios.iter())
+        .filter(|s| s.scenario.depth() == 1)
+        .map(|s| s.scenario.to_string())
+        .collect();
+    assert_eq!(once, ["main#1", "writer#1", "main#2"]);
+    // Each parent's children in the same order, whichever order its final
+    // life passed them in.
+    let after_writer: Vec<String> = (r.scenarios.iter())
+        .filter(|s| s.scenario.depth() == 2 && s.scenario.hits[0].point == "writer")
+        .map(|s| s.scenario.hits[1].to_string())
+        .collect();
+    assert_eq!(after_writer, ["main#1", "writer#1", "main#2"]);
+}
+
 /// The same hits every time; what differs between its clean runs is the
 /// verdict (a count of the judgements so far), or, with `panics`, only how
 /// the second run ends: its life panics after its last point.

@@ -19,6 +19,10 @@ pub struct Listing {
     pub points: Vec<(String, u32)>,
     /// Every hit of the run, in order (`write state.json#2`).
     pub hits: Vec<String>,
+    /// Each I/O point made by a thread or process after the first, with
+    /// who made it (`thread 2`, by creation order; `main` for the first),
+    /// in the order first passed. Named points say nothing of their thread.
+    pub threads: Vec<(String, Vec<String>)>,
 }
 
 impl Listing {
@@ -48,7 +52,11 @@ impl fmt::Display for Listing {
             .unwrap_or(0);
         for (p, n) in &self.points {
             let pad = width - p.chars().count();
-            writeln!(f, "  {p}{}  ×{n}", " ".repeat(pad))?;
+            write!(f, "  {p}{}  ×{n}", " ".repeat(pad))?;
+            match self.threads.iter().find(|(q, _)| q == p) {
+                Some((_, who)) => writeln!(f, "  on {}", who.join(", "))?,
+                None => writeln!(f)?,
+            }
         }
         writeln!(
             f,
@@ -82,7 +90,7 @@ impl Process {
         if self.fork.wanted && self.io_points.is_none() {
             self.check_fork_server()?;
         }
-        let hits = self.clean_hits()?;
+        let (hits, makers) = self.clean_hits()?;
         let mut points: Vec<(String, u32)> = Vec::new();
         for h in &hits {
             match points.iter_mut().find(|(p, _)| *p == h.point) {
@@ -94,11 +102,16 @@ impl Process {
             subject: self.name.clone(),
             points,
             hits: hits.iter().map(ToString::to_string).collect(),
+            threads: threads_of(&makers),
         })
     }
 
-    /// The hits of one clean run in a fresh world.
-    fn clean_hits(&self) -> Result<Vec<crashpoint::Hit>, ProcessError> {
+    /// The hits of one clean run in a fresh world, and who made each I/O
+    /// point's call (see `ProcessWorld::makers`).
+    #[allow(clippy::type_complexity)]
+    fn clean_hits(
+        &self,
+    ) -> Result<(Vec<crashpoint::Hit>, Vec<(String, Option<String>)>), ProcessError> {
         let mut world = self.try_world().map_err(|reason| ProcessError::World {
             subject: self.name.clone(),
             reason,
@@ -117,7 +130,7 @@ impl Process {
                 return Err(discovery(format!("the harness panicked: {m}")))
             }
         }
-        Ok(life.hits)
+        Ok((life.hits, std::mem::take(&mut world.makers)))
     }
 
     /// Two clean runs must name their points alike: a point whose name
@@ -125,8 +138,8 @@ impl Process {
     /// mask that would cover it. (Hits that only come in another order are
     /// left to the sweep's own check of clean runs.)
     pub(in crate::process) fn check_io_names(&self) -> Result<(), ProcessError> {
-        let a = self.clean_hits()?;
-        let b = self.clean_hits()?;
+        let (a, _) = self.clean_hits()?;
+        let (b, _) = self.clean_hits()?;
         let mut sa: Vec<&str> = a.iter().map(|h| h.point.as_ref()).collect();
         let mut sb: Vec<&str> = b.iter().map(|h| h.point.as_ref()).collect();
         sa.sort_unstable();
@@ -134,13 +147,19 @@ impl Process {
         if sa == sb {
             return Ok(());
         }
-        let step = a
-            .iter()
-            .zip(&b)
-            .position(|(x, y)| x.point != y.point)
-            .unwrap_or(a.len().min(b.len()));
-        let first = a.get(step).map_or("(no hit)".into(), ToString::to_string);
-        let second = b.get(step).map_or("(no hit)".into(), ToString::to_string);
+        // Compared as sets (threads may make their calls in any order): the
+        // first hit of each run that the other did not pass.
+        let lacking = |x: &[crashpoint::Hit], y: &[crashpoint::Hit]| {
+            let y: std::collections::HashSet<&crashpoint::Hit> = y.iter().collect();
+            x.iter().position(|h| !y.contains(h))
+        };
+        let (ia, ib) = (lacking(&a, &b), lacking(&b, &a));
+        let step = ia.or(ib).unwrap_or(a.len().min(b.len()));
+        let shown = |x: &[crashpoint::Hit], i: Option<usize>| {
+            i.and_then(|i| x.get(i))
+                .map_or("(no hit)".into(), ToString::to_string)
+        };
+        let (first, second) = (shown(&a, ia), shown(&b, ib));
         Err(ProcessError::IoNamesDiffer {
             subject: self.name.clone(),
             step: step + 1,
@@ -149,6 +168,23 @@ impl Process {
             second,
         })
     }
+}
+
+/// The I/O points of `makers` that a thread or process after the first
+/// made, each with every maker (`main` for the first), in the order first
+/// passed.
+fn threads_of(makers: &[(String, Option<String>)]) -> Vec<(String, Vec<String>)> {
+    let mut all: Vec<(String, Vec<String>)> = Vec::new();
+    for (point, who) in makers {
+        let who = who.clone().unwrap_or_else(|| "main".to_owned());
+        match all.iter_mut().find(|(p, _)| p == point) {
+            Some((_, w)) if !w.contains(&who) => w.push(who),
+            Some(_) => {}
+            None => all.push((point.clone(), vec![who])),
+        }
+    }
+    all.retain(|(_, w)| w.iter().any(|x| x != "main"));
+    all
 }
 
 /// A regular expression for the part where `a` and `b` differ: as many
@@ -189,6 +225,7 @@ mod tests {
                 "write a#2".into(),
                 "rename a.tmp→a#1".into(),
             ],
+            threads: vec![("rename a.tmp→a".into(), vec!["thread 2".into()])],
         };
         assert_eq!(l.estimate(1), 4);
         assert_eq!(l.estimate(2), 13);
@@ -198,6 +235,31 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("  write a         ×2\n"), "{text}");
+        assert!(
+            text.contains("  rename a.tmp→a  ×1  on thread 2\n"),
+            "{text}"
+        );
         assert!(text.contains("depth 1: 4, depth 2: at most 13"), "{text}");
+    }
+
+    #[test]
+    fn points_made_by_a_thread_after_the_first_name_every_maker() {
+        let makers = [
+            ("write log".to_owned(), None),
+            ("write a".to_owned(), None),
+            ("write log".to_owned(), Some("thread 2".to_owned())),
+            ("write log".to_owned(), None),
+            ("rename b.tmp→b".to_owned(), Some("thread 3".to_owned())),
+        ];
+        assert_eq!(
+            threads_of(&makers),
+            [
+                (
+                    "write log".to_owned(),
+                    vec!["main".into(), "thread 2".into()]
+                ),
+                ("rename b.tmp→b".to_owned(), vec!["thread 3".into()]),
+            ]
+        );
     }
 }

@@ -31,6 +31,16 @@
 //! a shared memory mapping, `io_uring`, and 32-bit programs (which the
 //! filter's architecture check kills).
 //!
+//! Threads interleave their calls differently from run to run. A hit's
+//! name is its point and its occurrence among that point's passes
+//! (`write ledger.txt#2`), whichever thread made the call, and the clean
+//! runs are compared by their hits as sets (see the runner's safety nets).
+//! The crash's line in the timeline names the thread or process after the
+//! first that made the call, by creation order (`before rename(a.tmp, a)
+//! on thread 2`), and so does [`Listing`] for each I/O point: stable for a
+//! program's own threads, not for a pool's, whose threads take work in any
+//! order. Named points say nothing of their thread.
+//!
 //! Linux on x86_64 only; elsewhere a sweep with I/O points is refused.
 
 mod listing;
@@ -61,6 +71,9 @@ enum Event {
         point: String,
         /// The call with its arguments, for the timeline.
         shown: String,
+        /// The thread or process after the first that made the call
+        /// (`thread 2`), by creation order; `None` for the first.
+        who: Option<String>,
         /// The answer.
         reply: std::sync::mpsc::Sender<bool>,
     },

@@ -183,8 +183,10 @@ impl Life<'_> {
                 Ok(Event::Io {
                     point,
                     shown,
+                    who,
                     reply,
                 }) => {
+                    world.makers.push((point.clone(), who));
                     self.pass(world, &point, Some(&shown), Answer::Io(reply));
                 }
                 Ok(Event::Named(name, reply)) => {

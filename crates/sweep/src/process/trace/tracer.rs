@@ -282,6 +282,7 @@ fn run(
         tree,
         known: HashSet::from([main]),
         fresh: HashSet::new(),
+        born: Born::default(),
         status: None,
         ending: false,
     };
@@ -345,6 +346,8 @@ struct Watch<'a> {
     known: HashSet<Pid>,
     /// Tracees announced by an event whose first stop is still to come.
     fresh: HashSet<Pid>,
+    /// Each thread and process after the first, by creation order.
+    born: Born,
     status: Option<ExitStatus>,
     /// Once the main process is gone (or the life decided to crash),
     /// every tracee left is killed at its next stop.
@@ -412,7 +415,8 @@ impl Watch<'_> {
                 resume(pid, None)
             }
             libc::PTRACE_EVENT_SECCOMP => {
-                if !stop_at_call(pid, self.io, self.names, self.events)? {
+                let who = self.born.name(pid);
+                if !stop_at_call(pid, who, self.io, self.names, self.events)? {
                     self.ending = true;
                     tree.kill_all();
                 }
@@ -421,6 +425,7 @@ impl Watch<'_> {
             libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE => {
                 if let Ok(new) = ptrace::getevent(pid) {
                     let new = Pid::from_raw(new as i32);
+                    self.born.add(new, event == libc::PTRACE_EVENT_CLONE);
                     if self.known.insert(new) {
                         self.fresh.insert(new);
                     }
@@ -445,10 +450,43 @@ impl Watch<'_> {
     }
 }
 
+/// The threads and processes of a life after its first, each named by
+/// its creation order (`thread 2`, `process 3`): a thread is made by
+/// `clone` (`PTRACE_EVENT_CLONE`), a process by `fork` or `vfork`. What
+/// the timeline can say of who made a call: stable for a program's own
+/// threads, started in one order; not for a pool's (libuv's, Go's), whose
+/// threads take work in any order.
+#[derive(Default)]
+struct Born {
+    names: std::collections::HashMap<Pid, String>,
+    threads: u32,
+    processes: u32,
+}
+
+impl Born {
+    fn add(&mut self, pid: Pid, thread: bool) {
+        let name = if thread {
+            self.threads += 1;
+            format!("thread {}", self.threads + 1)
+        } else {
+            self.processes += 1;
+            format!("process {}", self.processes + 1)
+        };
+        self.names.entry(pid).or_insert(name);
+    }
+
+    /// `None` for the first thread of the main process.
+    fn name(&self, pid: Pid) -> Option<&str> {
+        self.names.get(&pid).map(String::as_str)
+    }
+}
+
 /// A seccomp stop: name the call; if it is an I/O point, ask the life.
 /// `false`: the life crashes here (kill the tree before the call runs).
+/// `who` names the thread or process after the first that made it.
 fn stop_at_call(
     pid: Pid,
+    who: Option<&str>,
     io: &IoPoints,
     names: &Names,
     events: &Sender<Event>,
@@ -480,9 +518,14 @@ fn stop_at_call(
             .collect::<Vec<_>>()
             .join("→")
     );
+    let shown = match who {
+        Some(w) => format!("{} on {w}", call.shown),
+        None => call.shown,
+    };
     let event = Event::Io {
         point,
-        shown: call.shown,
+        shown,
+        who: who.map(str::to_owned),
         reply: reply_tx,
     };
     if events.send(event).is_err() {

@@ -1,0 +1,3 @@
+module crashsweep.dev/clients/examples/threads/go
+
+go 1.19
