@@ -224,27 +224,23 @@ fn a_program_without_named_points_is_swept_with_io_points_only() {
     assert!(matches!(e, ProcessError::NoIoPoints { .. }), "{e}");
 }
 
-#[test]
-fn connects_and_sends_to_the_service_are_named_service() {
+/// `--list-points` of the Python `program` with a service that prints its
+/// URL, then reads every connection to its end (None without python3).
+fn list_points_with_service(program: &str) -> Option<String> {
     let has_python = Command::new("python3")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if !has_python {
         eprintln!("skipped: python3 is not installed");
-        return;
+        return None;
     }
-    // A service that prints its URL, then reads every connection to its end.
     let service = "import socket,sys\n\
         s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen()\n\
         print('http://127.0.0.1:%d' % s.getsockname()[1], flush=True)\n\
         while True:\n\
         \x20   c,_=s.accept()\n\
         \x20   while c.recv(100): pass\n";
-    let program = "import os,socket\n\
-        host,port=os.environ['CRASHSWEEP_SERVICE'][7:].split(':')\n\
-        c=socket.create_connection((host,int(port)))\n\
-        c.sendall(b'one'); c.send(b'two'); c.close()\n";
     let world = tempfile::tempdir().unwrap();
     let svc_file = world.path().join("svc.py");
     std::fs::write(&svc_file, service).unwrap();
@@ -255,8 +251,38 @@ fn connects_and_sends_to_the_service_are_named_service() {
         .args(["python3", "-c", program])
         .output()
         .unwrap();
-    let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    Some(text(&out.stdout))
+}
+
+/// Connects to the service, sends twice (`sendall`, then `send`), closes.
+const SEND: &str = "import os,socket\n\
+    def send():\n\
+    \x20   host,port=os.environ['CRASHSWEEP_SERVICE'][7:].split(':')\n\
+    \x20   c=socket.create_connection((host,int(port)))\n\
+    \x20   c.sendall(b'one'); c.send(b'two'); c.close()\n";
+
+#[test]
+fn connects_and_sends_to_the_service_are_named_service() {
+    let Some(stdout) = list_points_with_service(&format!("{SEND}send()\n")) else {
+        return;
+    };
+    assert!(stdout.contains("connect service  ×1"), "{stdout}");
+    assert!(stdout.contains("send service     ×2"), "{stdout}");
+}
+
+/// A send from a thread other than the main one is a point too (a tool in
+/// LangGraph's ToolNode runs on a worker thread): the socket's peer is read
+/// through the thread's process, not the thread's own id.
+#[test]
+fn sends_from_another_thread_are_points() {
+    let program = format!(
+        "{SEND}import threading\n\
+         t=threading.Thread(target=send); t.start(); t.join()\n"
+    );
+    let Some(stdout) = list_points_with_service(&program) else {
+        return;
+    };
     assert!(stdout.contains("connect service  ×1"), "{stdout}");
     assert!(stdout.contains("send service     ×2"), "{stdout}");
 }

@@ -4,6 +4,7 @@ mod clients;
 mod forkserver;
 mod io_points;
 mod io_runner;
+mod langgraph;
 mod process;
 mod threads;
 mod unchanged;

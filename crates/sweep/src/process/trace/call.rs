@@ -191,9 +191,18 @@ fn sockaddr(bytes: &[u8]) -> Option<SocketAddr> {
     }
 }
 
+/// The process (thread group) of thread `tid`, from `/proc/TID/status`.
+fn thread_group(tid: Pid) -> Option<Pid> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("Tgid:"))?;
+    line.trim().parse().ok().map(Pid::from_raw)
+}
+
 /// The peer of socket `fd` of `pid`: a copy of the socket in this process
-/// (`pidfd_getfd`, allowed to its tracer), asked `getpeername`.
+/// (`pidfd_getfd`, allowed to its tracer), asked `getpeername`. `pid` may
+/// be any thread's: `pidfd_open` takes its process's id.
 fn socket_peer(pid: Pid, fd: u64) -> Option<SocketAddr> {
+    let pid = thread_group(pid)?;
     // SAFETY: plain system calls on numbers; every descriptor made here is
     // closed here.
     unsafe {

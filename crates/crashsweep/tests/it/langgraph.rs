@@ -1,0 +1,129 @@
+//! A LangGraph agent swept unchanged (`clients/examples/langgraph/`): a
+//! `StateGraph` with LangGraph's `SqliteSaver` in the world, a fake chat
+//! model that calls a tool, the tool posting tickets to a tracker service,
+//! LangGraph's default durability (`async`). Crashed with `--io-points` at
+//! depth 1, the buggy agent files a ticket twice: its tool ran, then the
+//! crash came before LangGraph committed the tool's result, and the
+//! resumed thread runs the tool again. The fixed agent sends an
+//! idempotency key (the thread and the tool call's id) and is clean.
+//!
+//! The agent needs LangGraph, which `cargo test --workspace` must not
+//! install or import: these tests are ignored there. `.ci/run` makes the
+//! virtualenv (`target/langgraph-venv`, the pinned
+//! `clients/examples/langgraph/requirements.txt`) and runs them with
+//! `--ignored`, its Python in `CRASHSWEEP_LANGGRAPH_PYTHON`. Run with
+//! `--ignored` but without a working virtualenv, they fail: nothing here
+//! skips.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The variable naming the virtualenv's Python.
+const PYTHON: &str = "CRASHSWEEP_LANGGRAPH_PYTHON";
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../clients/examples/langgraph")
+}
+
+/// The virtualenv's Python, checked to import LangGraph's stack.
+fn python() -> String {
+    let python = std::env::var(PYTHON).unwrap_or_else(|_| {
+        panic!(
+            "{PYTHON} is not set: set it to a virtualenv's python with \
+             clients/examples/langgraph/requirements.txt installed \
+             (.ci/run makes target/langgraph-venv)"
+        )
+    });
+    let out = Command::new(&python)
+        .args([
+            "-c",
+            "import langgraph.checkpoint.sqlite, langgraph.prebuilt, langchain_core",
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("{PYTHON}={python} does not run: {e}"));
+    assert!(
+        out.status.success(),
+        "{PYTHON}={python} cannot import LangGraph's stack (is the virtualenv broken?): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    python
+}
+
+/// `crashsweep --io-points --depth 1 --format json` of the agent with its
+/// tracker and judge, `args` after the agent's path.
+fn sweep(args: &[&str]) -> (Output, serde_json::Value) {
+    let python = python();
+    let dir = example();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crashsweep"));
+    if let Some(ram) = sweep::process::ram_disk() {
+        cmd.arg("--worlds-in").arg(ram);
+    }
+    let out = cmd
+        .args(["--io-points", "--depth", "1", "--format", "json"])
+        .args(["--threads", "2", "--world"])
+        .arg(dir.join("world"))
+        .arg("--service")
+        .arg(format!("python3 {}", dir.join("tracker.py").display()))
+        .arg("--judge")
+        .arg(format!("python3 {}", dir.join("judge.py").display()))
+        .arg("--")
+        .arg(&python)
+        .arg(dir.join("agent.py"))
+        .args(args)
+        .output()
+        .unwrap();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out, json)
+}
+
+fn failed(json: &serde_json::Value) -> Vec<String> {
+    json["failures"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f["scenario"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+#[ignore = "needs the LangGraph virtualenv that .ci/run makes"]
+fn langgraph_buggy_tool_runs_again_after_a_crash_before_its_write_is_saved() {
+    let (out, json) = sweep(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}\n{json}");
+    let row = &json["rows"][0];
+    assert!(row["duplicates"].as_u64().unwrap_or(0) > 0, "{json}");
+    assert_eq!(row["missing"], 0, "{json}");
+    let failed = failed(&json);
+    // The duplicates are found at the SQLite writes that save the tool's
+    // result: its post had landed, its pending write had not.
+    assert!(
+        failed
+            .iter()
+            .any(|f| f.starts_with("write checkpoints.db-wal#")),
+        "no failure at a write of checkpoints.db-wal: {failed:?}\n{stderr}"
+    );
+    // Before the first post nothing can be filed twice.
+    for f in &failed {
+        assert!(
+            !f.starts_with("open-create checkpoints.db#") && f != "connect service#1",
+            "{f} failed: {failed:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs the LangGraph virtualenv that .ci/run makes"]
+fn langgraph_fixed_tool_with_an_idempotency_key_is_clean() {
+    let (out, json) = sweep(&["--fixed"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}\n{json}");
+    assert!(failed(&json).is_empty(), "{json}");
+    let row = &json["rows"][0];
+    assert_eq!(row["duplicates"], 0, "{json}");
+    assert_eq!(row["missing"], 0, "{json}");
+    // The sweep crashed the agent at every hit of a clean run.
+    assert!(row["once"].as_u64().unwrap_or(0) > 100, "{json}");
+}
