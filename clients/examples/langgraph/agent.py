@@ -17,7 +17,8 @@ Its checkpoints are in checkpoints.db in the current directory (the world),
 written by LangGraph's SqliteSaver in LangGraph's default durability
 ("async": on a background thread). A run that finds a checkpoint of its
 thread resumes it with invoke(None, config). `--durability sync|exit`
-picks another mode, for comparison.
+picks another mode, for comparison. `--tickets N` files only the first N
+(the tests file one, for a sweep a third as long; tell the judge too).
 
 The buggy tool posts without a key. A crash after its post and before
 LangGraph has saved the tool's result runs the tool again on resume: a
@@ -48,14 +49,21 @@ import crashsweep  # noqa: E402
 
 TITLES = ["Disk full on db-1", "Login page slow", "Typo on pricing page"]
 
-# What the model answers at its k-th turn: a tool call per ticket, then done.
-SCRIPT = [
-    AIMessage(
-        content="",
-        tool_calls=[{"name": "file_ticket", "args": {"title": t}, "id": "call_%d" % (i + 1)}],
-    )
-    for i, t in enumerate(TITLES)
-] + [AIMessage(content="Filed %d tickets." % len(TITLES))]
+
+def script(n):
+    """What the model answers at its k-th turn: a tool call for each of the
+    first n tickets, then done."""
+    return [
+        AIMessage(
+            content="",
+            tool_calls=[{"name": "file_ticket", "args": {"title": t}, "id": "call_%d" % (i + 1)}],
+        )
+        for i, t in enumerate(TITLES[:n])
+    ] + [AIMessage(content="Filed %d tickets." % n)]
+
+
+# The model's script: set by main from --tickets N (3 unless told).
+SCRIPT = script(len(TITLES))
 
 THREAD = "triage-1"
 
@@ -116,6 +124,9 @@ def main(saver=SqliteSaver):
     durability = None
     if "--durability" in args:
         durability = args[args.index("--durability") + 1]
+    if "--tickets" in args:
+        global SCRIPT
+        SCRIPT = script(int(args[args.index("--tickets") + 1]))
     urls = [a for a in args if a.startswith("http")]
     url = urls[0] if urls else os.environ["CRASHSWEEP_SERVICE"]
     config = {"configurable": {"thread_id": THREAD}}
@@ -123,7 +134,7 @@ def main(saver=SqliteSaver):
     with saver.from_conn_string("checkpoints.db") as checkpointer:
         graph = build(url, fixed, checkpointer)
         if checkpointer.get_tuple(config) is None:
-            start = {"messages": [HumanMessage("File our three open problems.")]}
+            start = {"messages": [HumanMessage("File our %d open problems." % (len(SCRIPT) - 1))]}
         else:
             start = None  # resume the thread from its last checkpoint
         out = graph.invoke(start, config, **kwargs)

@@ -5,7 +5,9 @@ prints one JSON object on stdout,
     {"duplicates": N, "missing": N}
 
 duplicates: tickets beyond the first per title; missing: titles the agent
-was to file and never did. Standard library only. Exits 0 whatever it finds.
+was to file and never did. `--tickets N`: the agent was told to file the
+first N (all three unless told). Standard library only. Exits 0 whatever
+it finds.
 """
 
 import json
@@ -16,7 +18,11 @@ import urllib.request
 # The titles agent.py's model asks its tool to file, in order.
 TITLES = ["Disk full on db-1", "Login page slow", "Typo on pricing page"]
 
-url = sys.argv[1] if len(sys.argv) > 1 else os.environ["CRASHSWEEP_SERVICE"]
+args = sys.argv[1:]
+if "--tickets" in args:
+    TITLES = TITLES[: int(args[args.index("--tickets") + 1])]
+urls = [a for a in args if a.startswith("http")]
+url = urls[0] if urls else os.environ["CRASHSWEEP_SERVICE"]
 with urllib.request.urlopen(url + "/tickets", timeout=10) as r:
     tickets = json.load(r)
 filed = {title: 0 for title in TITLES}

@@ -8,10 +8,11 @@
 //! idempotency key (the thread and the tool call's id) and is clean.
 //!
 //! The agent needs LangGraph, which `cargo test --workspace` must not
-//! install or import: these tests are ignored there. `.ci/run` makes the
-//! virtualenv (`target/langgraph-venv`, the pinned
-//! `clients/examples/langgraph/requirements.txt`) and runs them with
-//! `--ignored`, its Python in `CRASHSWEEP_LANGGRAPH_PYTHON`. Run with
+//! install or import: these tests are ignored there. Make the virtualenv
+//! (`target/langgraph-venv`, the pinned
+//! `clients/examples/langgraph/requirements.txt`) and run them with
+//! `--ignored`, its Python in `CRASHSWEEP_LANGGRAPH_PYTHON`. CI does not
+//! run them yet: each sweep takes minutes. Run with
 //! `--ignored` but without a working virtualenv, they fail: nothing here
 //! skips.
 
@@ -31,7 +32,7 @@ fn python() -> String {
         panic!(
             "{PYTHON} is not set: set it to a virtualenv's python with \
              clients/examples/langgraph/requirements.txt installed \
-             (.ci/run makes target/langgraph-venv)"
+             (make target/langgraph-venv as docs/sweep-an-unchanged-program.md says)"
         )
     });
     let out = Command::new(&python)
@@ -65,10 +66,15 @@ fn sweep(args: &[&str]) -> (Output, serde_json::Value) {
         .arg("--service")
         .arg(format!("python3 {}", dir.join("tracker.py").display()))
         .arg("--judge")
-        .arg(format!("python3 {}", dir.join("judge.py").display()))
+        .arg(format!(
+            "python3 {} --tickets 1",
+            dir.join("judge.py").display()
+        ))
         .arg("--")
         .arg(&python)
         .arg(dir.join("agent.py"))
+        // One ticket: the windows of one tool call, a third of the hits.
+        .args(["--tickets", "1"])
         .args(args)
         .output()
         .unwrap();
@@ -88,7 +94,7 @@ fn failed(json: &serde_json::Value) -> Vec<String> {
 }
 
 #[test]
-#[ignore = "needs the LangGraph virtualenv that .ci/run makes"]
+#[ignore = "needs the LangGraph virtualenv (docs/sweep-an-unchanged-program.md) and minutes of sweeping"]
 fn langgraph_buggy_tool_runs_again_after_a_crash_before_its_write_is_saved() {
     let (out, json) = sweep(&[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -115,7 +121,7 @@ fn langgraph_buggy_tool_runs_again_after_a_crash_before_its_write_is_saved() {
 }
 
 #[test]
-#[ignore = "needs the LangGraph virtualenv that .ci/run makes"]
+#[ignore = "needs the LangGraph virtualenv (docs/sweep-an-unchanged-program.md) and minutes of sweeping"]
 fn langgraph_fixed_tool_with_an_idempotency_key_is_clean() {
     let (out, json) = sweep(&["--fixed"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -125,5 +131,5 @@ fn langgraph_fixed_tool_with_an_idempotency_key_is_clean() {
     assert_eq!(row["duplicates"], 0, "{json}");
     assert_eq!(row["missing"], 0, "{json}");
     // The sweep crashed the agent at every hit of a clean run.
-    assert!(row["once"].as_u64().unwrap_or(0) > 100, "{json}");
+    assert!(row["once"].as_u64().unwrap_or(0) > 30, "{json}");
 }
