@@ -61,6 +61,13 @@ fn sweep(args: &[&str]) -> (Output, serde_json::Value) {
     }
     let out = cmd
         .args(["--io-points", "--depth", "1", "--format", "json"])
+        // The WAL's writes (where LangGraph's writes commit) and the posts.
+        .args([
+            "--io-ops",
+            "write,send,connect",
+            "--io-paths",
+            "checkpoints.db-wal",
+        ])
         .args(["--threads", "2", "--world"])
         .arg(dir.join("world"))
         .arg("--service")
