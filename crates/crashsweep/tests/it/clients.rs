@@ -101,7 +101,7 @@ fn crashsweep(depth: u32, flags: &[&str], argv: &[String]) -> (Output, serde_jso
     (out, json)
 }
 
-fn failed_scenarios(json: &serde_json::Value) -> Vec<String> {
+pub(crate) fn failed_scenarios(json: &serde_json::Value) -> Vec<String> {
     json["failures"]
         .as_array()
         .map(|a| {

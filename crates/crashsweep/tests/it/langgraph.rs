@@ -89,17 +89,6 @@ fn sweep(args: &[&str]) -> (Output, serde_json::Value) {
     (out, json)
 }
 
-fn failed(json: &serde_json::Value) -> Vec<String> {
-    json["failures"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|f| f["scenario"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 #[ignore = "needs the LangGraph virtualenv (docs/sweep-an-unchanged-program.md) and minutes of sweeping"]
 fn langgraph_buggy_tool_runs_again_after_a_crash_before_its_write_is_saved() {
@@ -109,7 +98,7 @@ fn langgraph_buggy_tool_runs_again_after_a_crash_before_its_write_is_saved() {
     let row = &json["rows"][0];
     assert!(row["duplicates"].as_u64().unwrap_or(0) > 0, "{json}");
     assert_eq!(row["missing"], 0, "{json}");
-    let failed = failed(&json);
+    let failed = crate::clients::failed_scenarios(&json);
     // The duplicates are found at the SQLite writes that save the tool's
     // result: its post had landed, its pending write had not.
     assert!(
@@ -133,7 +122,7 @@ fn langgraph_fixed_tool_with_an_idempotency_key_is_clean() {
     let (out, json) = sweep(&["--fixed"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}\n{json}");
-    assert!(failed(&json).is_empty(), "{json}");
+    assert!(crate::clients::failed_scenarios(&json).is_empty(), "{json}");
     let row = &json["rows"][0];
     assert_eq!(row["duplicates"], 0, "{json}");
     assert_eq!(row["missing"], 0, "{json}");

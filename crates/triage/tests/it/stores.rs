@@ -593,7 +593,6 @@ fn bad_store_input_is_refused_and_creates_nothing() {
         let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
         assert!(left.is_empty(), "{args:?} created {left:?}");
     }
-    // How long to try a tracker: whole milliseconds, or a clear refusal.
     let args = [
         "--store",
         &sqlite,
@@ -604,36 +603,31 @@ fn bad_store_input_is_refused_and_creates_nothing() {
         "--tracker",
         tracker,
     ];
-    for bad in ["soon", "-1", "1.5", "", "600001", "18446744073709551615"] {
-        let mut cmd = common::command(&args);
-        cmd.env(common::UNREACHABLE_ENV, bad);
-        let out = common::wait_or_hang(cmd, &args, WAIT);
-        assert_eq!(out.code(), Some(2), "{bad:?}: {out:?}");
-        assert!(
-            out.stderr.contains(&format!(
-                "TRIAGE_TRACKER_UNREACHABLE_MS={bad:?}: expected a whole number of milliseconds, at most 600000"
-            )),
-            "{bad:?}: {}",
-            out.stderr
-        );
-        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
-        assert!(left.is_empty(), "{bad:?} created {left:?}");
-    }
-    // How long an SQLite writer waits for another's lock: the same.
-    for bad in ["soon", "-1", "600001"] {
-        let mut cmd = common::command(&args);
-        cmd.env("TRIAGE_SQLITE_BUSY_MS", bad);
-        let out = common::wait_or_hang(cmd, &args, WAIT);
-        assert_eq!(out.code(), Some(2), "{bad:?}: {out:?}");
-        assert!(
-            out.stderr.contains(&format!(
-                "TRIAGE_SQLITE_BUSY_MS={bad:?}: expected a whole number of milliseconds, at most 600000"
-            )),
-            "{bad:?}: {}",
-            out.stderr
-        );
-        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
-        assert!(left.is_empty(), "{bad:?} created {left:?}");
+    // How long to try a tracker, and how long an SQLite writer waits for
+    // another's lock: whole milliseconds, or a clear refusal.
+    let variables = [
+        (
+            common::UNREACHABLE_ENV,
+            &["soon", "-1", "1.5", "", "600001", "18446744073709551615"][..],
+        ),
+        ("TRIAGE_SQLITE_BUSY_MS", &["soon", "-1", "600001"][..]),
+    ];
+    for (variable, bads) in variables {
+        for bad in bads {
+            let mut cmd = common::command(&args);
+            cmd.env(variable, bad);
+            let out = common::wait_or_hang(cmd, &args, WAIT);
+            assert_eq!(out.code(), Some(2), "{variable}={bad:?}: {out:?}");
+            assert!(
+                out.stderr.contains(&format!(
+                    "{variable}={bad:?}: expected a whole number of milliseconds, at most 600000"
+                )),
+                "{bad:?}: {}",
+                out.stderr
+            );
+            let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+            assert!(left.is_empty(), "{variable}={bad:?} created {left:?}");
+        }
     }
 }
 
