@@ -500,9 +500,12 @@ mod tests {
         let mut defs: Vec<PathBuf> = std::fs::read_dir(root().join("sweeps"))
             .unwrap()
             .map(|e| e.unwrap().path())
-            // The triage process sweep too: its scenarios restart from the
-            // worlds captured at their hits.
             .filter(|p| p.to_string_lossy().ends_with(".sweep.json"))
+            // Not the triage process sweep: replayed brute force it takes
+            // two minutes of both cores. `.ci/run` sweeps it with restarts
+            // from captured worlds against snapshots/triage-process.txt,
+            // which replays made, so the same bytes are checked there.
+            .filter(|p| !p.to_string_lossy().ends_with("triage-process.sweep.json"))
             .collect();
         defs.sort();
         assert!(defs.len() >= 4, "{defs:?}");
@@ -559,10 +562,9 @@ mod tests {
                 );
             }
         }
-        // The five designs (twice), the bank's two variants, the loop's
-        // six plain variants and twelve power-loss ones, and the triage
-        // binary's three process variants share.
-        assert_eq!(shared_subjects, 33);
+        // The five designs (twice), the bank's two variants, and the loop's
+        // six plain variants and twelve power-loss ones share.
+        assert_eq!(shared_subjects, 30);
     }
 
     #[test]

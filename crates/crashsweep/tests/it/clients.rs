@@ -117,7 +117,14 @@ pub(crate) fn failed_scenarios(json: &serde_json::Value) -> Vec<String> {
 /// The buggy example fails at each payment's single crash (depth 1 shows
 /// it); the fixed one passes every single and double crash (depth 2).
 fn sweep_both(language: &str, argv: Vec<String>) {
-    let (out, json) = crashsweep_both_ways(1, &argv);
+    // Restarts against replays where captures are taken: the Python and
+    // Rust programs run one thread at their hits. Node and Go run several,
+    // so no world is captured there and both ways would replay alike.
+    let sweep = |depth: u32, argv: &[String]| match language {
+        "python" | "rust" => crashsweep_both_ways(depth, argv),
+        _ => crashsweep(depth, &[], argv),
+    };
+    let (out, json) = sweep(1, &argv);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{language} buggy: {stderr}");
     let failed = failed_scenarios(&json);
@@ -138,7 +145,7 @@ fn sweep_both(language: &str, argv: Vec<String>) {
 
     let mut fixed = argv;
     fixed.push("--fixed".into());
-    let (out, json) = crashsweep_both_ways(2, &fixed);
+    let (out, json) = sweep(2, &fixed);
     assert_eq!(
         out.status.code(),
         Some(0),
