@@ -11,7 +11,7 @@
 //! Ignored by `cargo test --workspace`: building the fixture compiles
 //! sweep and its dependencies again with a profile of their own, about a
 //! minute of two cores, longer than the rest of this crate's tests
-//! together. CI runs it on its own line: `cargo test --workspace --tests --
+//! together. CI runs it on its own line: `cargo test --workspace --
 //! --ignored panic_abort`.
 
 use std::path::{Path, PathBuf};
