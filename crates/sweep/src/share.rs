@@ -206,24 +206,13 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             // The same hits in another order: threads racing, which the
             // checked clean runs happened not to show. Lives are shared by
             // the order of their hits, so this sweep runs brute force.
-            if *hits != clean.last_hits && same_hits(hits, &clean.last_hits) {
+            if *hits != clean.last_hits && checks::same_hits(hits, &clean.last_hits) {
                 return Ok(None);
             }
             if *hits != clean.last_hits {
-                let i = hits
-                    .iter()
-                    .zip(&clean.last_hits)
-                    .take_while(|(a, b)| a == b)
-                    .count();
-                let show = |h: &[Hit]| {
-                    h.get(i)
-                        .map_or_else(|| "(the end)".to_owned(), Hit::to_string)
-                };
+                let (i, was, other) = checks::first_difference(&clean.last_hits, hits);
                 return Err(refuse(format!(
-                    "the clean run's hit {} was {} once and {} another time",
-                    i + 1,
-                    show(&clean.last_hits),
-                    show(hits)
+                    "the clean run's hit {i} was {was} once and {other} another time"
                 )));
             }
         }
@@ -602,16 +591,6 @@ impl<'r, 'a, S: Subject> Shared<'r, 'a, S> {
             .settle(&result.scenario.clone(), &mut result, run.clean, run.config);
         run.sink.push(result);
     }
-}
-
-/// Whether `a` and `b` hold the same hits, in any order.
-fn same_hits(a: &[Hit], b: &[Hit]) -> bool {
-    let sorted = |h: &[Hit]| {
-        let mut v: Vec<String> = h.iter().map(Hit::to_string).collect();
-        v.sort_unstable();
-        v
-    };
-    a.len() == b.len() && sorted(a) == sorted(b)
 }
 
 #[cfg(test)]

@@ -107,3 +107,27 @@ impl<S: Subject> Shared<'_, '_, S> {
         }
     }
 }
+
+/// Where two hit lists first differ: the hit's number (from 1), and each
+/// list's hit there (`(the end)` past a list's end).
+pub(crate) fn first_difference(
+    a: &[crashpoint::Hit],
+    b: &[crashpoint::Hit],
+) -> (usize, String, String) {
+    let i = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let show = |h: &[crashpoint::Hit]| {
+        h.get(i)
+            .map_or_else(|| "(the end)".to_owned(), crashpoint::Hit::to_string)
+    };
+    (i + 1, show(a), show(b))
+}
+
+/// Whether `a` and `b` hold the same hits, in any order.
+pub(crate) fn same_hits(a: &[crashpoint::Hit], b: &[crashpoint::Hit]) -> bool {
+    let sorted = |h: &[crashpoint::Hit]| {
+        let mut v: Vec<String> = h.iter().map(crashpoint::Hit::to_string).collect();
+        v.sort_unstable();
+        v
+    };
+    a.len() == b.len() && sorted(a) == sorted(b)
+}
