@@ -43,6 +43,8 @@ Exit codes:
      or the table differs from its snapshot
   2  the command could not run: bad flags, an unreadable world, a program or
      judge that fails its clean run, --bless refused under CI
+  130, 143, 129  stopped by SIGINT, SIGTERM or SIGHUP: the running lives and
+     services were killed first (with SIGKILL), so none outlives the sweep
 
 Shards: `--partition K/N --format json` writes one shard's partial report;
 `crashsweep merge FILE…` merges them into the sweep's table, running nothing.
@@ -189,6 +191,12 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { 0 });
         }
     };
+    // Stopped by kill or ^C, the sweep kills its lives and services first.
+    if let Err(e) = sweep::process::stop_children_on_signals() {
+        eprintln!(
+            "crashsweep: cannot watch for SIGTERM ({e}); stopping it may leave services running"
+        );
+    }
     ExitCode::from(run(&args, &raw))
 }
 

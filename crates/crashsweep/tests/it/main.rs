@@ -6,5 +6,6 @@ mod io_points;
 mod io_runner;
 mod langgraph;
 mod process;
+mod stopped;
 mod threads;
 mod unchanged;

@@ -3,9 +3,11 @@
 //! protocol's descriptor across exec, its command line and how it ended
 //! told in words.
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::{DIE_AT_VAR, FD_VAR, VERSION_VAR};
@@ -95,7 +97,82 @@ pub(super) fn pass_fd(cmd: &mut Command, fd: i32) {
     }
 }
 
+/// The children running now (lives, services, a fork server), by process
+/// id: what [`kill_running`] kills when the harness itself is stopped.
+static CHILDREN: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+fn children() -> MutexGuard<'static, BTreeSet<u32>> {
+    CHILDREN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Count `pid` among the children running now, until [`reaped`].
+pub(super) fn started(pid: u32) {
+    children().insert(pid);
+}
+
+/// `pid` was reaped: no longer one to kill.
+pub(super) fn reaped(pid: u32) {
+    children().remove(&pid);
+}
+
+/// `SIGKILL` to every child running now; how many there were. For a
+/// harness stopped by a signal, so that no service or life outlives it.
+pub(super) fn kill_running() -> usize {
+    let pids: Vec<u32> = children().iter().copied().collect();
+    for &pid in &pids {
+        if let Ok(pid) = i32::try_from(pid) {
+            // An error means it is gone already.
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+    pids.len()
+}
+
+/// Stop every child when the harness is stopped: `SIGINT`, `SIGTERM` and
+/// `SIGHUP` are blocked in this thread (and the threads it starts after)
+/// and waited for by a thread of their own, which kills the running
+/// children (lives, services, the fork server) with `SIGKILL`, says so on
+/// standard error, and ends the process with status 128 + the signal, as a
+/// shell reports a death by that signal. Without it a service outlives a
+/// harness stopped by `kill`, holding its port. Call it first in `main`,
+/// before any thread starts; a child started by [`std::process::Command`]
+/// gets an empty signal mask, so the programs see these signals as usual.
+pub fn stop_children_on_signals() -> std::io::Result<()> {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        set.add(s);
+    }
+    set.thread_block().map_err(std::io::Error::from)?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Ok(sig) = set.wait() {
+                let n = kill_running();
+                eprintln!(
+                    "crashsweep: stopped by {}; {n} running child process{} killed",
+                    sig.as_str(),
+                    if n == 1 { "" } else { "es" }
+                );
+                std::process::exit(128 + sig as i32);
+            }
+        })?;
+    Ok(())
+}
+
 impl Running {
+    /// A child just started, counted among the running ones.
+    pub(super) fn new(child: Kid, shown: &str) -> Running {
+        started(child.id());
+        Running {
+            child: Some(child),
+            shown: shown.to_owned(),
+        }
+    }
+
     /// Wait for its end; if the scope is cancelled meanwhile (the time
     /// limit), kill it and stop the scope.
     pub(super) fn wait_or_stop(&mut self) -> std::io::Result<ExitStatus> {
@@ -104,6 +181,7 @@ impl Running {
                 return Err(std::io::Error::other("the child was reaped already"));
             };
             if let Some(status) = c.try_wait()? {
+                reaped(c.id());
                 self.child = None;
                 return Ok(status);
             }
@@ -120,7 +198,11 @@ impl Running {
     /// `SIGKILL`, then reap: its exit status.
     pub(super) fn kill(&mut self) -> std::io::Result<ExitStatus> {
         match self.child.take() {
-            Some(mut c) => c.kill(),
+            Some(mut c) => {
+                let status = c.kill();
+                reaped(c.id());
+                status
+            }
             None => Err(std::io::Error::other("the child was reaped already")),
         }
     }

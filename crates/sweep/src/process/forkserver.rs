@@ -92,6 +92,7 @@ impl Drop for ForkServer {
         if let Some(mut c) = lock(&self.server).take() {
             let _ = c.kill();
             let _ = c.wait();
+            super::child::reaped(c.id());
         }
     }
 }
@@ -204,8 +205,10 @@ impl ForkServer {
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("the fork server {shown} could not start: {e}"))?;
+        super::child::started(child.id());
         drop(theirs);
-        Self::wait_ready(&ours, &mut child, &shown, &err_path)?;
+        Self::wait_ready(&ours, &mut child, &shown, &err_path)
+            .inspect_err(|_| super::child::reaped(child.id()))?;
         ours.set_read_timeout(None).map_err(io)?;
         let state = Arc::new((Mutex::new(State::default()), Condvar::new()));
         let reader = ours.try_clone().map_err(io)?;

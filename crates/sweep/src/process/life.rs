@@ -146,10 +146,7 @@ impl Process {
         // The service's hits go to this life's scope while it runs, and a
         // crash at one of them kills this program too.
         let _in_life = world.service.as_ref().map(|s| s.life_started(child.id()));
-        let mut running = Running {
-            child: Some(child),
-            shown: shown.to_owned(),
-        };
+        let mut running = Running::new(child, shown);
         let result = relay(ours, &mut running, world, life)?;
         let status = match result {
             Relayed::Exited => running.wait_or_stop()?,

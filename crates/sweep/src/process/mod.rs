@@ -61,6 +61,7 @@ mod world;
 use std::path::Path;
 
 pub use builder::{ram_disk, DescribeFn, JudgeFn, Process};
+pub use child::stop_children_on_signals;
 pub use error::ProcessError;
 pub use trace::{IoPoints, Listing, Op, SelectError};
 pub use world::ProcessWorld;

@@ -160,10 +160,7 @@ impl Service {
             ours
         });
         let stdout = child.stdout.take();
-        let mut running = Running {
-            child: Some(Kid::Spawned(child)),
-            shown: shown.clone(),
-        };
+        let mut running = Running::new(Kid::Spawned(child), &shown);
         let Some(stdout) = stdout else {
             return Err(format!("the service {shown} has no standard output"));
         };
