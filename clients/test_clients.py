@@ -304,6 +304,16 @@ def tests_for(lang, payouts, probe):
         assert "crashsweep: dying at paid#2\n" in life.stderr, life
         assert ledger(w) == ["alice 10", "bob 20"]
 
+    def die_at_never_reached_is_said():
+        # Python and Node say so at exit; Go and Rust have no exit hook.
+        if lang not in ("python", "node"):
+            return
+        w = fresh_world()
+        life = plain(payouts, w, env={"CRASHSWEEP_DIE_AT": "payd#2"})
+        assert life.returncode == 0, life
+        assert ("crashsweep: CRASHSWEEP_DIE_AT=payd#2: the program ended without reaching it; "
+                "it passed mid-save (3), paid (3)\n") in life.stderr, life
+
     def die_at_is_ignored_under_a_harness():
         w = fresh_world()
         life = harness(payouts, w, env={"CRASHSWEEP_DIE_AT": "paid#2"})
@@ -375,7 +385,7 @@ def tests_for(lang, payouts, probe):
         assert life.stdout == "fd=unset protocol=unset\nclosed\n", life
 
     tests = [clean_run_hits, buggy_crash_at_paid_2_pays_twice, fixed_crash_at_paid_2_pays_once,
-             every_crash_of_a_clean_run, fixed_survives_two_crashes_in_a_row, a_non_blocking_descriptor_still_works, die_at_paid_2, die_at_is_ignored_under_a_harness,
+             every_crash_of_a_clean_run, fixed_survives_two_crashes_in_a_row, a_non_blocking_descriptor_still_works, die_at_paid_2, die_at_never_reached_is_said, die_at_is_ignored_under_a_harness,
              die_at_malformed_exits_2, die_at_splits_at_the_last_hash, bad_protocol_exits_2,
              harness_closing_its_end_exits_70, wrong_answer_exits_70, bad_descriptor_exits_70,
              no_variables_runs_to_completion, bad_names_refused_in_every_mode,

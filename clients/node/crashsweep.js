@@ -36,6 +36,18 @@ let fd = -1;
 let dieAt = null; // [name, n] in die-at mode
 const passes = new Map(); // passes per name, counted in die-at mode only
 
+// At a normal exit in die-at mode the kill never came (a mistyped name, a
+// count too high): say so, with the points passed.
+if (process.env.CRASHSWEEP_DIE_AT !== undefined && process.env.CRASHSWEEP_FD === undefined
+    && isMainThread) {
+  process.on('exit', () => {
+    if (mode === 'harness') return;
+    const passed = [...passes.entries()].sort().map(([k, v]) => `${k} (${v})`).join(', ') || 'no point';
+    fs.writeSync(2, `crashsweep: CRASHSWEEP_DIE_AT=${process.env.CRASHSWEEP_DIE_AT}: `
+      + `the program ended without reaching it; it passed ${passed}\n`);
+  });
+}
+
 function fail(status, message) {
   try {
     fs.writeSync(2, `crashsweep: ${message}\n`);

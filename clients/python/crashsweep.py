@@ -7,7 +7,9 @@ Mark each place a crash may land with ``crashsweep.point("mid-save")``.
   until the harness answers ``go\\n``. To crash the program there, the harness
   never answers: it kills the process with SIGKILL.
 - Run by hand with ``CRASHSWEEP_DIE_AT=name#n``, the program kills itself with
-  SIGKILL at the n-th pass over ``name``.
+  SIGKILL at the n-th pass over ``name``. A program that ends without that
+  pass (a mistyped name, a count too high) says so on standard error, with
+  the points it passed.
 - With neither set, a point does nothing.
 - ``crashsweep.ready()`` marks the end of the program's set-up (imports,
   configuration). Under a harness that asked for a fork server
@@ -21,6 +23,7 @@ non-empty string without newline or carriage return, or ``ValueError`` is
 raised in every mode. The protocol is described in docs/point-protocol.md.
 """
 
+import atexit
 import os
 import re
 import select
@@ -82,6 +85,20 @@ def _setup(name):
         _mode = "die-at"
         return
     _mode = "off"
+
+
+def _die_at_missed():
+    """At a normal exit in die-at mode: the kill never came, so say why."""
+    if _mode == "harness":
+        return
+    passed = ", ".join("%s (%d)" % kv for kv in sorted(_passes.items())) or "no point"
+    os.write(2, ("crashsweep: CRASHSWEEP_DIE_AT=%s: the program ended without reaching it; "
+                 "it passed %s\n" % (os.environ.get("CRASHSWEEP_DIE_AT"), passed))
+             .encode("utf-8", "replace"))
+
+
+if "CRASHSWEEP_DIE_AT" in os.environ and "CRASHSWEEP_FD" not in os.environ:
+    atexit.register(_die_at_missed)
 
 
 def _valid(name):
