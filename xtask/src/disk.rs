@@ -239,6 +239,7 @@ mod tests {
     /// reviewed snapshot `snapshots/disk.txt` (`CRASHSWEEP_BLESS=1`
     /// rewrites it; so does `cargo xtask sweep --disk --bless`).
     #[test]
+    #[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
     fn the_disk_table_matches_its_reviewed_snapshot() {
         let table = render().expect("the disk table runs");
         // What the table must show, whatever the snapshot says: the real

@@ -495,6 +495,7 @@ mod tests {
     /// designs on a longer synthetic job: sharing lives gives the same
     /// report, byte for byte, as replaying every scenario from a fresh world.
     #[test]
+    #[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
     fn shared_and_brute_force_sweeps_give_the_same_bytes() {
         let registry = Registry::load();
         let mut defs: Vec<PathBuf> = std::fs::read_dir(root().join("sweeps"))

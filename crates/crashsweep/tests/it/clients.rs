@@ -164,6 +164,7 @@ fn path(p: PathBuf) -> String {
 }
 
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn python_client_bug_found_and_fix_clean() {
     if !runtime("python3") {
         return;
@@ -173,6 +174,7 @@ fn python_client_bug_found_and_fix_clean() {
 }
 
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn node_client_bug_found_and_fix_clean() {
     if !runtime("node") {
         return;
@@ -182,6 +184,7 @@ fn node_client_bug_found_and_fix_clean() {
 }
 
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn go_client_bug_found_and_fix_clean() {
     if !runtime("go") {
         return;
@@ -209,6 +212,7 @@ fn go_client_bug_found_and_fix_clean() {
 }
 
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn the_rust_example_is_swept_by_the_command_too() {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_crashsweep"));
     let exe = bin.parent().unwrap().join("examples/payouts");
@@ -246,6 +250,7 @@ fn a_scenario_is_rerun_by_name_with_its_timeline() {
 }
 
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn shards_merge_into_the_whole_table_and_threads_change_nothing() {
     let whole = rust_example(&["--depth", "1", "--threads", "1"], true);
     assert!(whole.status.success(), "{whole:?}");

@@ -26,6 +26,7 @@ fn refusal(p: Process) -> String {
 }
 
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn a_forked_sweep_gives_the_exec_d_table() {
     for args in [&[][..], &["--fixed"][..]] {
         let exec = Process::new(

@@ -70,6 +70,7 @@ fn with<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
 }
 
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn shards_merge_into_the_whole_table_and_progress_leaves_stdout_alone() {
     if !python() {
         return;
@@ -160,6 +161,7 @@ fn shards_merge_into_the_whole_table_and_progress_leaves_stdout_alone() {
 }
 
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn a_scenario_reruns_by_its_io_point_name_with_its_timeline() {
     if !python() {
         return;
@@ -199,6 +201,7 @@ fn a_scenario_reruns_by_its_io_point_name_with_its_timeline() {
 }
 
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn artifacts_hold_the_final_worlds_files_and_json_names_the_reruns() {
     if !python() {
         return;
@@ -347,6 +350,7 @@ fn save(world: &Path, args: &[&str]) -> Output {
 }
 
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn depth_2_on_1_thread_or_4_meets_its_snapshot_and_the_budget_refuses_early() {
     let world = tempfile::tempdir().unwrap();
     let one = save(world.path(), &["--depth", "2", "--threads", "1"]);

@@ -108,6 +108,7 @@ fn one_table_run_after_run(language: &str, argv: Vec<String>) {
 }
 
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn python_writer_thread_gives_one_table_run_after_run() {
     if !runtime("python3") {
         return;
@@ -125,6 +126,7 @@ fn go_writer_goroutine_gives_one_table_run_after_run() {
 }
 
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn node_thread_pool_gives_one_table_run_after_run() {
     if !runtime("node") {
         return;
@@ -136,6 +138,7 @@ fn node_thread_pool_gives_one_table_run_after_run() {
 /// four hits in some order, so each sweep (two here) runs 4 scenarios
 /// once and 16 twice, named alike.
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn named_points_on_two_threads_at_depth_2_give_one_table() {
     if !runtime("python3") {
         return;

@@ -124,6 +124,7 @@ fn buggy_fails_fixed_passes(language: &str, argv: Vec<String>) {
 }
 
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn python_unchanged_bug_found_and_fix_clean() {
     if !runtime("python3") {
         return;
@@ -147,6 +148,7 @@ pub(crate) fn python() -> String {
 }
 
 #[test]
+#[ignore = "slow tier: .ci/run runs it (cargo test --workspace -- --ignored)"]
 fn node_unchanged_bug_found_and_fix_clean() {
     if !runtime("node") {
         return;
