@@ -900,7 +900,6 @@ fn payouts_sweep(
 /// a version manager's shim (pyenv) costs a few hundred milliseconds more
 /// per process, twice a scenario.
 fn langgraph_sweeps() -> Result<(), String> {
-    use sweep::process::Process;
     println!("\n== the LangGraph agent, depth 2, named points (agent_points.py, 2 threads)");
     let Some(python) = std::env::var_os("CRASHSWEEP_LANGGRAPH_PYTHON") else {
         println!(
@@ -909,67 +908,71 @@ fn langgraph_sweeps() -> Result<(), String> {
         );
         return Ok(());
     };
+    let forked = langgraph_sweep(&python, true)?;
+    let exec = langgraph_sweep(&python, false)?;
+    println!(
+        "langgraph: the fork server sweeps {:.1}x faster; same table: {}",
+        exec.0.as_secs_f64() / forked.0.as_secs_f64(),
+        forked.1 == exec.1
+    );
+    if forked.1 != exec.1 {
+        // Its async writer thread races the next step: scenarios whose
+        // verdict depends on the race are flaky, a count that varies.
+        println!("forked:\n{}exec'd:\n{}", forked.1, exec.1);
+    }
+    Ok(())
+}
+
+/// One depth-2 sweep of `agent_points.py` with `python`, forked or
+/// exec'd, its line printed: its time (discovery and the fork server's
+/// check included) and its table.
+fn langgraph_sweep(python: &std::ffi::OsStr, fork: bool) -> Result<(Duration, String), String> {
+    use sweep::process::Process;
     let dir = crate::root().join("clients/examples/langgraph");
     let judge = format!(
         "'{}' '{}'",
         python.to_string_lossy(),
         dir.join("judge.py").display()
     );
-    let mut tables = Vec::new();
-    let mut times = Vec::new();
-    for fork in [true, false] {
-        let mut p = Process::new(
-            "agent_points.py",
-            [python.as_os_str(), dir.join("agent_points.py").as_os_str()],
-        )
-        .world_from(dir.join("world"))
-        .service([python.as_os_str(), dir.join("tracker.py").as_os_str()])
-        .judge_command(&judge);
-        if let Some(ram) = sweep::process::ram_disk() {
-            p = p.worlds_in(ram);
-        }
-        if fork {
-            p = p.fork_server();
-        }
-        let t = Instant::now();
-        let p = p.discover().map_err(|e| e.to_string())?;
-        let config = Config {
-            depth: 2,
-            threads: Some(2),
-            ..Config::default()
-        };
-        let r = sweep::run(&p, &config).map_err(|e| e.to_string())?;
-        let d = t.elapsed();
-        let n = r.stats.scenarios;
-        let procs = r.stats.processes.unwrap_or_default();
-        println!(
-            "langgraph agent_points.py, depth 2, {}: {n} scenarios in {:>7.1} s = {:>5.2} scenarios/s \
-             (discovery included); {} failed, {} flaky, {} not fired; {} processes ({} lives, \
-             {} forked, {} judges, {} services)",
-            if fork { "fork server" } else { "exec'd" },
-            d.as_secs_f64(),
-            n as f64 / d.as_secs_f64(),
-            r.scenarios.iter().filter(|s| s.failed()).count(),
-            r.flaky().count(),
-            r.scenarios.iter().filter(|s| s.unfired()).count(),
-            procs.total(),
-            procs.lives,
-            procs.forked,
-            procs.judges,
-            procs.services
-        );
-        tables.push(sweep::table(&r.rows()));
-        times.push(d);
+    let mut p = Process::new(
+        "agent_points.py",
+        [python, dir.join("agent_points.py").as_os_str()],
+    )
+    .world_from(dir.join("world"))
+    .service([python, dir.join("tracker.py").as_os_str()])
+    .judge_command(&judge);
+    if let Some(ram) = sweep::process::ram_disk() {
+        p = p.worlds_in(ram);
     }
+    if fork {
+        p = p.fork_server();
+    }
+    let t = Instant::now();
+    let p = p.discover().map_err(|e| e.to_string())?;
+    let config = Config {
+        depth: 2,
+        threads: Some(2),
+        ..Config::default()
+    };
+    let r = sweep::run(&p, &config).map_err(|e| e.to_string())?;
+    let d = t.elapsed();
+    let n = r.stats.scenarios;
+    let procs = r.stats.processes.unwrap_or_default();
     println!(
-        "langgraph: the fork server sweeps {:.1}x faster; same table: {}",
-        times[1].as_secs_f64() / times[0].as_secs_f64(),
-        tables[0] == tables[1]
+        "langgraph agent_points.py, depth 2, {}: {n} scenarios in {:>7.1} s = {:>5.2} scenarios/s; \
+         {} failed, {} flaky, {} not fired; {} processes ({} lives, {} forked, {} judges, \
+         {} services)",
+        if fork { "fork server" } else { "exec'd" },
+        d.as_secs_f64(),
+        n as f64 / d.as_secs_f64(),
+        r.scenarios.iter().filter(|s| s.failed()).count(),
+        r.flaky().count(),
+        r.scenarios.iter().filter(|s| s.unfired()).count(),
+        procs.total(),
+        procs.lives,
+        procs.forked,
+        procs.judges,
+        procs.services
     );
-    if tables[0] != tables[1] {
-        // Its async writer thread races the next step: scenarios whose
-        // verdict depends on the race are flaky, a count that varies.
-        println!("forked:\n{}exec'd:\n{}", tables[0], tables[1]);
-    }
-    Ok(())
+    Ok((d, sweep::table(&r.rows())))
 }
