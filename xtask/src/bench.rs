@@ -412,7 +412,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         return crate::bench_tracer::tracer(samples.min(5));
     }
     if args.process {
-        return process(samples);
+        return process(samples).and_then(|()| langgraph_sweeps());
     }
 
     bench_points(samples);
@@ -888,4 +888,91 @@ fn payouts_sweep(
         procs.judges
     );
     Ok((rate, sweep::table(&r.rows())))
+}
+
+/// The LangGraph example agent with named points
+/// (`clients/examples/langgraph/agent_points.py`: about 20 hits around
+/// `SqliteSaver` and its tool) swept at depth 2, forked then exec'd, in
+/// one run: the time of each, its processes, and whether the tables agree.
+/// It needs the example's virtualenv, named by
+/// `CRASHSWEEP_LANGGRAPH_PYTHON`; without it the row says it is skipped.
+/// The tracker and the judge run with the same Python: a `python3` behind
+/// a version manager's shim (pyenv) costs a few hundred milliseconds more
+/// per process, twice a scenario.
+fn langgraph_sweeps() -> Result<(), String> {
+    println!("\n== the LangGraph agent, depth 2, named points (agent_points.py, 2 threads)");
+    let Some(python) = std::env::var_os("CRASHSWEEP_LANGGRAPH_PYTHON") else {
+        println!(
+            "skipped: CRASHSWEEP_LANGGRAPH_PYTHON is not set (a virtualenv's python with \
+             clients/examples/langgraph/requirements.txt, as docs/sweep-an-unchanged-program.md says)"
+        );
+        return Ok(());
+    };
+    let forked = langgraph_sweep(&python, true)?;
+    let exec = langgraph_sweep(&python, false)?;
+    println!(
+        "langgraph: the fork server sweeps {:.1}x faster; same table: {}",
+        exec.0.as_secs_f64() / forked.0.as_secs_f64(),
+        forked.1 == exec.1
+    );
+    if forked.1 != exec.1 {
+        // Its async writer thread races the next step: scenarios whose
+        // verdict depends on the race are flaky, a count that varies.
+        println!("forked:\n{}exec'd:\n{}", forked.1, exec.1);
+    }
+    Ok(())
+}
+
+/// One depth-2 sweep of `agent_points.py` with `python`, forked or
+/// exec'd, its line printed: its time (discovery and the fork server's
+/// check included) and its table.
+fn langgraph_sweep(python: &std::ffi::OsStr, fork: bool) -> Result<(Duration, String), String> {
+    use sweep::process::Process;
+    let dir = crate::root().join("clients/examples/langgraph");
+    let judge = format!(
+        "'{}' '{}'",
+        python.to_string_lossy(),
+        dir.join("judge.py").display()
+    );
+    let mut p = Process::new(
+        "agent_points.py",
+        [python, dir.join("agent_points.py").as_os_str()],
+    )
+    .world_from(dir.join("world"))
+    .service([python, dir.join("tracker.py").as_os_str()])
+    .judge_command(&judge);
+    if let Some(ram) = sweep::process::ram_disk() {
+        p = p.worlds_in(ram);
+    }
+    if fork {
+        p = p.fork_server();
+    }
+    let t = Instant::now();
+    let p = p.discover().map_err(|e| e.to_string())?;
+    let config = Config {
+        depth: 2,
+        threads: Some(2),
+        ..Config::default()
+    };
+    let r = sweep::run(&p, &config).map_err(|e| e.to_string())?;
+    let d = t.elapsed();
+    let n = r.stats.scenarios;
+    let procs = r.stats.processes.unwrap_or_default();
+    println!(
+        "langgraph agent_points.py, depth 2, {}: {n} scenarios in {:>7.1} s = {:>5.2} scenarios/s; \
+         {} failed, {} flaky, {} not fired; {} processes ({} lives, {} forked, {} judges, \
+         {} services)",
+        if fork { "fork server" } else { "exec'd" },
+        d.as_secs_f64(),
+        n as f64 / d.as_secs_f64(),
+        r.scenarios.iter().filter(|s| s.failed()).count(),
+        r.flaky().count(),
+        r.scenarios.iter().filter(|s| s.unfired()).count(),
+        procs.total(),
+        procs.lives,
+        procs.forked,
+        procs.judges,
+        procs.services
+    );
+    Ok((d, sweep::table(&r.rows())))
 }

@@ -204,7 +204,7 @@ fn refuse_unscoped(
 
 /// The first line where two descriptions differ, from each (the whole
 /// description when it is one short line).
-fn first_difference(a: &str, b: &str) -> (String, String) {
+pub(crate) fn first_difference(a: &str, b: &str) -> (String, String) {
     let (mut la, mut lb) = (a.lines(), b.lines());
     let mut n = 1;
     loop {
@@ -225,7 +225,7 @@ fn first_difference(a: &str, b: &str) -> (String, String) {
 /// hit `name#k` is passed once a run; threads may pass them in any order):
 /// the first hit of each run the other lacks, and the hits around each.
 /// `None` when both passed the same hits.
-fn divergence(a: &[Hit], b: &[Hit]) -> Option<Divergence> {
+pub(crate) fn divergence(a: &[Hit], b: &[Hit]) -> Option<Divergence> {
     let (in_a, in_b): (BTreeSet<&Hit>, BTreeSet<&Hit>) = (a.iter().collect(), b.iter().collect());
     let lacking =
         |hits: &[Hit], other: &BTreeSet<&Hit>| hits.iter().position(|h| !other.contains(h));

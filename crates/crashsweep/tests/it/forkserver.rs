@@ -3,7 +3,8 @@
 //! from exec'd ones is refused by name — threads alive at `ready()`, state
 //! read from the world before it, a restart command of its own.
 
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Output};
 
 use sweep::process::{Process, ProcessError};
 
@@ -98,25 +99,30 @@ fn a_restart_of_its_own_is_refused() {
     assert!(e.contains("the restart must be the same command"), "{e}");
 }
 
+/// `crashsweep --fork-server OPTIONS --world EMPTY -- payouts ARGS`.
+fn payouts_forked(options: &[&str], args: &[&str]) -> Output {
+    let world = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_crashsweep"))
+        .arg("--fork-server")
+        .args(options)
+        .arg("--world")
+        .arg(world.path())
+        .arg("--")
+        .arg(payouts())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn the_command_line_forks_and_refuses() {
-    let world = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_crashsweep"))
-            // Every scenario replayed: the counts below are a replay's.
-            .args(["--fork-server", "--no-share", "--depth", "1", "--judge"])
-            .arg(format!(
-                "python3 {}/../../clients/examples/judge.py",
-                env!("CARGO_MANIFEST_DIR")
-            ))
-            .arg("--world")
-            .arg(world.path())
-            .arg("--")
-            .arg(payouts())
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let judge = format!(
+        "python3 {}/../../clients/examples/judge.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    // Every scenario replayed: the counts below are a replay's.
+    let options = ["--no-share", "--depth", "1", "--judge", &judge];
+    let run = |args: &[&str]| payouts_forked(&options, args);
     let ok = run(&["--fixed"]);
     assert_eq!(ok.status.code(), Some(0), "{ok:?}");
     let err = String::from_utf8_lossy(&ok.stderr);
@@ -180,17 +186,7 @@ fn the_processes_a_sweep_starts_are_counted() {
 /// would refuse is refused here too, by name.
 #[test]
 fn the_points_are_listed_under_a_fork_server() {
-    let world = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_crashsweep"))
-            .args(["--fork-server", "--list-points", "--world"])
-            .arg(world.path())
-            .arg("--")
-            .arg(payouts())
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| payouts_forked(&["--list-points"], args);
     let ok = run(&["--fixed"]);
     let out = String::from_utf8_lossy(&ok.stdout);
     assert_eq!(ok.status.code(), Some(0), "{ok:?}");
@@ -206,4 +202,65 @@ fn the_points_are_listed_under_a_fork_server() {
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("the fork server is refused"), "{err}");
     assert!(!err.contains("Process::discover"), "{err}");
+}
+
+/// A Python program using the client (`clients/python`), forked.
+fn python_forked(name: &str, script: &str) -> Process {
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../clients/python");
+    Process::new(name, ["python3", "-c", script])
+        .env("PYTHONPATH", client)
+        .judge_with(|_| Ok(sweep::Verdict::new().count("lost", 0)))
+        .fork_server()
+}
+
+/// The check compares what the safety nets compare: hits as sets and the
+/// world as the subject describes it (names and sizes). A time stamp the
+/// judge never reads and two points passed in another order (as a writer
+/// thread's are) do not refuse the fork server.
+#[test]
+fn worlds_that_differ_only_where_the_judge_does_not_look_are_accepted() {
+    let script = "import os, time, crashsweep\n\
+                  crashsweep.ready()\n\
+                  crashsweep.point('start')\n\
+                  # Another order under the fork server than exec'd, as threads racing.\n\
+                  parent = open('/proc/%d/comm' % os.getppid()).read()\n\
+                  for p in (['left', 'right'] if 'crashsweep' in parent else ['right', 'left']):\n\
+                  \x20   crashsweep.point(p)\n\
+                  with open('stamp.txt', 'w') as f:\n\
+                  \x20   f.write('%020d\\n' % time.time_ns())\n";
+    let p = python_forked("stamped", script)
+        .discover()
+        .unwrap_or_else(|e| panic!("refused: {e}"));
+    let r = sweep::run(&p, &config(1)).unwrap();
+    let names: Vec<(String, bool)> = (r.scenarios.iter())
+        .map(|s| (s.scenario.to_string(), s.failure.is_some()))
+        .collect();
+    let crashed = |h: &str| (h.to_owned(), false);
+    assert_eq!(
+        names,
+        // In the forked lives' order.
+        [crashed("start#1"), crashed("right#1"), crashed("left#1")],
+        "{}",
+        sweep::table(&r.rows())
+    );
+}
+
+/// A world that differs as the subject describes it is refused, though
+/// every hit matches: a log read before `ready()` and written after, so a
+/// forked second life forgets the first.
+#[test]
+fn a_world_that_differs_with_the_same_hits_is_refused() {
+    let script = "import os, crashsweep\n\
+                  seen = open('log.txt').read() if os.path.exists('log.txt') else ''\n\
+                  crashsweep.ready()\n\
+                  crashsweep.point('start')\n\
+                  with open('log.txt', 'w') as f:\n\
+                  \x20   f.write(seen + 'life\\n')\n";
+    let e = refusal(python_forked("log", script));
+    assert!(
+        e.contains("a second life on the world a clean life left, forked, left another world")
+            && e.contains("log.txt (10 B)")
+            && e.contains("log.txt (5 B)"),
+        "{e}"
+    );
 }

@@ -3,14 +3,16 @@
 //!
 //! [`Process::discover`] checks the fork server before any sweep uses it:
 //! clean lives exec'd and forked must pass the same hits and leave the same
-//! world, on a fresh world and on the world a clean run left. Any
-//! difference is refused, naming the first differing hit.
+//! world, on a fresh world and on the world a clean run left. They are
+//! compared as the safety nets compare two clean runs: the hits as sets
+//! (a writer thread may pass them in another order), the worlds as the
+//! subject describes them. Any difference is refused, naming the first
+//! differing hit.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs::File;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -124,24 +126,27 @@ impl Process {
                 } else {
                     "a second life on the world a clean life left"
                 };
-                if let Some(at) = (0..a.len().max(b.len())).find(|i| a.get(*i) != b.get(*i)) {
-                    let show = |h: Option<&crashpoint::Hit>| {
-                        h.map_or_else(|| "its end".to_owned(), ToString::to_string)
-                    };
+                // Compared as the safety nets compare two clean runs: the
+                // hits as sets (threads may pass them in another order),
+                // the worlds as the subject describes them.
+                if let Some(at) = crate::nets::divergence(&a, &b) {
+                    let show = |h: Option<String>| h.unwrap_or_else(|| "its end".to_owned());
                     return Err(format!(
                         "{which}, forked, passed {} where the exec'd one passed {} \
                          (hit {} of the life): state read before ready() leaks between lives, \
                          so read the world after ready()",
-                        show(b.get(at)),
-                        show(a.get(at)),
-                        at + 1
+                        show(at.second),
+                        show(at.first),
+                        at.index + 1
                     ));
                 }
-                let (wa, wb) = (self.world_text(&exec), self.world_text(&fork));
+                let (wa, wb) = (self.world_seen(&exec), self.world_seen(&fork));
                 if wa != wb {
+                    let (da, db) = crate::nets::first_difference(&wa, &wb);
                     return Err(format!(
                         "{which}, forked, left another world than the exec'd one after the \
-                         same {} hits: exec'd {wa:?}, forked {wb:?}",
+                         same {} hits (exec'd {da:?}, forked {db:?}): state read before \
+                         ready() leaks between lives, so read the world after ready()",
                         a.len()
                     ));
                 }
@@ -176,38 +181,12 @@ impl Process {
 }
 
 impl Process {
-    /// A world's files with their contents' digest, for the check (or the
-    /// subject's own description, [`Process::describe_with`]).
-    fn world_text(&self, world: &ProcessWorld) -> String {
-        if let Some(f) = &self.describe.0 {
-            return f(world);
-        }
-        let mut files = Vec::new();
-        digest_tree(&world.dir(), Path::new(""), &mut files);
-        files.sort();
-        files.join(", ")
-    }
-}
-
-fn digest_tree(dir: &Path, prefix: &Path, out: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let rel: PathBuf = prefix.join(e.file_name());
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            digest_tree(&e.path(), &rel, out);
-        } else {
-            let bytes = std::fs::read(e.path()).unwrap_or_default();
-            // FNV-1a: a change of content shows as another number.
-            let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-                (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-            });
-            out.push(format!(
-                "{} ({} B, {hash:016x})",
-                rel.display(),
-                bytes.len()
-            ));
-        }
+    /// A world as the safety nets see it when they compare two clean runs:
+    /// the subject's description (the lives' ends and the files' names and
+    /// sizes, or [`Process::describe_with`]), which is also what its
+    /// fingerprint holds for a finished world. Bytes a judge ignores (a
+    /// time, an id) differ between any two runs, so they are not compared.
+    fn world_seen(&self, world: &ProcessWorld) -> String {
+        crate::subject::Subject::describe(self, world)
     }
 }
