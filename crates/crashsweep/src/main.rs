@@ -136,6 +136,26 @@ struct Args {
     /// names with random parts (e.g. 'tmp[a-z0-9_]{8}').
     #[arg(long, value_name = "REGEX", requires = "io_points")]
     io_mask: Option<String>,
+    /// Sweep power cuts too: each crash leaves the world as a power cut in
+    /// these states leaves it (comma-separated: process, lose, entries,
+    /// torn, contents, in-order; one table row each). The program runs
+    /// under the tracer, which records its calls on the world with their
+    /// data and syncs. A --service keeps everything. Linux on x86_64.
+    #[arg(
+        long,
+        value_name = "STATES",
+        value_delimiter = ',',
+        conflicts_with_all = ["power_cuts", "enumerate"]
+    )]
+    crash_states: Vec<String>,
+    /// Every power-cut state: lose, entries, torn, contents, in-order (with
+    /// process first).
+    #[arg(long, conflicts_with = "enumerate")]
+    power_cuts: bool,
+    /// Every disk the persistence model allows at each crash (bounded at 64
+    /// per crash, deterministic), each a scenario: `enumerated: HIT (disk N)`.
+    #[arg(long)]
+    enumerate: bool,
     /// Run the program once, with no crash and no judge, and list the points
     /// it passes with their counts and the scenarios each depth would run.
     #[arg(long, conflicts_with_all = ["snapshot"])]
@@ -235,6 +255,20 @@ fn process_of(args: &Args) -> Result<Process, String> {
     if args.io_points {
         let io = io_points(args).map_err(|e| e.to_string())?;
         process = process.io_points(io);
+    }
+    let states: Vec<String> = if args.power_cuts {
+        ["process", "lose", "entries", "torn", "contents", "in-order"]
+            .map(String::from)
+            .to_vec()
+    } else if args.enumerate {
+        vec!["enumerated".into()]
+    } else {
+        args.crash_states.clone()
+    };
+    if !states.is_empty() {
+        process = process
+            .crash_states(&states)
+            .map_err(|e| format!("--crash-states: {e}"))?;
     }
     Ok(process)
 }
