@@ -288,8 +288,8 @@ pub fn survivors(
     }
     for (node, ops) in kept {
         // A torn state keeps the first half of the latest write.
-        let keep = (state == DiskState::TornContents)
-            .then(|| ops.last().map_or(0, |op| op.written() / 2));
+        let keep =
+            (state == DiskState::TornContents).then(|| ops.last().map_or(0, |op| op.written() / 2));
         let contents = replay(data.get(&node), &ops, keep);
         data.insert(node, contents);
     }

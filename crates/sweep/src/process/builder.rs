@@ -390,7 +390,11 @@ impl Process {
             makers: Vec::new(),
             lineage: 0,
             finished: false,
-            disk: self.power.as_ref().map(|_| super::power::record_of(&dir)).transpose()?,
+            disk: self
+                .power
+                .as_ref()
+                .map(|_| super::power::record_of(&dir))
+                .transpose()?,
             crash_disks: None,
             service,
         })

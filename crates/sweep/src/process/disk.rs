@@ -325,7 +325,11 @@ impl DiskRecord {
 
     /// The disk `want` (the last if there are fewer) of those `model`
     /// allows, and what the cut chose from.
-    pub(crate) fn cut_enumerated(&self, model: &PersistenceModel, want: usize) -> (Disk, CutRecord) {
+    pub(crate) fn cut_enumerated(
+        &self,
+        model: &PersistenceModel,
+        want: usize,
+    ) -> (Disk, CutRecord) {
         let space = Space::new(
             &self.durable_names,
             &self.durable_data,
@@ -399,7 +403,12 @@ mod tests {
     fn files(disk: &Disk) -> BTreeMap<String, Vec<u8>> {
         disk.names
             .iter()
-            .map(|(n, node)| (n.clone(), disk.data.get(node).map_or(Vec::new(), |d| d.to_vec())))
+            .map(|(n, node)| {
+                (
+                    n.clone(),
+                    disk.data.get(node).map_or(Vec::new(), |d| d.to_vec()),
+                )
+            })
             .collect()
     }
 
@@ -426,12 +435,20 @@ mod tests {
         let lose = files(&rec.cut(DiskState::LoseUnsynced));
         assert_eq!(lose.get("state").map(Vec::as_slice), Some(&b"old"[..]));
         let entries = files(&rec.cut(DiskState::KeepEntries));
-        assert_eq!(entries.get("state").map(Vec::as_slice), Some(&b"new"[..]), "synced data kept");
+        assert_eq!(
+            entries.get("state").map(Vec::as_slice),
+            Some(&b"new"[..]),
+            "synced data kept"
+        );
         rec.stop(Some(Call::SyncNames));
         rec.commit();
         for s in DiskState::ALL {
             let f = files(&rec.cut(s));
-            assert_eq!(f.get("state").map(Vec::as_slice), Some(&b"new"[..]), "{s:?}");
+            assert_eq!(
+                f.get("state").map(Vec::as_slice),
+                Some(&b"new"[..]),
+                "{s:?}"
+            );
         }
     }
 
@@ -470,7 +487,8 @@ mod tests {
         rec.rebuild(&rec.cut(DiskState::Process), &out).unwrap();
         assert_eq!(std::fs::read(out.join("d/f")).unwrap(), b"x");
         assert_eq!(std::fs::read(out.join("d/g")).unwrap(), b"yy");
-        rec.rebuild(&rec.cut(DiskState::LoseUnsynced), &out).unwrap();
+        rec.rebuild(&rec.cut(DiskState::LoseUnsynced), &out)
+            .unwrap();
         assert!(!out.join("d/g").exists());
     }
 }

@@ -57,7 +57,12 @@ impl Inner {
     /// The disk after a cut in `state`: the durable views with the chosen
     /// unsynced operations applied in order.
     fn survivors(&self, state: DiskState) -> (Names, Contents) {
-        survivors(state, &self.durable_names, &self.durable_data, &self.pending)
+        survivors(
+            state,
+            &self.durable_names,
+            &self.durable_data,
+            &self.pending,
+        )
     }
 
     pub(crate) fn cut(&mut self, state: DiskState) {

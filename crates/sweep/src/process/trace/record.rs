@@ -187,7 +187,9 @@ impl Reader<'_> {
         let to_path = self.path(fd2, a2)?;
         let to = self.rel(&to_path)?;
         let exchange = flags & u64::from(libc::RENAME_EXCHANGE) != 0;
-        if flags & u64::from(libc::RENAME_NOREPLACE) != 0 && std::fs::symlink_metadata(&to_path).is_ok() {
+        if flags & u64::from(libc::RENAME_NOREPLACE) != 0
+            && std::fs::symlink_metadata(&to_path).is_ok()
+        {
             return None;
         }
         Some(Call::Rename { from, to, exchange })
