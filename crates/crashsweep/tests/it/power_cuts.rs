@@ -262,3 +262,25 @@ fn sqlite_settings_in_every_state() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+/// The Go port (raw system calls, no libc): the same verdicts as Python's.
+#[test]
+fn a_go_program_gets_the_verdicts_its_syncs_earn() {
+    let (_bin, exe) = crate::unchanged::go_build("clients/examples/power/go");
+    let states = ["lose", "entries"];
+    let mut got = BTreeMap::new();
+    for mode in ["nosync", "file", "full"] {
+        let p = Process::new(mode, [exe.as_str(), mode])
+            .judge_command(&format!("python3 {}", example("judge.py")))
+            .io_points(IoPoints::all().ops(["rename"]).unwrap())
+            .crash_states(states)
+            .unwrap()
+            .discover()
+            .unwrap();
+        let l = lost(&p, &states, 1);
+        got.insert(mode, (l["lose"], l["entries"]));
+    }
+    assert_eq!(got["nosync"], (2, 2), "{got:?}");
+    assert_eq!(got["file"], (2, 0), "{got:?}");
+    assert_eq!(got["full"], (0, 0), "{got:?}");
+}
