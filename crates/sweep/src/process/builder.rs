@@ -66,7 +66,7 @@ pub struct Process {
     pub(super) io_points: Option<std::sync::Arc<super::trace::IoPoints>>,
     pub(super) fork: ForkSlot,
     /// The crash states of a power-cut sweep ([`Process::crash_states`]).
-    pub(super) power: Option<super::power::Power>,
+    pub(super) power: Option<super::disk::Power>,
     pub(super) count: Count,
     /// A mutation for the tests: every capture copies the world as it was
     /// before its life, not at its hit.
@@ -393,7 +393,7 @@ impl Process {
             disk: self
                 .power
                 .as_ref()
-                .map(|_| super::power::record_of(&dir))
+                .map(|_| super::disk::record_of(&dir))
                 .transpose()?,
             crash_disks: None,
             service,

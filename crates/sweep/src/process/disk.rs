@@ -14,10 +14,25 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use crashpoint::scope::CrashState;
 use durable::testing::enumerate::{survivors, Contents, Names, Op, Space};
 use durable::testing::{CutRecord, DiskState, PersistenceModel};
+
+/// The crash states a power-cut sweep of a process runs, and its model.
+#[derive(Clone, Debug)]
+pub(super) struct Power {
+    pub(super) states: Vec<CrashState>,
+    pub(super) model: PersistenceModel,
+}
+
+/// The disk record of a fresh world directory.
+pub(super) fn record_of(dir: &Path) -> Result<Arc<Mutex<DiskRecord>>, String> {
+    DiskRecord::scan(dir)
+        .map(|r| Arc::new(Mutex::new(r)))
+        .map_err(|e| format!("reading the world {}: {e}", dir.display()))
+}
 
 /// What a name of the world is.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,26 +11,16 @@
 //! each its own scenario (`enumerated: write a#2 (disk 3)`). Depth 2
 //! applies: the restart's machine can lose power too.
 
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use durable::testing::{DiskState, PersistenceModel, ENUMERATED};
 
 use super::builder::Process;
-use super::disk::DiskRecord;
+use super::disk::{DiskRecord, Power};
 use super::trace::IoPoints;
 use super::world::ProcessWorld;
 use crate::error::LifeError;
 use crate::power::{Boot, CrashState, PowerCuts};
-
-/// The crash states a power-cut sweep of a process runs, and its model.
-#[derive(Clone, Debug)]
-pub(super) struct Power {
-    states: Vec<CrashState>,
-    model: PersistenceModel,
-    /// The tracer's selection when no I/O points are asked: none.
-    quiet: Arc<IoPoints>,
-}
 
 /// Every state a process subject can run in: the named states, then
 /// [`ENUMERATED`].
@@ -75,7 +65,6 @@ impl Process {
         self.power = Some(Power {
             states: picked,
             model: PersistenceModel::default(),
-            quiet: Arc::new(IoPoints::none()),
         });
         Ok(self)
     }
@@ -85,17 +74,10 @@ impl Process {
     pub(super) fn traced(&self) -> Option<Arc<IoPoints>> {
         match (&self.io_points, &self.power) {
             (Some(io), _) => Some(Arc::clone(io)),
-            (None, Some(p)) => Some(Arc::clone(&p.quiet)),
+            (None, Some(_)) => Some(Arc::new(IoPoints::none())),
             (None, None) => None,
         }
     }
-}
-
-/// The disk record of a fresh world directory.
-pub(super) fn record_of(dir: &Path) -> Result<Arc<Mutex<DiskRecord>>, String> {
-    DiskRecord::scan(dir)
-        .map(|r| Arc::new(Mutex::new(r)))
-        .map_err(|e| format!("reading the world {}: {e}", dir.display()))
 }
 
 /// The record's calls that ran go in, its warnings to the timeline.

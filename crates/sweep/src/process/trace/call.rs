@@ -24,8 +24,19 @@ pub(super) struct Names {
     pub(super) world: PathBuf,
     /// The scenario's service, named `service` whatever its port.
     pub(super) service: Option<SocketAddr>,
-    /// The disk record every stop writes into, when power cuts are swept.
-    pub(super) record: Option<super::record::Shared>,
+    /// What every stop tells the disk record, when power cuts are swept.
+    pub(super) record: Option<Recorder>,
+}
+
+/// A hook every stop calls first (the disk record's), before the call is
+/// decoded as a point.
+#[derive(Clone)]
+pub(super) struct Recorder(pub(super) std::sync::Arc<dyn Fn(Pid, &Regs, &Names) + Send + Sync>);
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Recorder")
+    }
 }
 
 /// A call that targets the world or a peer.
@@ -243,7 +254,7 @@ fn is_socket(target: &Path) -> bool {
 /// The I/O call at this stop, if it targets the world or a TCP peer.
 pub(super) fn decode(pid: Pid, r: &Regs, names: &Names) -> Option<Call> {
     if let Some(rec) = &names.record {
-        super::record::at_stop(pid, r, names, rec);
+        (rec.0)(pid, r, names);
     }
     let d = Decoder {
         pid,

@@ -11,20 +11,20 @@ use std::sync::{Arc, Mutex};
 
 use nix::unistd::Pid;
 
-use super::call::{fd_target, iov_data, read_mem, read_str, read_u64, resolve, Names, Regs};
+use super::call::{
+    fd_target, iov_data, read_mem, read_str, read_u64, resolve, Names, Recorder, Regs,
+};
 use crate::process::disk::{Call, DiskRecord, Kind};
 
 const CWD: i64 = libc::AT_FDCWD as i64;
 
-/// The shared record a life's tracer writes into.
-pub(crate) type Shared = Arc<Mutex<DiskRecord>>;
-
-/// At every stop of a recording tracer: commit the call of the last stop,
-/// and hold this one's until it is known to have run.
-pub(super) fn at_stop(pid: Pid, r: &Regs, names: &Names, rec: &Shared) {
-    let call = Reader { pid, r, names }.call();
-    let mut rec = rec.lock().unwrap_or_else(|e| e.into_inner());
-    rec.stop(call);
+/// The hook of a recording tracer: at every stop, commit the call of the
+/// last stop into `rec`, and hold this one's until it is known to have run.
+pub(super) fn recorder(rec: Arc<Mutex<DiskRecord>>) -> Recorder {
+    Recorder(Arc::new(move |pid, r, names| {
+        let call = Reader { pid, r, names }.call();
+        rec.lock().unwrap_or_else(|e| e.into_inner()).stop(call);
+    }))
 }
 
 /// `pos:` and `flags:` of a descriptor, from `/proc/PID/fdinfo/FD`.

@@ -116,7 +116,7 @@ pub(in crate::process) fn life(
     let names = Names {
         world: std::fs::canonicalize(&dir).unwrap_or(dir),
         service: world.service_url().and_then(service_addr),
-        record: world.disk.clone(),
+        record: world.disk.clone().map(super::record::recorder),
     };
     let (tx, rx) = mpsc::channel();
     let tree = Tree::default();
