@@ -182,6 +182,26 @@ impl DiskRecord {
         self.pending.len()
     }
 
+    /// A sync: what it names becomes durable.
+    fn barrier(&mut self, call: &Call) {
+        self.barriers += 1;
+        match call {
+            Call::SyncFile(name) => match self.names.get(name).copied() {
+                Some(node) if self.kinds.get(&node) == Some(&Kind::Dir) => self.sync_names(),
+                Some(node) => self.sync_file(node),
+                None => {}
+            },
+            Call::SyncNames => self.sync_names(),
+            _ => {
+                self.sync_names();
+                let nodes: Vec<u64> = self.current.keys().copied().collect();
+                for n in nodes {
+                    self.sync_file(n);
+                }
+            }
+        }
+    }
+
     fn apply(&mut self, call: Call) {
         self.calls += 1;
         match call {
@@ -232,26 +252,7 @@ impl DiskRecord {
                     self.pending.push(Op::Remove { name: n });
                 }
             }
-            Call::SyncFile(name) => {
-                self.barriers += 1;
-                match self.names.get(&name).copied() {
-                    Some(node) if self.kinds.get(&node) == Some(&Kind::Dir) => self.sync_names(),
-                    Some(node) => self.sync_file(node),
-                    None => {}
-                }
-            }
-            Call::SyncNames => {
-                self.barriers += 1;
-                self.sync_names();
-            }
-            Call::SyncAll => {
-                self.barriers += 1;
-                self.sync_names();
-                let nodes: Vec<u64> = self.current.keys().copied().collect();
-                for n in nodes {
-                    self.sync_file(n);
-                }
-            }
+            Call::SyncFile(_) | Call::SyncNames | Call::SyncAll => self.barrier(&call),
             Call::Unmodelled(what) => {
                 self.warnings.insert(what);
             }
