@@ -31,7 +31,10 @@ pub(super) struct Names {
 /// A hook every stop calls first (the disk record's), before the call is
 /// decoded as a point.
 #[derive(Clone)]
-pub(super) struct Recorder(pub(super) std::sync::Arc<dyn Fn(Pid, &Regs, &Names) + Send + Sync>);
+pub(super) struct Recorder(pub(super) std::sync::Arc<OnStop>);
+
+/// The hook's signature: the stopped thread, its call, the world's names.
+pub(super) type OnStop = dyn Fn(Pid, &Regs, &Names) + Send + Sync;
 
 impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
