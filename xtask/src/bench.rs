@@ -942,7 +942,8 @@ fn bench_power(samples: usize) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let recorded = dd(writes, 1)
         .io_points(opens()?)
-        .crash_states(["lose"])?
+        .crash_states(["lose"])
+        .map_err(|e| e.to_string())?
         .discover()
         .map_err(|e| e.to_string())?;
     let (t, r) = (time(&traced)?, time(&recorded)?);
@@ -958,7 +959,8 @@ fn bench_power(samples: usize) -> Result<(), String> {
         let p = dd(16, 512)
             .restart(["true"])
             .io_points(IoPoints::all().ops(["write"]).map_err(|e| e.to_string())?)
-            .crash_states([state])?
+            .crash_states([state])
+            .map_err(|e| e.to_string())?
             .discover()
             .map_err(|e| e.to_string())?;
         let config = Config {

@@ -37,6 +37,12 @@ world (open-create, write, fsync, rename, …) or to a TCP peer (connect,
 send) is a point, e.g. `rename state.json.tmp→state.json#2`. --list-points
 shows them (docs/sweep-an-unchanged-program.md).
 
+With --crash-states lose,entries (or --power-cuts, or --enumerate) each crash
+is a power cut too: the tracer records the program's calls on its world
+(data, names, fsyncs), and the restart runs on the world as the cut leaves
+it, one table row per state (`lose: rename a.tmp→a#2`). A --service keeps
+everything.
+
 Exit codes:
   0  every scenario passed (and the table matches its snapshot)
   1  a scenario failed (a counter above zero, a life that failed or hung),

@@ -17,6 +17,7 @@ use durable::testing::{DiskState, PersistenceModel, ENUMERATED};
 
 use super::builder::Process;
 use super::disk::{DiskRecord, Power};
+use super::error::ProcessError;
 use super::trace::IoPoints;
 use super::world::ProcessWorld;
 use crate::error::LifeError;
@@ -39,7 +40,7 @@ impl Process {
     /// their data and barriers, and the boot after a crash rebuilds the
     /// world as a power cut in the scenario's state leaves it. An unknown
     /// name is refused with the known ones.
-    pub fn crash_states<I, S>(mut self, states: I) -> Result<Process, String>
+    pub fn crash_states<I, S>(mut self, states: I) -> Result<Process, ProcessError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -50,17 +51,23 @@ impl Process {
             let s = s.as_ref();
             let Some(state) = known.iter().find(|k| k.name() == s) else {
                 let names: Vec<&str> = known.iter().map(CrashState::name).collect();
-                return Err(format!(
-                    "no crash state is called {s:?}; known: {}",
-                    names.join(", ")
-                ));
+                return Err(ProcessError::CrashStates {
+                    subject: self.name.clone(),
+                    reason: format!(
+                        "no crash state is called {s:?}; known: {}",
+                        names.join(", ")
+                    ),
+                });
             };
             if !picked.contains(state) {
                 picked.push(state.clone());
             }
         }
         if picked.is_empty() {
-            return Err("no crash state named: e.g. lose,entries,torn".into());
+            return Err(ProcessError::CrashStates {
+                subject: self.name.clone(),
+                reason: "no crash state named: e.g. lose,entries,torn".into(),
+            });
         }
         self.power = Some(Power {
             states: picked,
