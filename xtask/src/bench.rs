@@ -909,16 +909,7 @@ fn payouts_sweep(
 fn bench_power(samples: usize) -> Result<(), String> {
     use sweep::process::{IoPoints, Process};
     let writes = 10_000u32;
-    let none = |_: &sweep::process::ProcessWorld| Ok(sweep::Verdict::new().count("none", 0));
-    let dd = |count: u32, bs: u32| {
-        let (count, bs) = (format!("count={count}"), format!("bs={bs}"));
-        Process::new(
-            "dd",
-            ["dd", "if=/dev/zero", "of=out", bs.as_str(), count.as_str()],
-        )
-        .judge_with(none)
-        .counters(vec![sweep::Counter::new("none")])
-    };
+    let dd = power_dd;
     let opens = || IoPoints::all().ops(["open"]).map_err(|e| e.to_string());
     let clean = Config {
         depth: 0,
@@ -954,6 +945,27 @@ fn bench_power(samples: usize) -> Result<(), String> {
         (r.as_secs_f64() - t.as_secs_f64()) * 1e6 / f64::from(writes),
         r.as_secs_f64() / t.as_secs_f64()
     );
+    bench_power_states()
+}
+
+/// `dd` writing `count` blocks of `bs` bytes to `out` in its world,
+/// judged by nothing (one counter, always 0).
+fn power_dd(count: u32, bs: u32) -> sweep::process::Process {
+    let none = |_: &sweep::process::ProcessWorld| Ok(sweep::Verdict::new().count("none", 0));
+    let (count, bs) = (format!("count={count}"), format!("bs={bs}"));
+    sweep::process::Process::new(
+        "dd",
+        ["dd", "if=/dev/zero", "of=out", bs.as_str(), count.as_str()],
+    )
+    .judge_with(none)
+    .counters(vec![sweep::Counter::new("none")])
+}
+
+/// Crash states per second, rebuilt and judged: `dd` making 16 block
+/// writes, a crash before each, in three states.
+fn bench_power_states() -> Result<(), String> {
+    use sweep::process::IoPoints;
+    let dd = power_dd;
     println!("\n== crash states rebuilt and judged (`dd bs=512 count=16`, a crash before each write, the restart `true`, depth 1, 2 threads)");
     for state in ["process", "lose", "enumerated"] {
         let p = dd(16, 512)
