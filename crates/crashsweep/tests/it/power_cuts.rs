@@ -284,3 +284,21 @@ fn a_go_program_gets_the_verdicts_its_syncs_earn() {
     assert_eq!(got["file"], (2, 0), "{got:?}");
     assert_eq!(got["full"], (0, 0), "{got:?}");
 }
+
+/// The disk record needs the tracer, which does not follow a forked life:
+/// power cuts with the fork server are refused before anything runs.
+#[test]
+fn power_cuts_with_the_fork_server_are_refused() {
+    let e = Process::new("nosync", ["python3", &example("state.py"), "nosync"])
+        .judge_command(&format!("python3 {}", example("judge.py")))
+        .fork_server()
+        .crash_states(["lose"])
+        .unwrap()
+        .discover()
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("power cuts and the fork server do not work together yet"),
+        "{e}"
+    );
+}
