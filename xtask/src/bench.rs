@@ -43,6 +43,10 @@ pub struct BenchArgs {
     /// second with I/O points against named points.
     #[arg(long)]
     tracer: bool,
+    /// Only the power cuts' part of --process: the disk record's cost on
+    /// 10,000 writes, and crash states rebuilt and judged per second.
+    #[arg(long)]
+    power: bool,
     /// Only the growth benchmark: the five designs and the long jobs, each
     /// configuration in a child process (wall, CPU, peak memory).
     #[arg(long)]
@@ -319,6 +323,9 @@ fn in_release(args: &BenchArgs) -> Result<(), String> {
     if args.tracer {
         cmd.arg("--tracer");
     }
+    if args.power {
+        cmd.arg("--power");
+    }
     let calls: Vec<String> = args.calls.iter().map(usize::to_string).collect();
     cmd.args(["--calls", &calls.join(",")]);
     cmd.args(["--brute-up-to", &args.brute_up_to.to_string()]);
@@ -410,6 +417,9 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     }
     if args.tracer {
         return crate::bench_tracer::tracer(samples.min(5));
+    }
+    if args.power {
+        return bench_power(samples.min(5));
     }
     if args.process {
         return process(samples).and_then(|()| langgraph_sweeps());
@@ -651,7 +661,8 @@ fn process(samples: usize) -> Result<(), String> {
         in_child.as_secs_f64() / in_process.as_secs_f64()
     );
     fork_server(&exe, samples)?;
-    bench_triage_process(samples)
+    bench_triage_process(samples)?;
+    bench_power(samples.min(5))
 }
 
 /// The triage binary swept as a process at depths 1 and 2.
@@ -975,4 +986,96 @@ fn langgraph_sweep(python: &std::ffi::OsStr, fork: bool) -> Result<(Duration, St
         procs.services
     );
     Ok((d, sweep::table(&r.rows())))
+}
+
+/// `cargo xtask bench --process`, the power cuts' part: the disk record's
+/// cost on a program making 10,000 writes in its world (traced with and
+/// without the record), and the crash states per second a power-cut sweep
+/// rebuilds and judges (every disk of `dd` making 16 block writes, against
+/// the same sweep in the process state).
+fn bench_power(samples: usize) -> Result<(), String> {
+    use sweep::process::{IoPoints, Process};
+    let writes = 10_000u32;
+    let dd = power_dd;
+    let opens = || IoPoints::all().ops(["open"]).map_err(|e| e.to_string());
+    let clean = Config {
+        depth: 0,
+        threads: Some(1),
+        clean_runs: 1,
+        ..Config::default()
+    };
+    let time = |p: &Process| -> Result<Duration, String> {
+        let mut times = Vec::new();
+        for _ in 0..samples {
+            let t = Instant::now();
+            black_box(sweep::run(p, &clean).map_err(|e| e.to_string())?);
+            times.push(t.elapsed());
+        }
+        Ok(median(times))
+    };
+    println!("\n== power cuts ({samples} samples, median; `dd bs=1` making {writes} writes in the world)");
+    let traced = dd(writes, 1)
+        .io_points(opens()?)
+        .discover()
+        .map_err(|e| e.to_string())?;
+    let recorded = dd(writes, 1)
+        .io_points(opens()?)
+        .crash_states(["lose"])
+        .map_err(|e| e.to_string())?
+        .discover()
+        .map_err(|e| e.to_string())?;
+    let (t, r) = (time(&traced)?, time(&recorded)?);
+    println!(
+        "traced, no record      {:>8.3} s\ntraced and recorded    {:>8.3} s = {:>6.1} µs a write recorded, {:>5.2}x traced",
+        t.as_secs_f64(),
+        r.as_secs_f64(),
+        (r.as_secs_f64() - t.as_secs_f64()) * 1e6 / f64::from(writes),
+        r.as_secs_f64() / t.as_secs_f64()
+    );
+    bench_power_states()
+}
+
+/// `dd` writing `count` blocks of `bs` bytes to `out` in its world,
+/// judged by nothing (one counter, always 0).
+fn power_dd(count: u32, bs: u32) -> sweep::process::Process {
+    let none = |_: &sweep::process::ProcessWorld| Ok(sweep::Verdict::new().count("none", 0));
+    let (count, bs) = (format!("count={count}"), format!("bs={bs}"));
+    sweep::process::Process::new(
+        "dd",
+        ["dd", "if=/dev/zero", "of=out", bs.as_str(), count.as_str()],
+    )
+    .judge_with(none)
+    .counters(vec![sweep::Counter::new("none")])
+}
+
+/// Crash states per second, rebuilt and judged: `dd` making 16 block
+/// writes, a crash before each, in three states.
+fn bench_power_states() -> Result<(), String> {
+    use sweep::process::IoPoints;
+    let dd = power_dd;
+    println!("\n== crash states rebuilt and judged (`dd bs=512 count=16`, a crash before each write, the restart `true`, depth 1, 2 threads)");
+    for state in ["process", "lose", "enumerated"] {
+        let p = dd(16, 512)
+            .restart(["true"])
+            .io_points(IoPoints::all().ops(["write"]).map_err(|e| e.to_string())?)
+            .crash_states([state])
+            .map_err(|e| e.to_string())?
+            .discover()
+            .map_err(|e| e.to_string())?;
+        let config = Config {
+            depth: 1,
+            threads: Some(2),
+            ..Config::default()
+        };
+        let t = Instant::now();
+        let r = sweep::run(&p, &config).map_err(|e| e.to_string())?;
+        let d = t.elapsed();
+        println!(
+            "{state:<10} {:>5} scenarios in {:>6.2} s = {:>6.1} crash states/s",
+            r.stats.scenarios,
+            d.as_secs_f64(),
+            r.stats.scenarios as f64 / d.as_secs_f64()
+        );
+    }
+    Ok(())
 }

@@ -37,6 +37,12 @@ world (open-create, write, fsync, rename, …) or to a TCP peer (connect,
 send) is a point, e.g. `rename state.json.tmp→state.json#2`. --list-points
 shows them (docs/sweep-an-unchanged-program.md).
 
+With --crash-states lose,entries (or --power-cuts, or --enumerate) each crash
+is a power cut too: the tracer records the program's calls on its world
+(data, names, fsyncs), and the restart runs on the world as the cut leaves
+it, one table row per state (`lose: rename a.tmp→a#2`). A --service keeps
+everything.
+
 Exit codes:
   0  every scenario passed (and the table matches its snapshot)
   1  a scenario failed (a counter above zero, a life that failed or hung),
@@ -138,6 +144,26 @@ struct Args {
     /// names with random parts (e.g. 'tmp[a-z0-9_]{8}').
     #[arg(long, value_name = "REGEX", requires = "io_points")]
     io_mask: Option<String>,
+    /// Sweep power cuts too: each crash leaves the world as a power cut in
+    /// these states leaves it (comma-separated: process, lose, entries,
+    /// torn, contents, in-order; one table row each). The program runs
+    /// under the tracer, which records its calls on the world with their
+    /// data and syncs. A --service keeps everything. Linux on x86_64.
+    #[arg(
+        long,
+        value_name = "STATES",
+        value_delimiter = ',',
+        conflicts_with_all = ["power_cuts", "enumerate"]
+    )]
+    crash_states: Vec<String>,
+    /// Every power-cut state: lose, entries, torn, contents, in-order (with
+    /// process first).
+    #[arg(long, conflicts_with = "enumerate")]
+    power_cuts: bool,
+    /// Every disk the persistence model allows at each crash (bounded at 64
+    /// per crash, deterministic), each a scenario: `enumerated: HIT (disk N)`.
+    #[arg(long)]
+    enumerate: bool,
     /// Run the program once, with no crash and no judge, and list the points
     /// it passes with their counts and the scenarios each depth would run.
     #[arg(long, conflicts_with_all = ["snapshot"])]
@@ -243,6 +269,20 @@ fn process_of(args: &Args) -> Result<Process, String> {
     if args.io_points {
         let io = io_points(args).map_err(|e| e.to_string())?;
         process = process.io_points(io);
+    }
+    let states: Vec<String> = if args.power_cuts {
+        ["process", "lose", "entries", "torn", "contents", "in-order"]
+            .map(String::from)
+            .to_vec()
+    } else if args.enumerate {
+        vec!["enumerated".into()]
+    } else {
+        args.crash_states.clone()
+    };
+    if !states.is_empty() {
+        process = process
+            .crash_states(&states)
+            .map_err(|e| format!("--crash-states: {e}"))?;
     }
     Ok(process)
 }

@@ -5,6 +5,7 @@ mod forkserver;
 mod io_points;
 mod io_runner;
 mod langgraph;
+mod power_cuts;
 mod process;
 mod stopped;
 mod threads;

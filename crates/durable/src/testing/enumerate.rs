@@ -51,6 +51,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+use super::disk_state::DiskState;
+
 /// What a power cut may keep, and how many of the possible disks to list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PersistenceModel {
@@ -91,37 +93,207 @@ pub struct CutRecord {
     pub chosen: usize,
 }
 
-/// One unsynced operation, in program order.
+/// One unsynced operation, in program order: the log both an in-memory
+/// [`PowerDir`](super::PowerDir) and a real directory's record (a process
+/// subject's, from the calls its program made) keep between a sync and a
+/// cut. Files are nodes (numbers); names map to nodes.
 #[derive(Clone, Debug)]
-pub(crate) enum Op {
-    /// A file's contents were replaced.
-    Write { node: u64, data: Arc<[u8]> },
-    /// A name was created for a new file.
-    Create { name: String, node: u64 },
+pub enum Op {
+    /// A file's contents were replaced (truncate, then write).
+    Write {
+        /// The file.
+        node: u64,
+        /// Its new contents.
+        data: Arc<[u8]>,
+    },
+    /// Bytes were written at an offset of a file (a `write` or `pwrite`):
+    /// the file grows, zero-filled, if `at` is past its end.
+    Patch {
+        /// The file.
+        node: u64,
+        /// Where the bytes go.
+        at: u64,
+        /// The bytes.
+        data: Arc<[u8]>,
+    },
+    /// A file was cut or extended (zero-filled) to this length.
+    SetLen {
+        /// The file.
+        node: u64,
+        /// Its new length in bytes.
+        len: u64,
+    },
+    /// A name was created for a file (a new one, or another name of an
+    /// existing one: a hard link).
+    Create {
+        /// The new name.
+        name: String,
+        /// The file it names.
+        node: u64,
+    },
     /// A name was moved over another.
-    Rename { from: String, to: String },
+    Rename {
+        /// The old name.
+        from: String,
+        /// The new name (replaced if it existed).
+        to: String,
+    },
     /// A name was removed.
-    Remove { name: String },
+    Remove {
+        /// The name.
+        name: String,
+    },
 }
 
 impl Op {
-    pub(crate) fn is_entry(&self) -> bool {
-        !matches!(self, Op::Write { .. })
+    /// A directory operation (create, rename, remove), not a file's data.
+    pub fn is_entry(&self) -> bool {
+        self.node().is_none()
+    }
+
+    /// The file whose data this operation changes (`None` for a
+    /// directory operation).
+    pub fn node(&self) -> Option<u64> {
+        match self {
+            Op::Write { node, .. } | Op::Patch { node, .. } | Op::SetLen { node, .. } => {
+                Some(*node)
+            }
+            Op::Create { .. } | Op::Rename { .. } | Op::Remove { .. } => None,
+        }
+    }
+
+    /// The bytes this operation writes (none for a length change or a
+    /// directory operation): what a torn write cuts.
+    fn written(&self) -> usize {
+        match self {
+            Op::Write { data, .. } | Op::Patch { data, .. } => data.len(),
+            _ => 0,
+        }
+    }
+
+    /// Apply this data operation to `contents`, keeping only the first
+    /// `keep` bytes of what it writes (`None`: all of them). A directory
+    /// operation changes nothing.
+    pub fn apply(&self, contents: &mut Vec<u8>, keep: Option<usize>) {
+        match self {
+            Op::Write { data, .. } => {
+                let n = keep.unwrap_or(data.len()).min(data.len());
+                contents.clear();
+                contents.extend_from_slice(&data[..n]);
+            }
+            Op::Patch { at, data, .. } => {
+                let n = keep.unwrap_or(data.len()).min(data.len());
+                let at = usize::try_from(*at).unwrap_or(usize::MAX);
+                if n == 0 {
+                    return;
+                }
+                let end = at.saturating_add(n);
+                if contents.len() < end {
+                    contents.resize(end, 0);
+                }
+                contents[at..end].copy_from_slice(&data[..n]);
+            }
+            Op::SetLen { len, .. } => {
+                contents.resize(usize::try_from(*len).unwrap_or(usize::MAX), 0);
+            }
+            Op::Create { .. } | Op::Rename { .. } | Op::Remove { .. } => {}
+        }
+    }
+
+    /// Apply this directory operation to `names` (a data operation
+    /// changes nothing).
+    pub fn apply_entry(&self, names: &mut Names) {
+        match self {
+            Op::Create { name, node } => {
+                names.insert(name.clone(), *node);
+            }
+            Op::Rename { from, to } => {
+                if let Some(n) = names.remove(from) {
+                    names.insert(to.clone(), n);
+                }
+            }
+            Op::Remove { name } => {
+                names.remove(name);
+            }
+            Op::Write { .. } | Op::Patch { .. } | Op::SetLen { .. } => {}
+        }
     }
 }
 
 /// File names to their files.
-pub(crate) type Names = BTreeMap<String, u64>;
+pub type Names = BTreeMap<String, u64>;
 /// Files to their contents; a file without an entry is empty.
-pub(crate) type Contents = HashMap<u64, Arc<[u8]>>;
+pub type Contents = HashMap<u64, Arc<[u8]>>;
 
 /// What one file may hold after the cut.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Choice {
     /// Its durable contents.
     Durable,
-    /// The data of an unsynced write, cut to this many bytes.
-    Data(Arc<[u8]>, usize),
+    /// Its unsynced operations up to the one at `last` (an index into the
+    /// file's own), that one keeping `keep` bytes of what it writes
+    /// (`None`: whole).
+    Upto { last: usize, keep: Option<usize> },
+}
+
+/// `base` with `ops` applied in order, the last one keeping `keep` bytes.
+fn replay(base: Option<&Arc<[u8]>>, ops: &[&Op], keep: Option<usize>) -> Arc<[u8]> {
+    if let Some(Op::Write { data, .. }) = ops.last().copied() {
+        // A replace needs nothing before it.
+        let n = keep.unwrap_or(data.len()).min(data.len());
+        return Arc::from(&data[..n]);
+    }
+    let mut contents = base.map(|b| b.to_vec()).unwrap_or_default();
+    if let Some((last, before)) = ops.split_last() {
+        for op in before {
+            op.apply(&mut contents, None);
+        }
+        last.apply(&mut contents, keep);
+    }
+    Arc::from(contents)
+}
+
+/// The disk a power cut in a named `state` leaves: the durable views with
+/// the unsynced operations `state` keeps applied in program order (see
+/// [`DiskState`] for each state's choice). The one rule of the named
+/// states, for a [`PowerDir`](super::PowerDir) and a real directory alike.
+pub fn survivors(
+    state: DiskState,
+    durable_names: &Names,
+    durable_data: &Contents,
+    pending: &[Op],
+) -> (Names, Contents) {
+    let mut names = durable_names.clone();
+    let mut data = durable_data.clone();
+    let half = pending.len() / 2;
+    // Each file's kept data operations, in order.
+    let mut kept: BTreeMap<u64, Vec<&Op>> = BTreeMap::new();
+    for (i, op) in pending.iter().enumerate() {
+        let keep = match state {
+            DiskState::Process => true,
+            DiskState::LoseUnsynced => false,
+            DiskState::KeepEntries => op.is_entry(),
+            // Torn: names kept, each file's data torn below.
+            DiskState::TornContents => true,
+            DiskState::KeepContents => !op.is_entry(),
+            DiskState::InOrderHalf => i < half,
+        };
+        if !keep {
+            continue;
+        }
+        match op.node() {
+            Some(node) => kept.entry(node).or_default().push(op),
+            None => op.apply_entry(&mut names),
+        }
+    }
+    for (node, ops) in kept {
+        // A torn state keeps the first half of the latest write.
+        let keep =
+            (state == DiskState::TornContents).then(|| ops.last().map_or(0, |op| op.written() / 2));
+        let contents = replay(data.get(&node), &ops, keep);
+        data.insert(node, contents);
+    }
+    (names, data)
 }
 
 /// The torn lengths tried for a write of `len` bytes: block multiples
@@ -141,50 +313,61 @@ pub fn torn_lengths(len: usize, block: usize, max: usize) -> Vec<usize> {
 }
 
 /// The dimensions of one crash: a directory prefix, and one list of
-/// choices per file with unsynced writes.
-pub(crate) struct Space<'a> {
+/// choices per file with unsynced data operations.
+pub struct Space<'a> {
     durable_names: &'a Names,
     durable_data: &'a Contents,
     entries: Vec<&'a Op>,
-    files: Vec<(u64, Vec<Choice>)>,
+    files: Vec<(u64, Vec<&'a Op>, Vec<Choice>)>,
 }
 
 /// A disk, in a form two equal disks share: names to contents.
 type Canon = BTreeMap<String, Arc<[u8]>>;
 
 impl<'a> Space<'a> {
-    pub(crate) fn new(
+    /// The crash of a directory whose disk holds `durable_names` and
+    /// `durable_data`, with `pending` unsynced, under `model`.
+    pub fn new(
         durable_names: &'a Names,
         durable_data: &'a Contents,
         pending: &'a [Op],
         model: &PersistenceModel,
     ) -> Self {
         let entries = pending.iter().filter(|op| op.is_entry()).collect();
-        let mut files: BTreeMap<u64, Vec<Choice>> = BTreeMap::new();
+        let mut files: BTreeMap<u64, (Vec<&Op>, Vec<Choice>)> = BTreeMap::new();
         for op in pending {
-            if let Op::Write { node, data } = op {
-                let choices = files.entry(*node).or_insert_with(|| vec![Choice::Durable]);
-                for len in torn_lengths(data.len(), model.block, model.torn_prefixes) {
-                    choices.push(Choice::Data(Arc::clone(data), len));
-                }
-                choices.push(Choice::Data(Arc::clone(data), data.len()));
+            let Some(node) = op.node() else { continue };
+            let (ops, choices) = files
+                .entry(node)
+                .or_insert_with(|| (Vec::new(), vec![Choice::Durable]));
+            let last = ops.len();
+            ops.push(op);
+            for len in torn_lengths(op.written(), model.block, model.torn_prefixes) {
+                choices.push(Choice::Upto {
+                    last,
+                    keep: Some(len),
+                });
             }
+            choices.push(Choice::Upto { last, keep: None });
         }
         Space {
             durable_names,
             durable_data,
             entries,
-            files: files.into_iter().collect(),
+            files: files
+                .into_iter()
+                .map(|(node, (ops, choices))| (node, ops, choices))
+                .collect(),
         }
     }
 
     fn radices(&self) -> impl Iterator<Item = u128> + '_ {
         std::iter::once(self.entries.len() as u128 + 1)
-            .chain(self.files.iter().map(|(_, c)| c.len() as u128))
+            .chain(self.files.iter().map(|(_, _, c)| c.len() as u128))
     }
 
     /// The number of combinations (saturating).
-    pub(crate) fn combinations(&self) -> u128 {
+    pub fn combinations(&self) -> u128 {
         self.radices().fold(1u128, |acc, r| acc.saturating_mul(r))
     }
 
@@ -203,27 +386,15 @@ impl<'a> Space<'a> {
     fn disk(&self, digits: &[usize]) -> (Names, Contents) {
         let mut names = self.durable_names.clone();
         for op in &self.entries[..digits[0]] {
-            match op {
-                Op::Create { name, node } => {
-                    names.insert(name.clone(), *node);
-                }
-                Op::Rename { from, to } => {
-                    if let Some(n) = names.remove(from) {
-                        names.insert(to.clone(), n);
-                    }
-                }
-                Op::Remove { name } => {
-                    names.remove(name);
-                }
-                Op::Write { .. } => {}
-            }
+            op.apply_entry(&mut names);
         }
         let mut data = self.durable_data.clone();
-        for ((node, choices), &d) in self.files.iter().zip(&digits[1..]) {
-            match &choices[d] {
+        for ((node, ops, choices), &d) in self.files.iter().zip(&digits[1..]) {
+            match choices[d] {
                 Choice::Durable => {}
-                Choice::Data(bytes, len) => {
-                    data.insert(*node, Arc::from(&bytes[..*len]));
+                Choice::Upto { last, keep } => {
+                    let contents = replay(self.durable_data.get(node), &ops[..=last], keep);
+                    data.insert(*node, contents);
                 }
             }
         }
@@ -276,7 +447,7 @@ impl<'a> Space<'a> {
 
     /// The different disks this crash may leave, in the documented order,
     /// and whether they are a sample.
-    pub(crate) fn states(&self, bound: usize) -> (Vec<(Names, Contents)>, bool) {
+    pub fn states(&self, bound: usize) -> (Vec<(Names, Contents)>, bool) {
         let (indices, sampled) = self.indices(bound);
         let mut seen: BTreeSet<Canon> = BTreeSet::new();
         let mut out = Vec::new();

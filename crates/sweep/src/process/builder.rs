@@ -65,6 +65,8 @@ pub struct Process {
     /// The tracer's I/O points, when on ([`Process::io_points`]).
     pub(super) io_points: Option<std::sync::Arc<super::trace::IoPoints>>,
     pub(super) fork: ForkSlot,
+    /// The crash states of a power-cut sweep ([`Process::crash_states`]).
+    pub(super) power: Option<super::disk::Power>,
     pub(super) count: Count,
     /// A mutation for the tests: every capture copies the world as it was
     /// before its life, not at its hit.
@@ -99,6 +101,7 @@ impl Process {
             describe: Describe::default(),
             io_points: None,
             fork: ForkSlot::default(),
+            power: None,
             count: Count::default(),
             #[cfg(test)]
             stale_captures: false,
@@ -292,12 +295,20 @@ impl Process {
                 reason: "I/O points and the fork server do not work together yet: a forked life is the fork server's child, which the tracer does not follow; drop one of --fork-server and --io-points".into(),
             });
         }
-        if self.io_points.is_some() {
+        if self.power.is_some() && self.fork.wanted {
+            return Err(ProcessError::ForkServer {
+                subject: self.name.clone(),
+                reason: "power cuts and the fork server do not work together yet: the disk record needs the tracer, which does not follow a forked life; drop --fork-server or the crash states".into(),
+            });
+        }
+        if self.io_points.is_some() || self.power.is_some() {
             super::trace::probe().map_err(|reason| ProcessError::Untraceable {
                 subject: self.name.clone(),
                 reason,
             })?;
-            self.check_io_names()?;
+            if self.io_points.is_some() {
+                self.check_io_names()?;
+            }
         }
         if self.fork.wanted {
             self.check_fork_server()?;
@@ -379,6 +390,12 @@ impl Process {
             makers: Vec::new(),
             lineage: 0,
             finished: false,
+            disk: self
+                .power
+                .as_ref()
+                .map(|_| super::disk::record_of(&dir))
+                .transpose()?,
+            crash_disks: None,
             service,
         })
     }

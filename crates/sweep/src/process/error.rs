@@ -22,6 +22,15 @@ pub enum ProcessError {
         /// Why.
         reason: String,
     },
+    /// [`Process::crash_states`](super::Process::crash_states) named a
+    /// state no process subject has, or none.
+    #[error("{subject}: {reason}")]
+    CrashStates {
+        /// The subject.
+        subject: String,
+        /// Which name, and the known ones.
+        reason: String,
+    },
     /// A scratch directory for a world could not be made.
     #[error("{subject}: cannot make a world directory: {reason}")]
     World {

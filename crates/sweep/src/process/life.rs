@@ -63,7 +63,7 @@ impl Process {
             File::create(world.log(life, "err"))?,
         );
         let child = match via {
-            Via::Fork if self.io_points.is_some() => {
+            Via::Fork if self.traced().is_some() => {
                 return Err(format!(
                     "{}: I/O points and the fork server do not work together yet: a forked life is the fork server's child, which the tracer does not follow; drop --fork-server or --io-points",
                     self.name
@@ -75,7 +75,7 @@ impl Process {
                 cmd.stdout(out).stderr(err);
                 pass_fd(&mut cmd, fd);
                 self.count.one(Kind::Life);
-                if let Some(io) = &self.io_points {
+                if let Some(io) = &self.traced() {
                     return super::trace::life(cmd, ours, theirs, world, life, shown, io);
                 }
                 Kid::Spawned(

@@ -48,11 +48,13 @@
 mod builder;
 mod child;
 mod count;
+mod disk;
 mod error;
 mod forking;
 mod forkserver;
 mod judge;
 mod life;
+mod power;
 mod restart;
 mod service;
 pub mod trace;
@@ -114,6 +116,10 @@ impl Subject for Process {
     fn keep(&self, world: &ProcessWorld, to: &Path) -> std::io::Result<bool> {
         world.keep(to)?;
         Ok(true)
+    }
+
+    fn power_cuts(&self) -> Option<&dyn crate::power::PowerCuts<ProcessWorld>> {
+        self.power.is_some().then_some(self as _)
     }
 
     fn share(&self) -> Option<&dyn crate::sharing::Share<ProcessWorld>> {

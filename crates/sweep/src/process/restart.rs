@@ -146,7 +146,9 @@ impl Copier {
 impl Process {
     /// Whether this subject's worlds can be shared (see the module docs).
     pub(super) fn restarts(&self) -> bool {
-        self.io_points.is_none() && (self.service.is_none() || self.service_points)
+        self.io_points.is_none()
+            && self.power.is_none()
+            && (self.service.is_none() || self.service_points)
     }
 }
 
@@ -166,6 +168,8 @@ impl Share<ProcessWorld> for Process {
             lineage: world.lineage,
             finished: world.finished,
             service,
+            disk: None,
+            crash_disks: None,
             root,
         })
     }
@@ -222,6 +226,8 @@ impl Share<ProcessWorld> for Process {
                 lineage: next_lineage(lineage, lives, &killed_at(hit)),
                 finished: false,
                 service,
+                disk: None,
+                crash_disks: None,
                 root,
             };
             copy.ends.push(format!(

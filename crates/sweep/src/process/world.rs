@@ -28,6 +28,12 @@ pub struct ProcessWorld {
     /// The service of this world, if the subject has one, killed when the
     /// world is dropped.
     pub(super) service: Option<service::Service>,
+    /// The record of what the lives asked of the world's disk, when power
+    /// cuts are swept (see `disk`).
+    pub(super) disk: Option<std::sync::Arc<std::sync::Mutex<super::disk::DiskRecord>>>,
+    /// How many disks the last power cut could leave (an enumerating
+    /// state's count).
+    pub(super) crash_disks: Option<u32>,
     // Last: removed after the service is killed.
     pub(super) root: tempfile::TempDir,
 }

@@ -8,7 +8,9 @@ use std::io;
 use std::sync::Arc;
 
 use crate::testing::disk_state::DiskState;
-use crate::testing::enumerate::{Contents, CutRecord, Names, Op, PersistenceModel, Space};
+use crate::testing::enumerate::{
+    survivors, Contents, CutRecord, Names, Op, PersistenceModel, Space,
+};
 
 /// The plan and the log of an enumerating directory.
 #[derive(Clone, Debug)]
@@ -55,51 +57,12 @@ impl Inner {
     /// The disk after a cut in `state`: the durable views with the chosen
     /// unsynced operations applied in order.
     fn survivors(&self, state: DiskState) -> (Names, Contents) {
-        let mut names = self.durable_names.clone();
-        let mut data = self.durable_data.clone();
-        let half = self.pending.len() / 2;
-        for (i, op) in self.pending.iter().enumerate() {
-            let keep = match state {
-                DiskState::Process => true,
-                DiskState::LoseUnsynced => false,
-                DiskState::KeepEntries | DiskState::TornContents => op.is_entry(),
-                DiskState::KeepContents => !op.is_entry(),
-                DiskState::InOrderHalf => i < half,
-            };
-            if !keep {
-                continue;
-            }
-            match op {
-                Op::Write { node, data: d } => {
-                    data.insert(*node, Arc::clone(d));
-                }
-                Op::Create { name, node } => {
-                    names.insert(name.clone(), *node);
-                }
-                Op::Rename { from, to } => {
-                    if let Some(n) = names.remove(from) {
-                        names.insert(to.clone(), n);
-                    }
-                }
-                Op::Remove { name } => {
-                    names.remove(name);
-                }
-            }
-        }
-        if state == DiskState::TornContents {
-            // Each file with unsynced contents keeps the first half of its
-            // latest contents (bounded: one tear per file).
-            let mut latest: BTreeMap<u64, &Arc<[u8]>> = BTreeMap::new();
-            for op in &self.pending {
-                if let Op::Write { node, data: d } = op {
-                    latest.insert(*node, d);
-                }
-            }
-            for (node, d) in latest {
-                data.insert(node, Arc::from(&d[..d.len() / 2]));
-            }
-        }
-        (names, data)
+        survivors(
+            state,
+            &self.durable_names,
+            &self.durable_data,
+            &self.pending,
+        )
     }
 
     pub(crate) fn cut(&mut self, state: DiskState) {
@@ -187,7 +150,10 @@ impl Inner {
             .collect();
         for op in &self.pending {
             match op {
-                Op::Write { node, .. } | Op::Create { node, .. } => {
+                Op::Write { node, .. }
+                | Op::Patch { node, .. }
+                | Op::SetLen { node, .. }
+                | Op::Create { node, .. } => {
                     live.insert(*node);
                 }
                 Op::Rename { .. } | Op::Remove { .. } => {}

@@ -24,6 +24,22 @@ pub(super) struct Names {
     pub(super) world: PathBuf,
     /// The scenario's service, named `service` whatever its port.
     pub(super) service: Option<SocketAddr>,
+    /// What every stop tells the disk record, when power cuts are swept.
+    pub(super) record: Option<Recorder>,
+}
+
+/// A hook every stop calls first (the disk record's), before the call is
+/// decoded as a point.
+#[derive(Clone)]
+pub(super) struct Recorder(pub(super) std::sync::Arc<OnStop>);
+
+/// The hook's signature: the stopped thread, its call, the world's names.
+pub(super) type OnStop = dyn Fn(Pid, &Regs, &Names) + Send + Sync;
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Recorder")
+    }
 }
 
 /// A call that targets the world or a peer.
@@ -45,7 +61,7 @@ pub(super) struct Regs {
 }
 
 /// Read up to `len` bytes at `addr` in `pid` (fewer at an unmapped page).
-fn read_mem(pid: Pid, addr: u64, len: usize) -> Vec<u8> {
+pub(super) fn read_mem(pid: Pid, addr: u64, len: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(len.min(1 << 16));
     let mut at = addr;
     while out.len() < len {
@@ -72,7 +88,7 @@ fn read_mem(pid: Pid, addr: u64, len: usize) -> Vec<u8> {
 }
 
 /// A NUL-terminated string at `addr` (at most `PATH_MAX` bytes).
-fn read_str(pid: Pid, addr: u64) -> Option<Vec<u8>> {
+pub(super) fn read_str(pid: Pid, addr: u64) -> Option<Vec<u8>> {
     if addr == 0 {
         return None;
     }
@@ -94,21 +110,21 @@ fn read_str(pid: Pid, addr: u64) -> Option<Vec<u8>> {
     None
 }
 
-fn read_u64(pid: Pid, addr: u64) -> Option<u64> {
+pub(super) fn read_u64(pid: Pid, addr: u64) -> Option<u64> {
     let b = read_mem(pid, addr, 8);
     Some(u64::from_ne_bytes(b.get(..8)?.try_into().ok()?))
 }
 
 /// What descriptor `fd` of `pid` points at (`/abs/path`, `socket:[123]`,
 /// `pipe:[4]`, `/dev/null`).
-fn fd_target(pid: Pid, fd: u64) -> Option<PathBuf> {
+pub(super) fn fd_target(pid: Pid, fd: u64) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/{pid}/fd/{}", fd as i32)).ok()
 }
 
 /// `path` as the kernel resolves it for `pid` relative to `dirfd`
 /// (`AT_FDCWD` for the working directory): absolute, `.` and `..`
 /// removed, its directory's symbolic links resolved when it exists.
-fn resolve(pid: Pid, dirfd: i64, path: &[u8]) -> Option<PathBuf> {
+pub(super) fn resolve(pid: Pid, dirfd: i64, path: &[u8]) -> Option<PathBuf> {
     let path = Path::new(OsStr::from_bytes(path));
     let joined = if path.is_absolute() {
         path.to_path_buf()
@@ -141,7 +157,7 @@ fn resolve(pid: Pid, dirfd: i64, path: &[u8]) -> Option<PathBuf> {
 
 impl Names {
     /// `path` relative to the world (`.` for the world itself), if inside.
-    fn relative(&self, path: &Path) -> Option<String> {
+    pub(super) fn relative(&self, path: &Path) -> Option<String> {
         let path = path
             .to_str()
             .map(|s| s.strip_suffix(" (deleted)").unwrap_or(s))
@@ -240,6 +256,9 @@ fn is_socket(target: &Path) -> bool {
 
 /// The I/O call at this stop, if it targets the world or a TCP peer.
 pub(super) fn decode(pid: Pid, r: &Regs, names: &Names) -> Option<Call> {
+    if let Some(rec) = &names.record {
+        (rec.0)(pid, r, names);
+    }
     let d = Decoder {
         pid,
         nr: r.nr,
@@ -513,6 +532,25 @@ fn iov_size(pid: Pid, iov: u64, n: u64) -> u64 {
         .sum()
 }
 
+/// The bytes `n` iovecs at `iov` hold, read from the tracee.
+pub(super) fn iov_data(pid: Pid, iov: u64, n: u64) -> Vec<u8> {
+    let bytes = read_mem(pid, iov, (n.min(1024) * 16) as usize);
+    let mut out = Vec::new();
+    for c in bytes.chunks_exact(16) {
+        let (Ok(base), Ok(len)) = (c[..8].try_into(), c[8..16].try_into()) else {
+            break;
+        };
+        let (base, len) = (u64::from_ne_bytes(base), u64::from_ne_bytes(len));
+        let got = read_mem(pid, base, len as usize);
+        let short = got.len() as u64 != len;
+        out.extend_from_slice(&got);
+        if short {
+            break;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -522,6 +560,7 @@ mod tests {
         let names = Names {
             world: PathBuf::from("/w"),
             service: Some("127.0.0.1:4000".parse().unwrap()),
+            record: None,
         };
         assert_eq!(names.peer("127.0.0.1:4000".parse().unwrap()), "service");
         assert_eq!(names.peer("[::1]:4000".parse().unwrap()), "service");
@@ -533,6 +572,7 @@ mod tests {
         let names = Names {
             world: PathBuf::from("/w/world"),
             service: None,
+            record: None,
         };
         assert_eq!(
             names.relative(Path::new("/w/world/a/b.json")).as_deref(),

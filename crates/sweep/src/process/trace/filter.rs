@@ -17,7 +17,7 @@ use seccompiler::{
 pub(super) type Prog = BpfProgram;
 
 /// The calls the filter stops at (x86_64 numbers).
-pub(super) const TRACED: [i64; 28] = [
+pub(super) const TRACED: [i64; 33] = [
     libc::SYS_open,
     libc::SYS_creat,
     libc::SYS_openat,
@@ -46,6 +46,13 @@ pub(super) const TRACED: [i64; 28] = [
     libc::SYS_connect,
     libc::SYS_sendto,
     libc::SYS_sendmsg,
+    // For the disk record of a power-cut sweep: barriers, a size change,
+    // and what it cannot model (a writable shared mapping, io_uring).
+    libc::SYS_fallocate,
+    libc::SYS_sync,
+    libc::SYS_syncfs,
+    libc::SYS_mmap,
+    libc::SYS_io_uring_setup,
 ];
 
 fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
@@ -80,6 +87,19 @@ pub(super) fn program() -> Result<BpfProgram, String> {
         let r = match nr {
             libc::SYS_open => creates(1)?,
             libc::SYS_openat => creates(2)?,
+            // Only a writable shared mapping.
+            libc::SYS_mmap => vec![rule(vec![
+                cond(
+                    2,
+                    SeccompCmpOp::MaskedEq(libc::PROT_WRITE as u64),
+                    libc::PROT_WRITE as u64,
+                )?,
+                cond(
+                    3,
+                    SeccompCmpOp::MaskedEq(libc::MAP_SHARED as u64),
+                    libc::MAP_SHARED as u64,
+                )?,
+            ])?],
             _ => Vec::new(),
         };
         rules.insert(nr, r);

@@ -29,6 +29,7 @@ pub(in crate::process) fn probe() -> Result<(), String> {
     let names = Names {
         world: std::env::temp_dir(),
         service: None,
+        record: None,
     };
     let mut cmd = Command::new("true");
     cmd.stdin(std::process::Stdio::null());
@@ -115,6 +116,7 @@ pub(in crate::process) fn life(
     let names = Names {
         world: std::fs::canonicalize(&dir).unwrap_or(dir),
         service: world.service_url().and_then(service_addr),
+        record: world.disk.clone().map(super::record::recorder),
     };
     let (tx, rx) = mpsc::channel();
     let tree = Tree::default();
@@ -253,6 +255,9 @@ impl Life<'_> {
         match answer {
             Answer::Io(r) => {
                 // The tracer kills the tree at the stop: the call never runs.
+                if let Some(d) = &world.disk {
+                    d.lock().unwrap_or_else(|e| e.into_inner()).discard();
+                }
                 let _ = r.send(false);
             }
             Answer::Named(r) => {

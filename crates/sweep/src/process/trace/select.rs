@@ -131,6 +131,15 @@ impl IoPoints {
         IoPoints::default()
     }
 
+    /// No call is a point: the tracer only records (a power-cut sweep
+    /// without I/O points).
+    pub(crate) fn none() -> IoPoints {
+        IoPoints {
+            ops: Some(Vec::new()),
+            ..IoPoints::default()
+        }
+    }
+
     /// Only these operations, by name (`rename`, `fsync`, `send`, …; `open`
     /// is both `open-create` and `open-truncate`).
     pub fn ops<I, S>(mut self, names: I) -> Result<IoPoints, SelectError>

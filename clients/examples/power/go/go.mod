@@ -1,0 +1,3 @@
+module crashsweep.dev/clients/examples/power/go
+
+go 1.19
