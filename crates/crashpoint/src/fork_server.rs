@@ -313,17 +313,9 @@ mod unix {
             data.extend(read_some(control)?);
         };
         let header = String::from_utf8_lossy(&data[..header_end]).into_owned();
-        let lens: Option<(usize, usize)> = header.strip_prefix("fork ").and_then(|rest| {
-            let mut words = rest.split(' ');
-            let n = words.next()?.parse().ok()?;
-            let m = if traced {
-                words.next()?.parse().ok()?
-            } else {
-                0
-            };
-            words.next().is_none().then_some((n, m))
-        });
-        let (Some((len, filter_len)), true) = (lens, passed.iter().all(|fd| *fd >= 0)) else {
+        let (Some((len, filter_len)), true) =
+            (lengths(&header, traced), passed.iter().all(|fd| *fd >= 0))
+        else {
             let want = if traced { "fork <n> <m>" } else { "fork <n>" };
             die(
                 EXIT_LOST,
@@ -338,6 +330,19 @@ mod unix {
         }
         let filter = payload.split_off(len);
         Some((passed, payload, filter))
+    }
+
+    /// The lengths a request's header announces: `fork <n>`, or `fork <n>
+    /// <m>` (`traced`, with `m` the filter's bytes).
+    fn lengths(header: &str, traced: bool) -> Option<(usize, usize)> {
+        let mut words = header.strip_prefix("fork ")?.split(' ');
+        let n = words.next()?.parse().ok()?;
+        let m = if traced {
+            words.next()?.parse().ok()?
+        } else {
+            0
+        };
+        words.next().is_none().then_some((n, m))
     }
 
     fn read_some(fd: i32) -> Option<Vec<u8>> {

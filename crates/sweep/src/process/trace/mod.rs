@@ -51,6 +51,8 @@ mod call;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod filter;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod forked;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod relay;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod tracer;

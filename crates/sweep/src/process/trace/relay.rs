@@ -132,7 +132,7 @@ pub(in crate::process) fn life(
             drop(theirs);
             // On an error the forked child, never told `seized`, is killed
             // as `forked` drops.
-            let started = tracer::attach(
+            let started = super::forked::attach(
                 forked.id(),
                 ours.try_clone()?,
                 Arc::clone(io),

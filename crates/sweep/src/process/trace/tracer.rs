@@ -32,7 +32,7 @@ use super::Event;
 pub(super) struct Tree(Arc<Mutex<HashSet<i32>>>);
 
 impl Tree {
-    fn insert(&self, pid: i32) {
+    pub(super) fn insert(&self, pid: i32) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(pid);
     }
 
@@ -188,54 +188,9 @@ pub(super) fn start(
     }
 }
 
-/// Trace `pid`, a life forked by a fork server (point protocol 3): a
-/// tracer thread of its own seizes it with the tracer's options, then
-/// writes `seized` to `go` (the harness's end of the life's point socket);
-/// the life installs its filter only then. Events go to `events` as for
-/// [`start`]. `Err`: why it could not be seized (the life is not told to
-/// go on: whoever forked it kills it).
-///
-/// The life is no child of the harness but its grandchild (the server's
-/// child): Yama's `ptrace_scope` 1 allows the seize, since the harness is
-/// its ancestor. Its exit is reported to the tracer first, as a child's is.
-pub(super) fn attach(
-    pid: u32,
-    go: std::os::unix::net::UnixStream,
-    io: Arc<IoPoints>,
-    names: Names,
-    events: Sender<Event>,
-    tree: Tree,
-) -> Result<Started, String> {
-    let raw = i32::try_from(pid).map_err(|_| format!("pid {pid} is no process id"))?;
-    let (seized_tx, seized_rx) = mpsc::channel::<Result<(), String>>();
-    std::thread::Builder::new()
-        .name("crashsweep-tracer".into())
-        .spawn(move || {
-            let main = Pid::from_raw(raw);
-            if let Err(e) = ptrace::seize(main, options()) {
-                let _ = seized_tx.send(Err(refusal(&std::io::Error::from_raw_os_error(e as i32))));
-                return;
-            }
-            tree.insert(raw);
-            if (&go).write_all(b"seized\n").is_err() {
-                // It is gone already: its end is traced as any other.
-                tree.kill_all();
-            }
-            drop(go);
-            let _ = seized_tx.send(Ok(()));
-            trace_to_end(main, false, &io, &names, &events, &tree);
-        })
-        .map_err(|e| format!("the tracer thread could not start: {e}"))?;
-    match seized_rx.recv() {
-        Ok(Ok(())) => Ok(Started { pid }),
-        Ok(Err(why)) => Err(why),
-        Err(_) => Err("the tracer thread ended before it seized the life".into()),
-    }
-}
-
 /// The tracer's options: every seccomp stop, every thread and process the
 /// tree makes, and its execs; the whole tree killed if the tracer goes.
-fn options() -> Options {
+pub(super) fn options() -> Options {
     Options::PTRACE_O_TRACESECCOMP
         | Options::PTRACE_O_TRACECLONE
         | Options::PTRACE_O_TRACEFORK
@@ -263,7 +218,7 @@ fn trace_child(
 
 /// Trace the seized `main` to the end of its tree (from its exec, if
 /// `exec`: a spawned child's) and send that end as the last event.
-fn trace_to_end(
+pub(super) fn trace_to_end(
     main: Pid,
     exec: bool,
     io: &IoPoints,
