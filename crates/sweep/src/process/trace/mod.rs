@@ -41,6 +41,13 @@
 //! program's own threads, not for a pool's, whose threads take work in any
 //! order. Named points say nothing of their thread.
 //!
+//! A life forked from the fork server is traced too (point protocol 3):
+//! the server's child waits on its point descriptor until the life's
+//! tracer thread has seized it by its pid, then installs the filter the
+//! fork request carried. The harness is its ancestor, so Yama's
+//! `ptrace_scope` 1 allows it. From there it is traced as an exec'd life
+//! is; calls before `ready()` are not.
+//!
 //! Linux on x86_64 only; elsewhere a sweep with I/O points is refused.
 
 mod listing;
