@@ -332,11 +332,11 @@ def tests_for(lang, payouts, probe):
 
     def bad_protocol_exits_2():
         w = fresh_world()
-        for protocol in ("3", None):
+        for protocol in ("4", None):
             life = harness(payouts, w, protocol=protocol)
             assert life.returncode == 2, life
             assert "this client speaks point protocol 1, the harness asked for" in life.stderr, life
-        assert "3" in harness(payouts, w, protocol="3").stderr
+        assert "4" in harness(payouts, w, protocol="4").stderr
         assert not os.path.exists(os.path.join(w, "state.json"))
 
     def harness_closing_its_end_exits_70():
@@ -448,14 +448,23 @@ def minimal_client_of_the_protocol_page():
     assert plain([sys.executable, program, "a"], TMP).stdout == "done\n"
 
 
+# A seccomp-bpf program of one instruction, BPF_RET|BPF_K SECCOMP_RET_ALLOW:
+# what a traced life (protocol 3) installs here, where no tracer runs.
+ALLOW_ALL = (0x06).to_bytes(2, sys.byteorder) + b"\0\0" + (0x7FFF0000).to_bytes(4, sys.byteorder)
+
+
 class ForkServer:
     """A reference harness for point protocol 2: the program runs to ready(),
     then each life() is a child it forks, given a world directory, streams
-    and a point socket; the server reports each child's wait status."""
+    and a point socket; the server reports each child's wait status. Under
+    protocol 3 each request carries a filter, and the child waits for the
+    answer ``seized`` (which a real harness writes once its tracer has seized
+    the child) before it installs the filter."""
 
-    def __init__(self, cmd, cwd):
+    def __init__(self, cmd, cwd, protocol="2"):
+        self.protocol = protocol
         self.control, theirs = socket.socketpair()
-        env = base_env(CRASHSWEEP_FD=str(theirs.fileno()), CRASHSWEEP_PROTOCOL="2")
+        env = base_env(CRASHSWEEP_FD=str(theirs.fileno()), CRASHSWEEP_PROTOCOL=protocol)
         self.err = tempfile.TemporaryFile(dir=TMP)
         self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, pass_fds=[theirs.fileno()],
                                      stdout=subprocess.DEVNULL, stderr=self.err)
@@ -468,19 +477,25 @@ class ForkServer:
         self.err.seek(0)
         return self.err.read().decode()
 
-    def life(self, world, crash_at=None, env=None):
+    def life(self, world, crash_at=None, env=None, seized=b"seized\n"):
         parent, child = socket.socketpair()
         out = open(os.path.join(world, "..", os.path.basename(world) + ".out"), "w+b")
         env = base_env(**(env or {}))
         payload = world.encode() + b"".join(
             b"\0" + k.encode() + b"=" + v.encode() for k, v in env.items())
+        if self.protocol == "3":
+            request = b"fork %d %d\n" % (len(payload), len(ALLOW_ALL)) + payload + ALLOW_ALL
+        else:
+            request = b"fork %d\n" % len(payload) + payload
         with open(os.devnull, "rb") as null:
-            socket.send_fds(self.control, [b"fork %d\n" % len(payload) + payload],
+            socket.send_fds(self.control, [request],
                             [null.fileno(), out.fileno(), self.err.fileno(), child.fileno()])
         child.close()
         m = re.fullmatch(rb"pid ([0-9]+)\n", self.reader.readline())
         assert m, "no pid"
         pid = int(m.group(1))
+        if self.protocol == "3":
+            parent.sendall(seized)
         hits, counts = [], {}
         reader = parent.makefile("rb")
         parent.settimeout(TIMEOUT)
@@ -575,12 +590,33 @@ def python_fork_server_refusals():
     assert "'early' was passed before crashsweep.ready()" in server.stderr(), server.stderr()
 
 
+def python_traced_fork_server():
+    """Protocol 3: each child waits for ``seized``, installs the request's
+    filter, then runs as a life; any other answer exits 70 before a hit."""
+    payouts = [sys.executable, os.path.join(CLIENTS, "python", "examples", "payouts.py")]
+    server = ForkServer(payouts, fresh_world(), protocol="3")
+    try:
+        assert server.first == b"ready\n", (server.first, server.stderr())
+        w = fresh_world()
+        life = server.life(w)
+        assert life.returncode == 0 and life.hits == CLEAN, (life, server.stderr())
+        assert judge(w) == {"duplicates": 0, "missing": 0}, ledger(w)
+        w = fresh_world()
+        refused = server.life(w, seized=b"go\n")
+        assert refused.returncode == 70 and refused.hits == [], refused
+        assert "instead of `seized`" in server.stderr(), server.stderr()
+        assert not os.path.exists(os.path.join(w, "ledger.txt"))
+    finally:
+        assert server.close() == 0, server.stderr()
+
+
 def main():
     tests = [("python: threads are serialised", python_threads_are_serialised),
              ("python: a fork server", python_fork_server),
              ("python: a forked life's world and environment",
               python_fork_server_child_gets_its_world_and_env),
              ("python: a fork server's refusals", python_fork_server_refusals),
+             ("python: a traced fork server (protocol 3)", python_traced_fork_server),
              ("docs: the minimal client", minimal_client_of_the_protocol_page),
              ("node: worker threads refused", node_worker_refused)]
     try:

@@ -1,4 +1,4 @@
-"""Crash points for Python programs: the crashsweep point protocol, versions 1 and 2.
+"""Crash points for Python programs: the crashsweep point protocol, versions 1 to 3.
 
 Mark each place a crash may land with ``crashsweep.point("mid-save")``.
 
@@ -16,7 +16,9 @@ Mark each place a crash may land with ``crashsweep.point("mid-save")``.
   (``CRASHSWEEP_PROTOCOL=2``), the program runs once to ``ready()``; then
   every life is a child forked there, which returns from ``ready()`` in its
   world directory. Anywhere else ``ready()`` does nothing. Call it on the
-  only thread, before any point, before opening files of the world.
+  only thread, before any point, before opening files of the world. Under
+  ``CRASHSWEEP_PROTOCOL=3`` the harness traces each life: the child waits
+  to be seized, then installs the seccomp filter the request carried.
 
 Points on every thread count; one lock serialises them. A name must be a
 non-empty string without newline or carriage return, or ``ValueError`` is
@@ -36,12 +38,14 @@ __all__ = ["point", "ready"]
 
 PROTOCOL = "1"
 FORK_SERVER = "2"  # the protocol version that asks for a fork server
+TRACED_FORK_SERVER = "3"  # a fork server whose lives the harness traces
 
 _lock = threading.Lock()
 _mode = None  # None until the first point; then "off", "harness" or "die-at"
 _fd = -1
 _die_at = None  # (name, n) in die-at mode
 _passes = {}  # passes per name, counted in die-at mode only
+_libc = None  # the C library, loaded by a traced fork server (protocol 3)
 
 
 def _fail(status, message):
@@ -58,10 +62,10 @@ def _setup(name):
     global _mode, _fd, _die_at
     fd = os.environ.pop("CRASHSWEEP_FD", None)
     protocol = os.environ.pop("CRASHSWEEP_PROTOCOL", None)
-    if fd is not None and protocol == FORK_SERVER:
+    if fd is not None and protocol in (FORK_SERVER, TRACED_FORK_SERVER):
         _fail(2, "point %r was passed before crashsweep.ready(): the harness started this "
-                 "program as a fork server (point protocol 2), so call ready() once, "
-                 "before any point" % name)
+                 "program as a fork server (point protocol %s), so call ready() once, "
+                 "before any point" % (name, protocol))
     if fd is not None:
         if protocol != PROTOCOL:
             asked = "no protocol (CRASHSWEEP_PROTOCOL unset)" if protocol is None else '"%s"' % protocol
@@ -155,7 +159,8 @@ def ready():
     with _lock:
         if _mode is not None:
             return
-        if os.environ.get("CRASHSWEEP_PROTOCOL") != FORK_SERVER or "CRASHSWEEP_FD" not in os.environ:
+        protocol = os.environ.get("CRASHSWEEP_PROTOCOL")
+        if protocol not in (FORK_SERVER, TRACED_FORK_SERVER) or "CRASHSWEEP_FD" not in os.environ:
             return
         fd = os.environ.pop("CRASHSWEEP_FD")
         os.environ.pop("CRASHSWEEP_PROTOCOL")
@@ -169,7 +174,7 @@ def ready():
         control.setblocking(True)
     except (ValueError, OSError) as e:
         _fail(70, "CRASHSWEEP_FD=%r is not the fork server's socket: %s" % (fd, e))
-    _serve(control)
+    _serve(control, protocol == TRACED_FORK_SERVER)
 
 
 def _alone():
@@ -196,14 +201,20 @@ def _alone():
               % (max(len(names), len(others)), ", ".join(names + others)))
 
 
-def _serve(control):
+def _serve(control, traced):
     """The fork server's loop: fork a child per request, report each child's
-    end. Returns in a child only."""
+    end. Returns in a child only. ``traced`` (protocol 3): each request
+    carries the seccomp filter its child installs once seized."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except Exception:
             pass
+    if traced:
+        import ctypes  # here, once: not in every life
+
+        global _libc
+        _libc = ctypes.CDLL(None, use_errno=True)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -230,10 +241,10 @@ def _serve(control):
                 pass
         if control not in readable:
             continue
-        request = _request(control)
+        request = _request(control, traced)
         if request is None:
             os._exit(0)  # the harness closed its end: the sweep is over
-        fds, payload = request
+        fds, payload, bpf = request
         try:
             pid = os.fork()
         except OSError as e:
@@ -243,6 +254,8 @@ def _serve(control):
             continue
         if pid == 0:
             _child(control, wake_r, wake_w, fds, payload)
+            if traced:
+                _seized_then_filtered(bpf)
             return
         for fd in fds:
             os.close(fd)
@@ -256,9 +269,10 @@ def _send(control, line):
         os._exit(0)  # the harness is gone
 
 
-def _request(control):
-    """One fork request, ``fork <n>\\n`` and n bytes, with 4 descriptors:
-    (fds, payload), or None at end of file."""
+def _request(control, traced):
+    """One fork request, ``fork <n>\\n`` and n bytes, with 4 descriptors
+    (``fork <n> <m>\\n`` and n + m bytes when ``traced``): (fds, payload,
+    filter), or None at end of file."""
     data, fds, _, _ = socket.recv_fds(control, 1 << 16, 4)
     if not data:
         return None
@@ -268,17 +282,18 @@ def _request(control):
             return None
         data += more
     header, _, payload = data.partition(b"\n")
-    m = re.fullmatch(rb"fork ([0-9]+)", header)
+    m = re.fullmatch(rb"fork ([0-9]+) ([0-9]+)" if traced else rb"fork ([0-9]+)", header)
     if not m or len(fds) != 4:
         _fail(70, "the fork server got %r with %d descriptors, not a fork request"
               % (header[:80], len(fds)))
     n = int(m.group(1))
-    while len(payload) < n:
-        more = control.recv(n - len(payload))
+    total = n + (int(m.group(2)) if traced else 0)
+    while len(payload) < total:
+        more = control.recv(total - len(payload))
         if not more:
             return None
         payload += more
-    return fds, payload
+    return fds, payload[:n], payload[n:]
 
 
 def _child(control, wake_r, wake_w, fds, payload):
@@ -304,3 +319,50 @@ def _child(control, wake_r, wake_w, fds, payload):
     os.set_inheritable(_fd, False)
     os.set_blocking(_fd, True)
     _mode = "harness"
+
+
+def _seized_then_filtered(bpf):
+    """In a traced child (protocol 3): wait for ``seized`` on the point
+    descriptor (the harness's tracer has seized this process), then install
+    the seccomp filter ``bpf``, so that every call it stops at has a tracer.
+    Anything else exits with status 70."""
+    answer = b""
+    while not answer.endswith(b"\n") and len(answer) < 16:
+        try:
+            byte = os.read(_fd, 1)
+        except OSError:
+            byte = b""
+        if not byte:
+            break
+        answer += byte
+    if answer != b"seized\n":
+        _fail(70, "a traced life got %r instead of `seized` from its harness" % (answer,))
+    try:
+        _install_filter(bpf)
+    except (OSError, ValueError) as e:
+        _fail(70, "a traced life could not install its seccomp filter: %s" % (e,))
+
+
+def _install_filter(bpf):
+    """``PR_SET_NO_NEW_PRIVS``, then the seccomp-bpf program ``bpf`` (its
+    instructions as the kernel lays them out, 8 bytes each). x86_64 Linux:
+    the only place the harness traces."""
+    import ctypes
+
+    if not bpf or len(bpf) % 8 or len(bpf) // 8 > 0xFFFF:
+        raise ValueError("%d bytes is no filter (8 bytes an instruction)" % len(bpf))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    libc = _libc or ctypes.CDLL(None, use_errno=True)
+    pr_set_no_new_privs, sys_seccomp, seccomp_set_mode_filter = 38, 317, 1
+    long = ctypes.c_long
+    if libc.prctl(ctypes.c_int(pr_set_no_new_privs), long(1), long(0), long(0), long(0)) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS): " + os.strerror(ctypes.get_errno()))
+    code = ctypes.create_string_buffer(bytes(bpf), len(bpf))
+    prog = SockFprog(len(bpf) // 8, ctypes.addressof(code))
+    rc = libc.syscall(long(sys_seccomp), long(seccomp_set_mode_filter), long(0),
+                      ctypes.c_void_p(ctypes.addressof(prog)))
+    if rc != 0:
+        raise OSError(ctypes.get_errno(), "seccomp(SECCOMP_SET_MODE_FILTER): " + os.strerror(ctypes.get_errno()))

@@ -697,15 +697,7 @@ fn bench_triage_process(samples: usize) -> Result<(), String> {
     // hits: the lives each runs, and the time.
     let mut seen = Vec::new();
     for share in [false, true] {
-        let config = Config {
-            depth: 2,
-            threads: Some(2),
-            share,
-            ..Config::default()
-        };
-        let t = Instant::now();
-        let r = sweep::run(&triage, &config).map_err(|e| e.to_string())?;
-        let d = t.elapsed();
+        let (d, r) = timed_sweep(&triage, share)?;
         let procs = r.stats.processes.unwrap_or_default();
         println!(
             "depth 2, {}: {} scenarios in {:>7.2} s, {} lives",
@@ -752,6 +744,9 @@ fn fork_server(exe: &std::path::Path, samples: usize) -> Result<(), String> {
             d.as_secs_f64() / floor.as_secs_f64()
         );
     }
+    for fork in [false, true] {
+        life_breakdown(exe, samples, fork, floor)?;
+    }
     fork_server_payouts()
 }
 
@@ -779,13 +774,63 @@ fn spawn_floor(exe: &std::path::Path, samples: usize) -> Duration {
     )
 }
 
-/// The median time of a life in a depth-2 sweep of the point child,
-/// exec'd or forked, and how many lives a sweep runs.
-fn point_child_life(
+/// Where a life of the point child goes, one part at a time: its world
+/// (copied from the template, then removed), the life (spawned or forked,
+/// its four points relayed, its exit; less the floor, the protocol and
+/// the harness's threads), the judge.
+fn life_breakdown(
     exe: &std::path::Path,
     samples: usize,
     fork: bool,
-) -> Result<(Duration, u64), String> {
+    floor: Duration,
+) -> Result<(), String> {
+    use sweep::Subject;
+    let p = point_child(exe, fork)
+        .discover()
+        .map_err(|e| e.to_string())?;
+    let lives = 20;
+    let mut parts = [Vec::new(), Vec::new(), Vec::new()];
+    for _ in 0..samples {
+        let mut sums = [Duration::ZERO; 3];
+        for _ in 0..lives {
+            let t = Instant::now();
+            let mut world = p.world().map_err(|e| e.to_string())?;
+            sums[0] += t.elapsed();
+            let t = Instant::now();
+            let life = crashpoint::record(|| p.life(&mut world));
+            sums[1] += t.elapsed();
+            if !matches!(life.outcome, crashpoint::Outcome::Finished(Ok(()))) {
+                return Err(format!("the point child's life: {:?}", life.outcome));
+            }
+            let t = Instant::now();
+            black_box(p.judge(&world));
+            sums[2] += t.elapsed();
+            let t = Instant::now();
+            drop(world);
+            sums[0] += t.elapsed();
+        }
+        for (part, sum) in parts.iter_mut().zip(sums) {
+            part.push(sum / lives);
+        }
+    }
+    let [world, life, judge] = parts.map(median);
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "a life's parts, {}: world (copy + removal) {:>8.1} µs, life {:>8.1} µs \
+         (the floor {:>8.1} µs + protocol and relay {:>8.1} µs), judge {:>6.1} µs",
+        if fork { "forked" } else { "exec'd" },
+        us(world),
+        us(life),
+        us(floor),
+        us(life.saturating_sub(floor)),
+        us(judge)
+    );
+    Ok(())
+}
+
+/// The point child passing 4 points, on a RAM disk where there is one,
+/// forked from a fork server or not.
+fn point_child(exe: &std::path::Path, fork: bool) -> sweep::process::Process {
     use sweep::process::Process;
     let mut p = Process::new(
         "point child",
@@ -799,7 +844,19 @@ fn point_child_life(
     if fork {
         p = p.fork_server();
     }
-    let p = p.discover().map_err(|e| e.to_string())?;
+    p
+}
+
+/// The median time of a life in a depth-2 sweep of the point child,
+/// exec'd or forked, and how many lives a sweep runs.
+fn point_child_life(
+    exe: &std::path::Path,
+    samples: usize,
+    fork: bool,
+) -> Result<(Duration, u64), String> {
+    let p = point_child(exe, fork)
+        .discover()
+        .map_err(|e| e.to_string())?;
     let config = Config {
         depth: 2,
         threads: Some(1),
@@ -855,6 +912,23 @@ fn fork_server_payouts() -> Result<(), String> {
     Ok(())
 }
 
+/// A depth-2 sweep of `subject` on 2 threads, with restarts from captured
+/// worlds (`share`) or every scenario replayed: its time and its report.
+fn timed_sweep<S: sweep::Subject>(
+    subject: &S,
+    share: bool,
+) -> Result<(Duration, sweep::Report), String> {
+    let config = Config {
+        depth: 2,
+        threads: Some(2),
+        share,
+        ..Config::default()
+    };
+    let t = Instant::now();
+    let r = sweep::run(subject, &config).map_err(|e| e.to_string())?;
+    Ok((t.elapsed(), r))
+}
+
 /// One depth-2 sweep of the payouts example, its line printed: its
 /// scenarios per second and its table.
 fn payouts_sweep(
@@ -876,15 +950,7 @@ fn payouts_sweep(
         p = p.fork_server();
     }
     let p = p.discover().map_err(|e| e.to_string())?;
-    let config = Config {
-        depth: 2,
-        threads: Some(2),
-        share,
-        ..Config::default()
-    };
-    let t = Instant::now();
-    let r = sweep::run(&p, &config).map_err(|e| e.to_string())?;
-    let d = t.elapsed();
+    let (d, r) = timed_sweep(&p, share)?;
     let n = r.stats.scenarios;
     let procs = r.stats.processes.unwrap_or_default();
     let rate = n as f64 / d.as_secs_f64();

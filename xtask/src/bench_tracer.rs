@@ -1,6 +1,7 @@
 //! `cargo xtask bench --process`, the tracer's part: the cost of one stop,
 //! a program making 10,000 writes traced and untraced, and the scenarios
-//! per second of the payouts example with I/O points against named points.
+//! per second of the payouts example with I/O points against named points,
+//! and with I/O points forked from the fork server against exec'd.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -48,7 +49,8 @@ fn judge(world: &ProcessWorld) -> Result<Verdict, String> {
         .count("missing", missing))
 }
 
-fn scenarios_per_second(p: &Process) -> Result<(u64, f64), String> {
+/// A depth-1 sweep of `p`: its scenarios, their rate, its table.
+fn scenarios_per_second(p: &Process) -> Result<(u64, f64, String), String> {
     let config = Config {
         depth: 1,
         threads: Some(2),
@@ -57,7 +59,11 @@ fn scenarios_per_second(p: &Process) -> Result<(u64, f64), String> {
     let t = Instant::now();
     let r = sweep::run(p, &config).map_err(|e| e.to_string())?;
     let n = r.stats.scenarios;
-    Ok((n, n as f64 / t.elapsed().as_secs_f64()))
+    Ok((
+        n,
+        n as f64 / t.elapsed().as_secs_f64(),
+        sweep::table(&r.rows()),
+    ))
 }
 
 pub fn tracer(samples: usize) -> Result<(), String> {
@@ -95,24 +101,37 @@ pub fn tracer(samples: usize) -> Result<(), String> {
         python(root.join("clients/examples/unchanged/payouts.py")),
     )
     .io_points(IoPoints::all());
+    let both = || {
+        Process::new(
+            "payouts.py (named + I/O points)",
+            python(root.join("clients/python/examples/payouts.py")),
+        )
+        .io_points(IoPoints::all())
+    };
+    let (exec, forked) = (both(), both().fork_server());
     println!("\n== the Python payouts example, depth 1, 2 threads, the judge in Rust");
     let mut rates = Vec::new();
-    for p in [named, io] {
+    let mut tables = Vec::new();
+    for (p, how) in [(named, ""), (io, ""), (exec, ""), (forked, ", forked")] {
         let p = p
             .judge_with(judge)
             .counters(vec![Counter::new("duplicates"), Counter::new("missing")])
             .discover()
             .map_err(|e| e.to_string())?;
-        let (n, rate) = scenarios_per_second(&p)?;
-        println!(
-            "{:<36} {n:>4} scenarios, {rate:>6.1} scenarios/s",
-            sweep::Subject::name(&p)
-        );
+        let (n, rate, table) = scenarios_per_second(&p)?;
+        let name = format!("{}{how}", sweep::Subject::name(&p));
+        println!("{name:<40} {n:>4} scenarios, {rate:>6.1} scenarios/s");
         rates.push(rate);
+        tables.push(table);
     }
     println!(
         "I/O points against named points: {:.2}x the scenarios per second",
         rates[1] / rates[0]
+    );
+    println!(
+        "I/O points, the fork server against exec'd: {:.2}x the scenarios per second; same table: {}",
+        rates[3] / rates[2],
+        tables[2] == tables[3]
     );
     Ok(())
 }

@@ -11,12 +11,21 @@
 //! forks. The parent answers `pid <pid>` and later `exit <pid> <status>`
 //! when it reaps the child. The child takes the streams, enters the
 //! directory, takes the environment and returns from [`ready`] as a life
-//! speaking protocol version 1 on its point descriptor. The full protocol
-//! is in the repository's `docs/point-protocol.md`.
+//! speaking protocol version 1 on its point descriptor.
+//!
+//! Version 3 is version 2 for a harness that traces its lives (I/O points):
+//! each request is `fork <n> <m>`, whose `m` bytes after the payload are a
+//! seccomp-bpf filter. The child reads `seized` from its point descriptor
+//! (the harness's tracer has seized it), installs the filter, and only then
+//! returns from [`ready`]. The full protocol is in the repository's
+//! `docs/point-protocol.md`.
 
 use std::io::Write;
 
-use crate::protocol::{EXIT_LOST, EXIT_USAGE, FD_VAR, FORK_SERVER_VERSION, VERSION, VERSION_VAR};
+use crate::protocol::{
+    EXIT_LOST, EXIT_USAGE, FD_VAR, FORK_SERVER_VERSION, TRACED_FORK_SERVER_VERSION, VERSION,
+    VERSION_VAR,
+};
 
 /// The end of the program's set-up (imports, configuration): under a
 /// harness that asked for a fork server, the program forks here for every
@@ -48,7 +57,10 @@ mod unix {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
-    use super::{die, EXIT_LOST, EXIT_USAGE, FD_VAR, FORK_SERVER_VERSION, VERSION, VERSION_VAR};
+    use super::{
+        die, EXIT_LOST, EXIT_USAGE, FD_VAR, FORK_SERVER_VERSION, TRACED_FORK_SERVER_VERSION,
+        VERSION, VERSION_VAR,
+    };
 
     /// The write end of the self-pipe a `SIGCHLD` wakes the server with.
     static WAKE: AtomicI32 = AtomicI32::new(-1);
@@ -63,7 +75,8 @@ mod unix {
         else {
             return;
         };
-        if version != FORK_SERVER_VERSION {
+        let traced = version == TRACED_FORK_SERVER_VERSION;
+        if version != FORK_SERVER_VERSION && !traced {
             return;
         }
         alone();
@@ -82,7 +95,7 @@ mod unix {
         unsafe { libc::fcntl(control, libc::F_SETFD, libc::FD_CLOEXEC) };
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
-        serve(control);
+        serve(control, traced);
     }
 
     /// Refuse (exit 2) unless this process has one thread.
@@ -152,8 +165,9 @@ mod unix {
         }
     }
 
-    /// The server's loop; returns in a child only.
-    fn serve(control: i32) {
+    /// The server's loop; returns in a child only. `traced`: protocol 3,
+    /// each request carries the filter its child installs once seized.
+    fn serve(control: i32, traced: bool) {
         let mut pipe = [0i32; 2];
         // SAFETY: pipe2 fills the two-element array.
         if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
@@ -188,7 +202,7 @@ mod unix {
             if fds[0].revents == 0 {
                 continue;
             }
-            let Some((passed, payload)) = request(control) else {
+            let Some((passed, payload, filter)) = request(control, traced) else {
                 std::process::exit(0); // the harness closed its end
             };
             // SAFETY: the process has one thread (checked at `ready`).
@@ -203,6 +217,9 @@ mod unix {
                     libc::close(control);
                 }
                 become_life(passed, &payload);
+                if traced {
+                    super::seized_then_filtered(passed[3], &filter);
+                }
                 return;
             }
             for fd in passed {
@@ -243,9 +260,10 @@ mod unix {
         }
     }
 
-    /// One `fork <n>` request: its four descriptors and its payload; `None`
-    /// at end of file.
-    fn request(control: i32) -> Option<([i32; 4], Vec<u8>)> {
+    /// One `fork <n>` request (`fork <n> <m>` when `traced`): its four
+    /// descriptors, its payload and its filter's `m` bytes; `None` at end
+    /// of file.
+    fn request(control: i32, traced: bool) -> Option<([i32; 4], Vec<u8>, Vec<u8>)> {
         let mut buf = vec![0u8; 1 << 16];
         let mut passed = [-1i32; 4];
         // SAFETY: CMSG_SPACE is a pure computation.
@@ -295,18 +313,36 @@ mod unix {
             data.extend(read_some(control)?);
         };
         let header = String::from_utf8_lossy(&data[..header_end]).into_owned();
-        let len: Option<usize> = header.strip_prefix("fork ").and_then(|n| n.parse().ok());
-        let (Some(len), true) = (len, passed.iter().all(|fd| *fd >= 0)) else {
+        let (Some((len, filter_len)), true) =
+            (lengths(&header, traced), passed.iter().all(|fd| *fd >= 0))
+        else {
+            let want = if traced { "fork <n> <m>" } else { "fork <n>" };
             die(
                 EXIT_LOST,
-                &format!("the fork server got {header:?}, not a fork request with 4 descriptors"),
+                &format!(
+                    "the fork server got {header:?}, not a request `{want}` with 4 descriptors"
+                ),
             );
         };
         let mut payload = data.split_off(header_end + 1);
-        while payload.len() < len {
+        while payload.len() < len + filter_len {
             payload.extend(read_some(control)?);
         }
-        Some((passed, payload))
+        let filter = payload.split_off(len);
+        Some((passed, payload, filter))
+    }
+
+    /// The lengths a request's header announces: `fork <n>`, or `fork <n>
+    /// <m>` (`traced`, with `m` the filter's bytes).
+    fn lengths(header: &str, traced: bool) -> Option<(usize, usize)> {
+        let mut words = header.strip_prefix("fork ")?.split(' ');
+        let n = words.next()?.parse().ok()?;
+        let m = if traced {
+            words.next()?.parse().ok()?
+        } else {
+            0
+        };
+        words.next().is_none().then_some((n, m))
     }
 
     fn read_some(fd: i32) -> Option<Vec<u8>> {
@@ -359,4 +395,90 @@ mod unix {
         std::env::set_var(FD_VAR, passed[3].to_string());
         std::env::set_var(VERSION_VAR, VERSION);
     }
+}
+
+/// In a traced child (protocol 3): wait until the harness's tracer has
+/// seized this process (`seized` on the point descriptor), then install
+/// the filter it sent, so that every call it stops at has a tracer. Any
+/// other answer exits with status 70: a life that is not traced must not
+/// run as one that is.
+#[cfg(unix)]
+fn seized_then_filtered(point: i32, filter: &[u8]) {
+    let mut line = Vec::new();
+    while line.last() != Some(&b'\n') && line.len() < 16 {
+        let mut byte = [0u8; 1];
+        // SAFETY: reading one byte into a live buffer.
+        let n = unsafe { libc::read(point, byte.as_mut_ptr().cast(), 1) };
+        if n == 1 {
+            line.push(byte[0]);
+        } else if n == 0
+            || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+        {
+            break;
+        }
+    }
+    if line != b"seized\n" {
+        die(
+            crate::protocol::EXIT_LOST,
+            &format!(
+                "a traced life got {:?} instead of `seized` from its harness",
+                String::from_utf8_lossy(&line)
+            ),
+        );
+    }
+    if let Err(e) = install_filter(filter) {
+        die(
+            crate::protocol::EXIT_LOST,
+            &format!("a traced life could not install its seccomp filter: {e}"),
+        );
+    }
+}
+
+/// `PR_SET_NO_NEW_PRIVS`, then the seccomp-bpf program `filter` (its
+/// instructions as the kernel lays them out, 8 bytes each).
+#[cfg(target_os = "linux")]
+fn install_filter(filter: &[u8]) -> std::io::Result<()> {
+    if filter.is_empty() || filter.len() % 8 != 0 || filter.len() / 8 > usize::from(u16::MAX) {
+        return Err(std::io::Error::other(format!(
+            "{} bytes is no filter (8 bytes an instruction)",
+            filter.len()
+        )));
+    }
+    let prog: Vec<libc::sock_filter> = filter
+        .chunks_exact(8)
+        .map(|c| libc::sock_filter {
+            code: u16::from_ne_bytes([c[0], c[1]]),
+            jt: c[2],
+            jf: c[3],
+            k: u32::from_ne_bytes([c[4], c[5], c[6], c[7]]),
+        })
+        .collect();
+    // SAFETY: prctl with constant arguments.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        filter: prog.as_ptr().cast_mut(),
+    };
+    // SAFETY: the kernel copies the program from `fprog`, which (and the
+    // instructions it points to) outlives the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Seccomp filters are Linux's: elsewhere a traced life cannot run.
+#[cfg(all(unix, not(target_os = "linux")))]
+fn install_filter(_filter: &[u8]) -> std::io::Result<()> {
+    Err(std::io::Error::other("seccomp filters are Linux's"))
 }

@@ -38,6 +38,11 @@ pub const VERSION: &str = "1";
 /// The protocol version a harness asks for when it wants a fork server
 /// (see [`ready`](crate::ready)): version 1 with a server's control channel.
 pub const FORK_SERVER_VERSION: &str = "2";
+/// The protocol version a harness asks for when it wants a fork server
+/// whose lives it traces (I/O points): version 2 where each fork request
+/// carries a seccomp filter, and each child waits to be seized before it
+/// installs it.
+pub const TRACED_FORK_SERVER_VERSION: &str = "3";
 /// The variable naming the inherited descriptor.
 pub const FD_VAR: &str = "CRASHSWEEP_FD";
 /// The variable naming the protocol version.
@@ -86,7 +91,10 @@ fn from_env(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Mode {
     if let Some(fd) = var(FD_VAR) {
         let fd = fd.to_string_lossy().into_owned();
         let version = var(VERSION_VAR).map(|v| v.to_string_lossy().into_owned());
-        if version.as_deref() == Some(FORK_SERVER_VERSION) {
+        if matches!(
+            version.as_deref(),
+            Some(FORK_SERVER_VERSION | TRACED_FORK_SERVER_VERSION)
+        ) {
             return Mode::NotReady;
         }
         if version.as_deref() != Some(VERSION) {
@@ -285,7 +293,7 @@ mod tests {
     #[test]
     fn another_version_or_none_is_refused() {
         for pairs in [
-            &[(FD_VAR, "7"), (VERSION_VAR, "3")][..],
+            &[(FD_VAR, "7"), (VERSION_VAR, "4")][..],
             &[(FD_VAR, "7")][..],
         ] {
             let Mode::Refused(why) = from_env(env(pairs)) else {
@@ -297,8 +305,10 @@ mod tests {
 
     #[test]
     fn a_fork_server_asked_for_refuses_points_before_ready() {
-        let m = from_env(env(&[(FD_VAR, "7"), (VERSION_VAR, FORK_SERVER_VERSION)]));
-        assert!(matches!(m, Mode::NotReady));
+        for version in [FORK_SERVER_VERSION, TRACED_FORK_SERVER_VERSION] {
+            let m = from_env(env(&[(FD_VAR, "7"), (VERSION_VAR, version)]));
+            assert!(matches!(m, Mode::NotReady), "{version}");
+        }
     }
 
     #[test]

@@ -264,3 +264,106 @@ fn a_world_that_differs_with_the_same_hits_is_refused() {
         "{e}"
     );
 }
+
+/// A depth-1 sweep of `argv` with I/O points, exec'd or forked: its table
+/// and its scenarios (name, failed), and how many lives it forked.
+fn traced(argv: &[String], fork: bool) -> (String, Vec<(String, bool)>, u64) {
+    let mut p = Process::new("traced", argv)
+        .io_points(sweep::process::IoPoints::all())
+        .judge_with(judge);
+    if fork {
+        p = p.fork_server();
+    }
+    let p = p.discover().unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+    let r = sweep::run(&p, &config(1)).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+    let names = r
+        .scenarios
+        .iter()
+        .map(|s| (s.scenario.to_string(), s.failure.is_some()))
+        .collect();
+    let forked = r.stats.processes.map_or(0, |n| n.forked);
+    (sweep::table(&r.rows()), names, forked)
+}
+
+/// With I/O points, a forked life is traced as an exec'd one is: the same
+/// hits (named points and I/O calls in one sequence), the crash before the
+/// same call, the same table. For the Rust example (`crashpoint::ready()`)
+/// and the Python one (`crashsweep.ready()`), buggy and fixed.
+#[test]
+fn a_traced_forked_sweep_gives_the_exec_d_table() {
+    let python = super::unchanged::root().join("clients/python/examples/payouts.py");
+    let mut programs = vec![vec![payouts().to_string_lossy().into_owned()]];
+    if super::unchanged::runtime("python3") {
+        programs.push(vec![
+            "python3".into(),
+            python.to_string_lossy().into_owned(),
+        ]);
+    }
+    for program in programs {
+        for fixed in [false, true] {
+            let mut argv = program.clone();
+            if fixed {
+                argv.push("--fixed".into());
+            }
+            let (table, names, none) = traced(&argv, false);
+            let (forked_table, forked_names, forked) = traced(&argv, true);
+            assert_eq!(table, forked_table, "{argv:?}");
+            assert_eq!(names, forked_names, "{argv:?}");
+            assert_eq!(none, 0);
+            // Every life of the sweep was forked (none exec'd).
+            assert!(forked > names.len() as u64, "{argv:?}: {forked} forked");
+            // I/O points among the hits, and the buggy job fails.
+            assert!(
+                names
+                    .iter()
+                    .any(|(n, _)| n.starts_with("write ledger.txt#")),
+                "{argv:?}: {names:?}"
+            );
+            assert!(
+                fixed || names.iter().any(|(_, failed)| *failed),
+                "{argv:?}: {names:?}"
+            );
+        }
+    }
+}
+
+/// A forked life's threads and processes are traced too: a thread's
+/// write and a forked child's write are hits, as in an exec'd life.
+#[test]
+fn a_forked_life_s_threads_and_children_are_traced() {
+    if !super::unchanged::runtime("python3") {
+        return;
+    }
+    let clients = super::unchanged::root().join("clients/python");
+    let script = format!(
+        "import os, sys, threading\n\
+         sys.path.insert(0, {:?})\n\
+         import crashsweep\n\
+         crashsweep.ready()\n\
+         def w():\n    open('thread.txt', 'w').write('t')\n\
+         t = threading.Thread(target=w); t.start(); t.join()\n\
+         pid = os.fork()\n\
+         if pid == 0:\n    open('child.txt', 'w').write('c'); os._exit(0)\n\
+         os.waitpid(pid, 0)\n\
+         open('ledger.txt', 'w').write('alice 1\\nbob 2\\ncarol 3\\n')\n",
+        clients.to_string_lossy()
+    );
+    let argv = vec!["python3".to_owned(), "-c".into(), script];
+    let (table, names, _) = traced(&argv, false);
+    let (forked_table, forked_names, forked) = traced(&argv, true);
+    assert_eq!(table, forked_table);
+    assert_eq!(names, forked_names);
+    assert!(forked > 0);
+    for hit in [
+        "open-create thread.txt#1",
+        "write thread.txt#1",
+        "open-create child.txt#1",
+        "write child.txt#1",
+        "write ledger.txt#1",
+    ] {
+        assert!(
+            forked_names.iter().any(|(n, _)| n == hit),
+            "{hit}: {forked_names:?}"
+        );
+    }
+}

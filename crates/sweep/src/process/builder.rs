@@ -271,9 +271,9 @@ impl Process {
         Ok(self)
     }
 
-    /// The checks before discovery: a program, a readable template, and
-    /// I/O points (traceable, their names known) or a fork server that
-    /// works, never both.
+    /// The checks before discovery: a program, a readable template, I/O
+    /// points (traceable, their names known) and a fork server that works
+    /// (its forked lives traced too, with I/O points).
     fn check_setup(&self) -> Result<(), ProcessError> {
         if self.argv.is_empty() {
             return Err(ProcessError::NoProgram {
@@ -289,16 +289,10 @@ impl Process {
                 });
             }
         }
-        if self.io_points.is_some() && self.fork.wanted {
-            return Err(ProcessError::ForkServer {
-                subject: self.name.clone(),
-                reason: "I/O points and the fork server do not work together yet: a forked life is the fork server's child, which the tracer does not follow; drop one of --fork-server and --io-points".into(),
-            });
-        }
         if self.power.is_some() && self.fork.wanted {
             return Err(ProcessError::ForkServer {
                 subject: self.name.clone(),
-                reason: "power cuts and the fork server do not work together yet: the disk record needs the tracer, which does not follow a forked life; drop --fork-server or the crash states".into(),
+                reason: "power cuts and the fork server do not work together yet: the disk record is kept by exec'd lives only; drop --fork-server or the crash states".into(),
             });
         }
         if self.io_points.is_some() || self.power.is_some() {
@@ -306,12 +300,13 @@ impl Process {
                 subject: self.name.clone(),
                 reason,
             })?;
-            if self.io_points.is_some() {
-                self.check_io_names()?;
-            }
         }
+        // The fork server before the names' check, whose lives it forks.
         if self.fork.wanted {
             self.check_fork_server()?;
+        }
+        if self.io_points.is_some() {
+            self.check_io_names()?;
         }
         Ok(())
     }

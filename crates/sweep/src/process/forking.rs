@@ -45,7 +45,7 @@ impl Process {
             self.count.one(Kind::Server);
             let dir = self.scratch("crashsweep-server-")?;
             self.fill(&dir.path().join("world"))?;
-            ForkServer::start(&self.argv, &self.env, dir)
+            ForkServer::start(&self.argv, &self.env, dir, self.io_points.is_some())
         })
     }
 }
@@ -64,15 +64,23 @@ fn life_env(process: &Process, world: &ProcessWorld) -> Vec<(OsString, OsString)
     env.into_iter().collect()
 }
 
-/// Fork the life `life` of `world` from `server`.
+/// Fork the life `life` of `world` from `server`; a traced life (I/O
+/// points) with the tracer's `filter`.
 pub(super) fn fork_life(
     process: &Process,
     server: &Arc<ForkServer>,
     world: &ProcessWorld,
     streams: [&File; 3],
     point: &UnixStream,
+    filter: Option<&[u8]>,
 ) -> Result<Forked, String> {
-    server.fork(&world.dir(), &life_env(process, world), streams, point)
+    server.fork(
+        &world.dir(),
+        &life_env(process, world),
+        streams,
+        point,
+        filter,
+    )
 }
 
 impl Process {

@@ -11,6 +11,12 @@
 //! for an exec'd life: `SIGKILL` to the child, whose wait status the
 //! server reports, checked for signal 9.
 //!
+//! A server whose lives are traced (I/O points) speaks version 3: each
+//! request is `fork <n> <m>`, with the tracer's seccomp filter in `m`
+//! bytes after the payload. The child waits for `seized` on its point
+//! descriptor, written once the life's tracer has seized it
+//! (`trace::relay`), then installs the filter and runs.
+//!
 //! What a [`Process`](super::Process) does with it — when lives are
 //! forked, and the check that they equal exec'd lives — is in `forking`.
 
@@ -32,7 +38,7 @@ use std::time::{Duration, Instant};
 use super::child::{describe_status, pass_fd, show_argv, tail, Reaped};
 use super::{DIE_AT_VAR, FD_VAR, VERSION_VAR};
 
-pub use crashpoint::protocol::FORK_SERVER_VERSION;
+pub use crashpoint::protocol::{FORK_SERVER_VERSION, TRACED_FORK_SERVER_VERSION};
 
 /// How long a program may take to reach `ready()`.
 const READY_LIMIT: Duration = Duration::from_secs(300);
@@ -77,6 +83,8 @@ pub(super) struct ForkServer {
     state: Arc<(Mutex<State>, Condvar)>,
     server: Mutex<Option<Child>>,
     shown: String,
+    /// Protocol 3: every request carries a filter.
+    traced: bool,
     // Last: removed after the server is killed.
     _dir: tempfile::TempDir,
 }
@@ -175,13 +183,14 @@ impl ForkSlot {
 }
 
 impl ForkServer {
-    /// Start `argv` with protocol 2 in `dir`'s `world` (made by the
-    /// caller), with `env` on top of this process's, and wait for its
-    /// `ready`.
+    /// Start `argv` with protocol 2 (3 if its lives are `traced`) in
+    /// `dir`'s `world` (made by the caller), with `env` on top of this
+    /// process's, and wait for its `ready`.
     pub(super) fn start(
         argv: &[OsString],
         env: &[(OsString, OsString)],
         dir: tempfile::TempDir,
+        traced: bool,
     ) -> Result<ForkServer, String> {
         let shown = show_argv(argv);
         let Some((program, args)) = argv.split_first() else {
@@ -196,7 +205,14 @@ impl ForkServer {
             .current_dir(&world)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .env(FD_VAR, "3")
-            .env(VERSION_VAR, FORK_SERVER_VERSION)
+            .env(
+                VERSION_VAR,
+                if traced {
+                    TRACED_FORK_SERVER_VERSION
+                } else {
+                    FORK_SERVER_VERSION
+                },
+            )
             .env_remove(DIE_AT_VAR)
             .stdin(Stdio::null())
             .stdout(File::create(dir.path().join("server.out")).map_err(io)?)
@@ -222,6 +238,7 @@ impl ForkServer {
             state,
             server: Mutex::new(Some(child)),
             shown,
+            traced,
             _dir: dir,
         })
     }
@@ -264,14 +281,29 @@ impl ForkServer {
         Ok(())
     }
 
-    /// Fork a life in `dir` with `env`, its streams and its point socket.
+    /// Fork a life in `dir` with `env`, its streams and its point socket;
+    /// a server of traced lives needs the `filter` the child installs once
+    /// seized, any other none.
     pub(super) fn fork(
         self: &Arc<Self>,
         dir: &Path,
         env: &[(OsString, OsString)],
         streams: [&File; 3],
         point: &UnixStream,
+        filter: Option<&[u8]>,
     ) -> Result<Forked, String> {
+        if filter.is_some() != self.traced {
+            return Err(format!(
+                "the fork server {} was started for {} lives, and asked for {} one",
+                self.shown,
+                if self.traced { "traced" } else { "untraced" },
+                if self.traced {
+                    "an untraced"
+                } else {
+                    "a traced"
+                },
+            ));
+        }
         let mut payload = dir.as_os_str().as_bytes().to_vec();
         for (k, v) in env {
             payload.push(0);
@@ -279,8 +311,13 @@ impl ForkServer {
             payload.push(b'=');
             payload.extend_from_slice(v.as_bytes());
         }
-        let mut message = format!("fork {}\n", payload.len()).into_bytes();
+        let mut message = match filter {
+            Some(f) => format!("fork {} {}\n", payload.len(), f.len()),
+            None => format!("fork {}\n", payload.len()),
+        }
+        .into_bytes();
         message.extend(payload);
+        message.extend(filter.unwrap_or_default());
         let fds = [
             streams[0].as_raw_fd(),
             streams[1].as_raw_fd(),

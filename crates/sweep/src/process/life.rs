@@ -63,20 +63,34 @@ impl Process {
             File::create(world.log(life, "err"))?,
         );
         let child = match via {
-            Via::Fork if self.traced().is_some() => {
-                return Err(format!(
-                    "{}: I/O points and the fork server do not work together yet: a forked life is the fork server's child, which the tracer does not follow; drop --fork-server or --io-points",
-                    self.name
-                )
-                .into());
+            Via::Fork => {
+                if let Some(io) = &self.traced() {
+                    let server = self.fork_server_now()?.ok_or("no fork server")?;
+                    let null = File::open("/dev/null")?;
+                    self.count.one(Kind::Forked);
+                    let start = super::trace::Start::Fork(Box::new(
+                        |world: &ProcessWorld, theirs: &UnixStream, filter: Vec<u8>| {
+                            fork_life(
+                                self,
+                                &server,
+                                world,
+                                [&null, &out, &err],
+                                theirs,
+                                Some(&filter),
+                            )
+                        },
+                    ));
+                    return super::trace::life(start, ours, theirs, world, life, shown, io);
+                }
+                self.fork_kid(world, &out, &err, &theirs)?
             }
-            Via::Fork => self.fork_kid(world, &out, &err, &theirs)?,
             Via::Exec => {
                 cmd.stdout(out).stderr(err);
                 pass_fd(&mut cmd, fd);
                 self.count.one(Kind::Life);
                 if let Some(io) = &self.traced() {
-                    return super::trace::life(cmd, ours, theirs, world, life, shown, io);
+                    let start = super::trace::Start::Exec(cmd);
+                    return super::trace::life(start, ours, theirs, world, life, shown, io);
                 }
                 Kid::Spawned(
                     cmd.spawn()
@@ -130,6 +144,7 @@ impl Process {
             world,
             [&null, out, err],
             theirs,
+            None,
         )?)))
     }
 

@@ -116,6 +116,20 @@ pub(super) fn program() -> Result<BpfProgram, String> {
         .map_err(|e: seccompiler::BackendError| e.to_string())
 }
 
+/// `prog` as the kernel lays it out (8 bytes an instruction, native byte
+/// order): what a fork request of point protocol 3 carries to the life
+/// that installs it.
+pub(super) fn bytes(prog: &BpfProgram) -> Vec<u8> {
+    let mut out = Vec::with_capacity(prog.len() * 8);
+    for i in prog {
+        out.extend_from_slice(&i.code.to_ne_bytes());
+        out.push(i.jt);
+        out.push(i.jf);
+        out.extend_from_slice(&i.k.to_ne_bytes());
+    }
+    out
+}
+
 /// Install `prog` on the calling thread: `PR_SET_NO_NEW_PRIVS`, then the
 /// filter. Async-signal-safe (no allocation): for `pre_exec`.
 pub(super) fn install(prog: &BpfProgram) -> std::io::Result<()> {
@@ -153,5 +167,23 @@ mod tests {
         let p = program().unwrap();
         assert!(p.len() > TRACED.len(), "{} instructions", p.len());
         assert!(p.len() < 4096);
+    }
+
+    /// The bytes a fork request carries are the instructions as `libc`
+    /// lays them out: read back as `sock_filter`s, they are the program.
+    #[test]
+    fn the_filter_s_bytes_are_its_instructions() {
+        let p = program().unwrap();
+        let b = bytes(&p);
+        assert_eq!(b.len(), p.len() * 8);
+        assert_eq!(std::mem::size_of::<libc::sock_filter>(), 8);
+        for (raw, i) in b.chunks_exact(8).zip(&p) {
+            // SAFETY: 8 bytes read as one plain-data sock_filter.
+            let back: libc::sock_filter = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
+            assert_eq!(
+                (back.code, back.jt, back.jf, back.k),
+                (i.code, i.jt, i.jf, i.k)
+            );
+        }
     }
 }

@@ -41,6 +41,13 @@
 //! program's own threads, not for a pool's, whose threads take work in any
 //! order. Named points say nothing of their thread.
 //!
+//! A life forked from the fork server is traced too (point protocol 3):
+//! the server's child waits on its point descriptor until the life's
+//! tracer thread has seized it by its pid, then installs the filter the
+//! fork request carried. The harness is its ancestor, so Yama's
+//! `ptrace_scope` 1 allows it. From there it is traced as an exec'd life
+//! is; calls before `ready()` are not.
+//!
 //! Linux on x86_64 only; elsewhere a sweep with I/O points is refused.
 
 mod listing;
@@ -50,6 +57,8 @@ mod select;
 mod call;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod filter;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod forked;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod record;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -62,6 +71,28 @@ pub use select::{IoPoints, Op, SelectError};
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub(super) use relay::{life, probe};
+
+/// How a traced life starts.
+pub(in crate::process) enum Start<'a> {
+    /// Spawn this command (set up by the life: argv, directory,
+    /// environment, logs, the protocol's descriptor), seized between fork
+    /// and exec.
+    Exec(std::process::Command),
+    /// Ask the fork server (point protocol 3) for a child of the world,
+    /// with the program's end of the point protocol, that installs this
+    /// filter (its bytes) once seized; the child is kept (and killed if
+    /// need be) until the life ends.
+    Fork(Box<ForkLife<'a>>),
+}
+
+/// A fork server's request for one traced life: the world, the program's
+/// end of the point protocol, the filter's bytes.
+pub(in crate::process) type ForkLife<'a> = dyn FnOnce(
+        &super::ProcessWorld,
+        &std::os::unix::net::UnixStream,
+        Vec<u8>,
+    ) -> Result<super::forkserver::Forked, String>
+    + 'a;
 
 /// What the tracer thread and the protocol reader tell the life's thread.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -111,7 +142,7 @@ pub(super) fn probe() -> Result<(), String> {
 /// A traced life where the tracer cannot run: refused.
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
 pub(super) fn life(
-    _cmd: std::process::Command,
+    _start: Start<'_>,
     _ours: std::os::unix::net::UnixStream,
     _theirs: std::os::unix::net::UnixStream,
     _world: &mut super::ProcessWorld,

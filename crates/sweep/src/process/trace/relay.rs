@@ -15,11 +15,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::call::Names;
+use super::filter;
 use super::select::IoPoints;
 use super::tracer::{self, Tree};
-use super::Event;
+use super::{Event, Start};
 use crate::error::LifeError;
-use crate::process::child::{describe_status, tail, POLL};
+use crate::process::child::{describe_status, tail, Reaped, POLL};
 use crate::process::world::ProcessWorld;
 
 /// Whether a program can be traced here: a traced `true` is started and
@@ -101,10 +102,10 @@ enum Answer {
     Named(Sender<bool>),
 }
 
-/// One life of `cmd` (set up by the life: argv, directory, environment,
-/// logs, the protocol's descriptor `theirs`) under the tracer.
+/// One life under the tracer, started as `start` says, `theirs` the
+/// program's end of the point protocol.
 pub(in crate::process) fn life(
-    cmd: Command,
+    start: Start<'_>,
     ours: UnixStream,
     theirs: UnixStream,
     world: &mut ProcessWorld,
@@ -120,9 +121,31 @@ pub(in crate::process) fn life(
     };
     let (tx, rx) = mpsc::channel();
     let tree = Tree::default();
-    let pid = tracer::start(cmd, theirs, Arc::clone(io), names, tx.clone(), tree.clone())
-        .map_err(|e| format!("{shown} could not start: {e}"))?
-        .pid;
+    let (pid, _forked) = match start {
+        Start::Exec(cmd) => {
+            let started =
+                tracer::start(cmd, theirs, Arc::clone(io), names, tx.clone(), tree.clone())
+                    .map_err(|e| format!("{shown} could not start: {e}"))?;
+            (started.pid, None)
+        }
+        Start::Fork(fork) => {
+            let prog = filter::program().map_err(|e| format!("the tracer's filter: {e}"))?;
+            let forked = fork(world, &theirs, filter::bytes(&prog))?;
+            drop(theirs);
+            // On an error the forked child, never told `seized`, is killed
+            // as `forked` drops.
+            let started = super::forked::attach(
+                forked.id(),
+                ours.try_clone()?,
+                Arc::clone(io),
+                names,
+                tx.clone(),
+                tree.clone(),
+            )
+            .map_err(|e| format!("{shown}, forked, could not be traced: {e}"))?;
+            (started.pid, Some(forked))
+        }
+    };
     let _in_life = world.service.as_ref().map(|s| s.life_started(pid));
     std::thread::Builder::new()
         .name("crashsweep-points".into())

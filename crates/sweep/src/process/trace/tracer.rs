@@ -32,7 +32,7 @@ use super::Event;
 pub(super) struct Tree(Arc<Mutex<HashSet<i32>>>);
 
 impl Tree {
-    fn insert(&self, pid: i32) {
+    pub(super) fn insert(&self, pid: i32) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(pid);
     }
 
@@ -188,6 +188,17 @@ pub(super) fn start(
     }
 }
 
+/// The tracer's options: every seccomp stop, every thread and process the
+/// tree makes, and its execs; the whole tree killed if the tracer goes.
+pub(super) fn options() -> Options {
+    Options::PTRACE_O_TRACESECCOMP
+        | Options::PTRACE_O_TRACECLONE
+        | Options::PTRACE_O_TRACEFORK
+        | Options::PTRACE_O_TRACEVFORK
+        | Options::PTRACE_O_TRACEEXEC
+        | Options::PTRACE_O_EXITKILL
+}
+
 /// The tracer thread's work: seize the child, trace it to its end, and
 /// send that end as the last event.
 fn trace_child(
@@ -202,7 +213,20 @@ fn trace_child(
     let Some(main) = seize_child(pid_r, go_w, &refused, tree) else {
         return;
     };
-    let end = match run(main, io, names, events, tree) {
+    trace_to_end(main, true, io, names, events, tree);
+}
+
+/// Trace the seized `main` to the end of its tree (from its exec, if
+/// `exec`: a spawned child's) and send that end as the last event.
+pub(super) fn trace_to_end(
+    main: Pid,
+    exec: bool,
+    io: &IoPoints,
+    names: &Names,
+    events: &Sender<Event>,
+    tree: &Tree,
+) {
+    let end = match run(main, exec, io, names, events, tree) {
         Ok(status) => Event::Exited(status),
         Err(why) => {
             tree.kill_all();
@@ -233,13 +257,7 @@ fn seize_child(
         return None;
     }
     let main = Pid::from_raw(i32::from_ne_bytes(pid));
-    let options = Options::PTRACE_O_TRACESECCOMP
-        | Options::PTRACE_O_TRACECLONE
-        | Options::PTRACE_O_TRACEFORK
-        | Options::PTRACE_O_TRACEVFORK
-        | Options::PTRACE_O_TRACEEXEC
-        | Options::PTRACE_O_EXITKILL;
-    if let Err(e) = ptrace::seize(main, options) {
+    if let Err(e) = ptrace::seize(main, options()) {
         let _ = refused.send(refusal(&std::io::Error::from_raw_os_error(e as i32)));
         let _ = go_w.write_all(&[0]);
         return None;
@@ -264,16 +282,20 @@ fn resume(pid: Pid, sig: Option<Signal>) -> Result<(), String> {
 }
 
 /// The waitpid loop: until every tracee is gone; the main process's exit
-/// status.
+/// status. `exec`: the main process was seized before its exec (a spawned
+/// child), not running its program already (a forked life).
 fn run(
     main: Pid,
+    exec: bool,
     io: &IoPoints,
     names: &Names,
     events: &Sender<Event>,
     tree: &Tree,
 ) -> Result<ExitStatus, String> {
     let flags = Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD);
-    until_exec(main, flags, tree)?;
+    if exec {
+        until_exec(main, flags, tree)?;
+    }
     let mut watch = Watch {
         main,
         io,
