@@ -51,8 +51,10 @@ fn python() -> String {
     python
 }
 
-/// `crashsweep --io-points --depth 1 --format json` of the agent with its
-/// tracker and judge, `args` after the agent's path.
+/// `crashsweep --io-points --fork-server --depth 1 --format json` of the
+/// agent with its tracker and judge, `args` after the agent's path. Each
+/// life is forked after the agent's imports and traced (point protocol 3):
+/// an exec'd life would import LangGraph again, about 1.7 s of CPU.
 fn sweep(args: &[&str]) -> (Output, serde_json::Value) {
     let python = python();
     let dir = example();
@@ -61,7 +63,14 @@ fn sweep(args: &[&str]) -> (Output, serde_json::Value) {
         cmd.arg("--worlds-in").arg(ram);
     }
     let out = cmd
-        .args(["--io-points", "--depth", "1", "--format", "json"])
+        .args([
+            "--io-points",
+            "--fork-server",
+            "--depth",
+            "1",
+            "--format",
+            "json",
+        ])
         // The WAL's writes (where LangGraph's writes commit) and the posts.
         .args([
             "--io-ops",
