@@ -285,20 +285,54 @@ fn a_go_program_gets_the_verdicts_its_syncs_earn() {
     assert_eq!(got["full"], (0, 0), "{got:?}");
 }
 
-/// The disk record needs the tracer, which does not follow a forked life:
-/// power cuts with the fork server are refused before anything runs.
+/// Under the fork server each forked life is traced and its disk record
+/// kept as an exec'd life's is: the Python payouts example (its client
+/// calls `crashsweep.ready()`), buggy and fixed, gives the exec'd table in
+/// a process crash and two power cuts, every life forked.
 #[test]
-fn power_cuts_with_the_fork_server_are_refused() {
-    let e = Process::new("nosync", ["python3", &example("state.py"), "nosync"])
-        .judge_command(&format!("python3 {}", example("judge.py")))
-        .fork_server()
-        .crash_states(["lose"])
-        .unwrap()
-        .discover()
-        .unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("power cuts and the fork server do not work together yet"),
-        "{e}"
-    );
+fn power_cuts_with_the_fork_server_give_the_exec_d_table() {
+    let payouts = root().join("clients/python/examples/payouts.py");
+    let judge = root().join("clients/examples/judge.py");
+    let states = ["process", "lose", "entries"];
+    let sweep_of = |fixed: bool, fork: bool| {
+        let mut argv = vec!["python3".to_owned(), payouts.to_string_lossy().into_owned()];
+        if fixed {
+            argv.push("--fixed".into());
+        }
+        let mut p =
+            Process::new("payouts", argv).judge_command(&format!("python3 {}", judge.display()));
+        if fork {
+            p = p.fork_server();
+        }
+        let p = (p.crash_states(states).unwrap().discover())
+            .unwrap_or_else(|e| panic!("fixed: {fixed}, forked: {fork}: {e}"));
+        let config = sweep::Config {
+            depth: 1,
+            crash_states: states
+                .iter()
+                .map(|s| CrashState::new((*s).to_owned()).unwrap())
+                .collect(),
+            ..Default::default()
+        };
+        let r = sweep::run(&p, &config).unwrap();
+        let names: Vec<(String, bool)> = (r.scenarios.iter())
+            .map(|s| (s.scenario.to_string(), s.failure.is_some()))
+            .collect();
+        let forked = r.stats.processes.map_or(0, |n| n.forked);
+        (sweep::table(&r.rows()), names, forked)
+    };
+    for fixed in [false, true] {
+        let (table, names, none) = sweep_of(fixed, false);
+        let (forked_table, forked_names, forked) = sweep_of(fixed, true);
+        assert_eq!(table, forked_table, "fixed: {fixed}");
+        assert_eq!(names, forked_names, "fixed: {fixed}");
+        assert_eq!(none, 0);
+        assert!(forked > names.len() as u64, "{forked} forked");
+        assert!(
+            names.iter().any(|(n, _)| n.starts_with("lose: ")),
+            "{names:?}"
+        );
+        // The buggy job pays twice after a process crash.
+        assert_eq!(fixed, !names.iter().any(|(_, failed)| *failed), "{names:?}");
+    }
 }

@@ -289,12 +289,6 @@ impl Process {
                 });
             }
         }
-        if self.power.is_some() && self.fork.wanted {
-            return Err(ProcessError::ForkServer {
-                subject: self.name.clone(),
-                reason: "power cuts and the fork server do not work together yet: the disk record is kept by exec'd lives only; drop --fork-server or the crash states".into(),
-            });
-        }
         if self.io_points.is_some() || self.power.is_some() {
             super::trace::probe().map_err(|reason| ProcessError::Untraceable {
                 subject: self.name.clone(),

@@ -45,7 +45,7 @@ impl Process {
             self.count.one(Kind::Server);
             let dir = self.scratch("crashsweep-server-")?;
             self.fill(&dir.path().join("world"))?;
-            ForkServer::start(&self.argv, &self.env, dir, self.io_points.is_some())
+            ForkServer::start(&self.argv, &self.env, dir, self.traced().is_some())
         })
     }
 }
