@@ -20,14 +20,16 @@
 //! from another's: only the lives before the crash are saved.
 //!
 //! No copy is taken when the program has more than one thread at the hit
-//! (the others could still write while it is copied): such a scenario runs
-//! its crashed life again from its parent's world. A world with a service
+//! (the others could still write while it is copied), nor at any later hit
+//! of a life that had more than one at an earlier hit (where the others
+//! were when they ended is chance): such a scenario runs its crashed life
+//! again from its parent's world. A world with a service
 //! is shared only when the service restarts from its directory
 //! ([`Process::crash_service`]); its directory is copied with the world and
 //! a new service starts on the copy at the next life. I/O points are not
 //! shared (their lives run under the tracer).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
@@ -43,6 +45,10 @@ thread_local! {
     /// The program stopped at the hit this thread relays now: its process
     /// id and its command line as shown.
     static AT_HIT: RefCell<Option<(u32, String)>> = const { RefCell::new(None) };
+    /// The last program this thread relayed seen with more than one thread
+    /// at a hit: its world at a later hit depends on where the others were,
+    /// so its life takes no capture from then on.
+    static THREADED: Cell<Option<u32>> = const { Cell::new(None) };
 }
 
 /// Clears [`AT_HIT`] when the hit is answered (or the life unwinds).
@@ -57,6 +63,11 @@ impl Drop for Clear {
 /// Run `f` (the hit relayed into the life's scope) while the program `pid`
 /// waits at it: a capture taken meanwhile, on this thread, copies its world.
 pub(super) fn stopped_at_hit<R>(pid: Option<u32>, shown: &str, f: impl FnOnce() -> R) -> R {
+    if let Some(p) = pid {
+        if threads(p).is_some_and(|n| n > 1) {
+            THREADED.set(Some(p));
+        }
+    }
     AT_HIT.with(|a| *a.borrow_mut() = pid.map(|p| (p, shown.to_owned())));
     let _clear = Clear;
     f()
@@ -214,7 +225,10 @@ impl Share<ProcessWorld> for Process {
             #[cfg(test)]
             let _ = &_stale;
             let (pid, shown) = AT_HIT.with(|a| a.borrow().clone())?;
-            if threads(pid) != Some(1) {
+            // One thread now, and none but one at any hit of this life
+            // before: a thread that wrote and ended between two hits may
+            // end elsewhere in another run.
+            if threads(pid) != Some(1) || THREADED.get() == Some(pid) {
                 return None;
             }
             let (root, service) = copier.copy(&from, service.as_ref()).ok()?;
