@@ -80,7 +80,11 @@ def post(url, body):
         return json.load(r)["id"]
 
 
-def make_tool(url, fixed):
+# The tracker's URL, known once the life starts (after ready()).
+URL = None
+
+
+def make_tool(fixed):
     @tool
     def file_ticket(
         title: str,
@@ -91,7 +95,7 @@ def make_tool(url, fixed):
         body = {"title": title}
         if fixed:
             body["key"] = "%s/%s" % (config["configurable"]["thread_id"], tool_call_id)
-        return "ticket %s" % post(url, body)
+        return "ticket %s" % post(URL, body)
 
     return file_ticket
 
@@ -104,35 +108,38 @@ def model(state: MessagesState):
     return {"messages": [llm.invoke(state["messages"])]}
 
 
-def build(url, fixed, checkpointer):
+def build(fixed):
     g = StateGraph(MessagesState)
     g.add_node("model", model)
-    g.add_node("tools", ToolNode([make_tool(url, fixed)]))
+    g.add_node("tools", ToolNode([make_tool(fixed)]))
     g.add_edge(START, "model")
     g.add_conditional_edges("model", tools_condition, {"tools": "tools", END: END})
     g.add_edge("tools", "model")
-    return g.compile(checkpointer=checkpointer)
+    return g
 
 
 def main(saver=SqliteSaver):
-    # The end of the set-up (about a second of imports). Under
-    # `crashsweep --fork-server` every life is forked from here; anywhere
-    # else this does nothing.
-    crashsweep.ready()
+    global SCRIPT, URL
     args = sys.argv[1:]
     fixed = "--fixed" in args
     durability = None
     if "--durability" in args:
         durability = args[args.index("--durability") + 1]
     if "--tickets" in args:
-        global SCRIPT
         SCRIPT = script(int(args[args.index("--tickets") + 1]))
+    # The graph and its tool's schema: set-up, the same for every life.
+    g = build(fixed)
+    # The end of the set-up (about a second of imports, a third of a
+    # life's work after them). Under `crashsweep --fork-server` every life
+    # is forked from here; anywhere else this does nothing. The world
+    # (checkpoints.db) and the service's URL are the life's own: after it.
+    crashsweep.ready()
     urls = [a for a in args if a.startswith("http")]
-    url = urls[0] if urls else os.environ["CRASHSWEEP_SERVICE"]
+    URL = urls[0] if urls else os.environ["CRASHSWEEP_SERVICE"]
     config = {"configurable": {"thread_id": THREAD}}
     kwargs = {} if durability is None else {"durability": durability}
     with saver.from_conn_string("checkpoints.db") as checkpointer:
-        graph = build(url, fixed, checkpointer)
+        graph = g.compile(checkpointer=checkpointer)
         if checkpointer.get_tuple(config) is None:
             start = {"messages": [HumanMessage("File our %d open problems." % (len(SCRIPT) - 1))]}
         else:
