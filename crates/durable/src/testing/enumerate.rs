@@ -462,6 +462,26 @@ impl<'a> Space<'a> {
         }
         (out, sampled)
     }
+
+    /// Disk `want` of those `model` allows (the last if there are fewer;
+    /// `None` if there is none) and what a cut that keeps it chose from.
+    pub fn choose(
+        &self,
+        model: &PersistenceModel,
+        want: usize,
+    ) -> (Option<(Names, Contents)>, CutRecord) {
+        let combinations = self.combinations();
+        let (mut states, sampled) = self.states(model.bound);
+        let chosen = want.min(states.len().saturating_sub(1));
+        let record = CutRecord {
+            states: states.len(),
+            combinations,
+            sampled,
+            chosen,
+        };
+        let disk = (chosen < states.len()).then(|| states.swap_remove(chosen));
+        (disk, record)
+    }
 }
 
 #[cfg(test)]

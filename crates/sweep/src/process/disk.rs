@@ -352,20 +352,10 @@ impl DiskRecord {
             &self.pending,
             model,
         );
-        let combinations = space.combinations();
-        let (mut states, sampled) = space.states(model.bound);
-        let chosen = want.min(states.len().saturating_sub(1));
-        let record = CutRecord {
-            states: states.len(),
-            combinations,
-            sampled,
-            chosen,
-        };
-        let disk = if chosen < states.len() {
-            let (names, data) = states.swap_remove(chosen);
-            Disk { names, data }
-        } else {
-            self.cut(DiskState::LoseUnsynced)
+        let (disk, record) = space.choose(model, want);
+        let disk = match disk {
+            Some((names, data)) => Disk { names, data },
+            None => self.cut(DiskState::LoseUnsynced),
         };
         (disk, record)
     }

@@ -93,24 +93,11 @@ impl Inner {
             &self.pending,
             model,
         );
-        let combinations = space.combinations();
-        let (mut states, sampled) = space.states(model.bound);
-        let chosen = want.min(states.len().saturating_sub(1));
-        let record = CutRecord {
-            states: states.len(),
-            combinations,
-            sampled,
-            chosen,
-        };
-        if chosen < states.len() {
-            let (names, data) = states.swap_remove(chosen);
-            self.apply(names, data);
-        } else {
-            // No state at all cannot happen (the durable disk is one);
-            // keep the durable views.
-            let (names, data) = self.survivors(DiskState::LoseUnsynced);
-            self.apply(names, data);
-        }
+        let (disk, record) = space.choose(model, want);
+        // No state at all cannot happen (the durable disk is one); if it
+        // did, the durable views would be kept.
+        let (names, data) = disk.unwrap_or_else(|| self.survivors(DiskState::LoseUnsynced));
+        self.apply(names, data);
         record
     }
 
