@@ -51,11 +51,17 @@ fn python() -> String {
     python
 }
 
-/// `crashsweep --io-points --fork-server --depth 1 --format json` of the
-/// agent with its tracker and judge, `args` after the agent's path. Each
-/// life is forked after the agent's imports and traced (point protocol 3):
-/// an exec'd life would import LangGraph again, about 1.7 s of CPU.
-fn sweep(args: &[&str]) -> (Output, serde_json::Value) {
+/// `crashsweep --fork-server --depth 1 --format json FLAGS` of `agent`
+/// (in the example's directory) with the tracker and the judge (`judge`'s
+/// arguments after its path), the agent's `args` after its path. Every
+/// life is forked after the agent's imports: an exec'd life would import
+/// LangGraph again, about 1.7 s of CPU.
+fn crashsweep(
+    flags: &[&str],
+    judge: &[&str],
+    agent: &str,
+    args: &[&str],
+) -> (Output, serde_json::Value) {
     let python = python();
     let dir = example();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_crashsweep"));
@@ -63,40 +69,37 @@ fn sweep(args: &[&str]) -> (Output, serde_json::Value) {
         cmd.arg("--worlds-in").arg(ram);
     }
     let out = cmd
-        .args([
-            "--io-points",
-            "--fork-server",
-            "--depth",
-            "1",
-            "--format",
-            "json",
-        ])
-        // The WAL's writes (where LangGraph's writes commit) and the posts.
-        .args([
-            "--io-ops",
-            "write,send,connect",
-            "--io-paths",
-            "checkpoints.db-wal",
-        ])
+        .args(["--fork-server", "--depth", "1", "--format", "json"])
+        .args(flags)
         .args(["--threads", "2", "--world"])
         .arg(dir.join("world"))
         .arg("--service")
         .arg(format!("'{python}' '{}'", dir.join("tracker.py").display()))
         .arg("--judge")
         .arg(format!(
-            "'{python}' '{}' --tickets 1",
-            dir.join("judge.py").display()
+            "'{python}' '{}' {}",
+            dir.join("judge.py").display(),
+            judge.join(" ")
         ))
         .arg("--")
         .arg(&python)
-        .arg(dir.join("agent.py"))
-        // One ticket: the windows of one tool call, a third of the hits.
-        .args(["--tickets", "1"])
+        .arg(dir.join(agent))
         .args(args)
         .output()
         .unwrap();
     let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
     (out, json)
+}
+
+/// The unchanged agent with I/O points (its forked lives traced, point
+/// protocol 3) at the WAL's writes, where LangGraph's writes commit, and
+/// at the posts; one ticket (the windows of one tool call, a third of the
+/// hits).
+fn sweep(args: &[&str]) -> (Output, serde_json::Value) {
+    let io = ["--io-points", "--io-ops", "write,send,connect"];
+    let flags = [&io[..], &["--io-paths", "checkpoints.db-wal"]].concat();
+    let args = [&["--tickets", "1"][..], args].concat();
+    crashsweep(&flags, &["--tickets", "1"], "agent.py", &args)
 }
 
 #[test]
@@ -140,39 +143,12 @@ fn langgraph_fixed_tool_with_an_idempotency_key_is_clean() {
     assert!(row["once"].as_u64().unwrap_or(0) > 30, "{json}");
 }
 
-/// `crashsweep --fork-server --depth 1` of `agent_points.py` (named points
-/// around `SqliteSaver`'s writes and after the tool's post), `args` after
-/// its path: every life forked after its imports.
+/// `agent_points.py` (named points around `SqliteSaver`'s writes and
+/// after the tool's post), `args` after its path.
 fn forked_sweep(args: &[&str]) -> (Output, serde_json::Value) {
-    let python = python();
-    let dir = example();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crashsweep"));
-    if let Some(ram) = sweep::process::ram_disk() {
-        cmd.arg("--worlds-in").arg(ram);
-    }
-    let out = cmd
-        .args(["--fork-server", "--depth", "1", "--format", "json"])
-        .args(["--threads", "2", "--world"])
-        .arg(dir.join("world"))
-        .arg("--service")
-        .arg(format!("'{python}' '{}'", dir.join("tracker.py").display()))
-        .arg("--judge")
-        .arg(format!("'{python}' '{}'", dir.join("judge.py").display()))
-        .arg("--")
-        .arg(&python)
-        .arg(dir.join("agent_points.py"))
-        .args(args)
-        .output()
-        .unwrap();
-    let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
-    (out, json)
+    crashsweep(&[], &[], "agent_points.py", args)
 }
 
-/// The fork server accepts the agent though its writer thread reorders
-/// the hits and its checkpoints differ byte for byte from run to run: it
-/// compares lives as the safety nets do. Forked, the buggy agent files a
-/// ticket twice after a crash right after its post, and the fixed one is
-/// clean.
 #[test]
 #[ignore = "needs the LangGraph virtualenv (docs/sweep-an-unchanged-program.md)"]
 fn langgraph_forked_lives_find_the_duplicate_and_pass_the_fix() {
