@@ -7,9 +7,20 @@ duplicates: payments beyond the first per payee; missing: payees never paid.
 It reads ledger.txt, one payment per line, "payee amount" (buggy version) or
 "payee amount key=<payee>-<index>" (fixed version); a line it cannot read
 (one cut short, with no newline at its end) is not a payment. Exits 0 whatever it finds.
+
+Under `crashsweep --fork-server` it is forked too: it runs once to
+crashsweep.ready(), after its imports, and each judge is a child forked
+there in its world's directory (ready() does nothing otherwise).
 """
 
 import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import crashsweep  # noqa: E402
+
+crashsweep.ready()
 
 PAYEES = ["alice", "bob", "carol"]
 

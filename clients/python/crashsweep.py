@@ -26,6 +26,7 @@ raised in every mode. The protocol is described in docs/point-protocol.md.
 """
 
 import atexit
+import gc
 import os
 import re
 import select
@@ -215,6 +216,13 @@ def _serve(control, traced):
 
         global _libc
         _libc = ctypes.CDLL(None, use_errno=True)
+    # Every object made so far moves to the collector's permanent
+    # generation: a child's collections and its exit then do not touch
+    # them, so their pages stay shared with this process instead of being
+    # copied (a LangGraph agent's forked life ended in 61 ms instead of
+    # 353 ms). Python's documentation of gc.freeze() recommends it before
+    # fork() without exec().
+    gc.freeze()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)

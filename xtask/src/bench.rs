@@ -43,6 +43,12 @@ pub struct BenchArgs {
     /// second with I/O points against named points.
     #[arg(long)]
     tracer: bool,
+    /// Only the fork server's part of --process: a small Rust binary's life
+    /// against the spawn floor, the Python payouts example at depth 2
+    /// exec'd and forked, and the LangGraph agent's sweeps (with
+    /// `CRASHSWEEP_LANGGRAPH_PYTHON`).
+    #[arg(long)]
+    fork: bool,
     /// Only the power cuts' part of --process: the disk record's cost on
     /// 10,000 writes, and crash states rebuilt and judged per second.
     #[arg(long)]
@@ -326,6 +332,9 @@ fn in_release(args: &BenchArgs) -> Result<(), String> {
     if args.power {
         cmd.arg("--power");
     }
+    if args.fork {
+        cmd.arg("--fork");
+    }
     let calls: Vec<String> = args.calls.iter().map(usize::to_string).collect();
     cmd.args(["--calls", &calls.join(",")]);
     cmd.args(["--brute-up-to", &args.brute_up_to.to_string()]);
@@ -420,6 +429,10 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     }
     if args.power {
         return bench_power(samples.min(5));
+    }
+    if args.fork {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        return fork_server(&exe, samples).and_then(|()| langgraph_sweeps());
     }
     if args.process {
         return process(samples).and_then(|()| langgraph_sweeps());
@@ -955,14 +968,15 @@ fn payouts_sweep(
     let procs = r.stats.processes.unwrap_or_default();
     let rate = n as f64 / d.as_secs_f64();
     println!(
-        "python payouts, depth 2, {which}, {}{}: {n} scenarios in {:>7.2} s = {rate:>6.2} scenarios/s; {} processes ({} lives, {} forked, {} judges)",
+        "python payouts, depth 2, {which}, {}{}: {n} scenarios in {:>7.2} s = {rate:>6.2} scenarios/s; {} processes ({} lives, {} forked, {} judges, {} forked)",
         if fork { "fork server" } else { "exec'd" },
         if share { "" } else { ", replayed (no restarts)" },
         d.as_secs_f64(),
         procs.total(),
         procs.lives,
         procs.forked,
-        procs.judges
+        procs.judges,
+        procs.forked_judges
     );
     Ok((rate, sweep::table(&r.rows())))
 }
@@ -1038,7 +1052,7 @@ fn langgraph_sweep(python: &std::ffi::OsStr, fork: bool) -> Result<(Duration, St
     println!(
         "langgraph agent_points.py, depth 2, {}: {n} scenarios in {:>7.1} s = {:>5.2} scenarios/s; \
          {} failed, {} flaky, {} not fired; {} processes ({} lives, {} forked, {} judges, \
-         {} services)",
+         {} forked, {} services)",
         if fork { "fork server" } else { "exec'd" },
         d.as_secs_f64(),
         n as f64 / d.as_secs_f64(),
@@ -1049,6 +1063,7 @@ fn langgraph_sweep(python: &std::ffi::OsStr, fork: bool) -> Result<(Duration, St
         procs.lives,
         procs.forked,
         procs.judges,
+        procs.forked_judges,
         procs.services
     );
     Ok((d, sweep::table(&r.rows())))

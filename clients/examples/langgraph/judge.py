@@ -7,13 +7,19 @@ prints one JSON object on stdout,
 duplicates: tickets beyond the first per title; missing: titles the agent
 was to file and never did. `--tickets N`: the agent was told to file the
 first N (all three unless told). Standard library only. Exits 0 whatever
-it finds.
+it finds. Under `crashsweep --fork-server` each judge is forked from one
+process that ran to crashsweep.ready() after its imports.
 """
 
 import json
 import os
 import sys
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import crashsweep  # noqa: E402
+
+crashsweep.ready()
 
 # The titles agent.py's model asks its tool to file, in order.
 TITLES = ["Disk full on db-1", "Login page slow", "Typo on pricing page"]

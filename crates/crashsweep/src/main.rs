@@ -101,7 +101,9 @@ struct Args {
     /// each life is a child forked there (point protocol version 2; Python
     /// and Rust clients). Checked first: forked and exec'd clean lives must
     /// pass the same hits and leave the same world, and the program must
-    /// have one thread at ready().
+    /// have one thread at ready(). A --judge that calls ready() is forked
+    /// too (checked: the same verdict on discovery's world); one that does
+    /// not is started per scenario, with a note saying why.
     #[arg(long)]
     fork_server: bool,
     /// The subject's name in the table (default: the program's file name).
@@ -314,6 +316,9 @@ fn run(args: &Args, raw: &[OsString]) -> u8 {
             return EXIT_USAGE;
         }
     };
+    if let Some(why) = process.judge_not_forked() {
+        eprintln!("note: the judge is started for each scenario, not forked: {why}");
+    }
     let subjects: Vec<&dyn DynSubject> = vec![&process];
     let rerun = |_: usize, sc: &Scenario| rerun_command(raw, sc);
     let plan = Plan {

@@ -56,8 +56,12 @@ pub struct Processes {
     pub lives: u64,
     /// Lives forked from a fork server.
     pub forked: u64,
-    /// Judges started (one a scenario, for a judge command).
+    /// Judges started as a new process (one a scenario, for a judge
+    /// command).
     pub judges: u64,
+    /// Judges forked from the judge's fork server (one a scenario, for a
+    /// judge command that calls `ready()`, swept with a fork server).
+    pub forked_judges: u64,
     /// Services started (one a world, again after a crash that kills it).
     pub services: u64,
     /// Fork servers started.
@@ -67,7 +71,7 @@ pub struct Processes {
 impl Processes {
     /// All of them.
     pub fn total(&self) -> u64 {
-        self.lives + self.forked + self.judges + self.services + self.servers
+        self.lives + self.forked + self.judges + self.forked_judges + self.services + self.servers
     }
 
     /// `self - before`, field by field (saturating).
@@ -76,6 +80,7 @@ impl Processes {
             lives: self.lives.saturating_sub(before.lives),
             forked: self.forked.saturating_sub(before.forked),
             judges: self.judges.saturating_sub(before.judges),
+            forked_judges: self.forked_judges.saturating_sub(before.forked_judges),
             services: self.services.saturating_sub(before.services),
             servers: self.servers.saturating_sub(before.servers),
         }
@@ -87,6 +92,7 @@ impl Processes {
             lives: self.lives + other.lives,
             forked: self.forked + other.forked,
             judges: self.judges + other.judges,
+            forked_judges: self.forked_judges + other.forked_judges,
             services: self.services + other.services,
             servers: self.servers + other.servers,
         }

@@ -367,3 +367,85 @@ fn a_forked_life_s_threads_and_children_are_traced() {
         );
     }
 }
+
+/// A life that counts its runs in `runs.txt`, crashing at `counted`.
+const COUNTING_LIFE: &str = "import crashsweep\n\
+                             crashsweep.ready()\n\
+                             try:\n\
+                             \x20   n = int(open('runs.txt').read())\n\
+                             except FileNotFoundError:\n\
+                             \x20   n = 0\n\
+                             open('runs.txt', 'w').write(str(n + 1))\n\
+                             crashsweep.point('counted')\n";
+
+/// A judge command in Python: `early` reads the world before `ready()`
+/// (the mistake the check refuses), else after it.
+fn runs_judge(early: bool) -> String {
+    let read = "r = open('runs.txt').read() if os.path.exists('runs.txt') else '0'";
+    let (before, after) = if early { (read, "") } else { ("", read) };
+    format!(
+        "python3 -c \"import os, json, crashsweep\n{before}\ncrashsweep.ready()\n{after}\n\
+         print(json.dumps({{'reruns': max(int(r) - 1, 0), 'runs': int(r)}}))\""
+    )
+}
+
+/// A depth-1 sweep of [`COUNTING_LIFE`] judged by `judge`, forked or not.
+fn judged(judge: &str, fork: bool) -> Result<(Process, sweep::Report), ProcessError> {
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../clients/python");
+    let mut p = Process::new("counting", ["python3", "-c", COUNTING_LIFE])
+        .env("PYTHONPATH", client)
+        .judge_command(judge)
+        .count_only("runs");
+    if fork {
+        p = p.fork_server();
+    }
+    let p = p.discover()?;
+    let r = sweep::run(&p, &config(1)).unwrap();
+    Ok((p, r))
+}
+
+/// A judge command that calls `ready()` is forked like the lives: one
+/// forked judge a scenario, none started, and the exec'd judges' table.
+#[test]
+fn a_judge_that_calls_ready_is_forked() {
+    let judge = runs_judge(false);
+    let (p, forked) = judged(&judge, true).unwrap();
+    let (_, exec) = judged(&judge, false).unwrap();
+    assert_eq!(sweep::table(&forked.rows()), sweep::table(&exec.rows()));
+    // The crash at `counted` repeats the count: one rerun.
+    assert!(
+        sweep::table(&forked.rows()).contains("   1 "),
+        "{}",
+        sweep::table(&forked.rows())
+    );
+    let n = forked.stats.processes.unwrap();
+    assert_eq!(n.judges, 0, "{n:?}");
+    assert!(n.forked_judges >= forked.stats.scenarios, "{n:?}");
+    assert_eq!(p.judge_not_forked(), None);
+    assert_eq!(exec.stats.processes.unwrap().forked_judges, 0);
+}
+
+/// A judge that reads the world before `ready()` judges its fork server's
+/// world, not the scenario's: refused at discovery, naming both verdicts.
+#[test]
+fn a_judge_that_reads_the_world_before_ready_is_refused() {
+    let e = judged(&runs_judge(true), true).unwrap_err().to_string();
+    assert!(
+        e.contains("forked from its fork server gave [(\"reruns\", 0), (\"runs\", 0)]")
+            && e.contains("where exec'd it gave [(\"reruns\", 0), (\"runs\", 1)]")
+            && e.contains("read the world after ready()"),
+        "{e}"
+    );
+}
+
+/// A judge that never calls `ready()` is started per scenario, and says why.
+#[test]
+fn a_judge_without_ready_is_started_per_scenario() {
+    let judge = "printf '{\"reruns\": 0, \"runs\": 1}'";
+    let (p, r) = judged(judge, true).unwrap();
+    let n = r.stats.processes.unwrap();
+    assert_eq!(n.forked_judges, 0, "{n:?}");
+    assert!(n.judges >= r.stats.scenarios, "{n:?}");
+    let why = p.judge_not_forked().expect("a reason");
+    assert!(why.contains("ended before ready()"), "{why}");
+}

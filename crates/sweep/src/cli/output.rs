@@ -56,18 +56,19 @@ pub(crate) fn pretty(v: &Value) -> String {
 
 /// The processes a sweep of a process subject started, in one line:
 /// `payouts: 211 processes for 37 scenarios: 104 lives, 0 forked, 67
-/// judges, 37 services, 0 fork servers` (reruns of failing scenarios
+/// judges, 0 forked, 37 services, 0 fork servers` (reruns of failing scenarios
 /// included); `None` for a subject swept in this process.
 pub fn processes_line(r: &Report) -> Option<String> {
     let p = r.stats.processes?;
     Some(format!(
-        "{}: {} processes for {} scenarios: {} lives, {} forked, {} judges, {} services, {} fork servers",
+        "{}: {} processes for {} scenarios: {} lives, {} forked, {} judges, {} forked, {} services, {} fork servers",
         r.subject,
         p.total(),
         r.stats.scenarios,
         p.lives,
         p.forked,
         p.judges,
+        p.forked_judges,
         p.services,
         p.servers
     ))

@@ -65,6 +65,9 @@ pub struct Process {
     /// The tracer's I/O points, when on ([`Process::io_points`]).
     pub(super) io_points: Option<std::sync::Arc<super::trace::IoPoints>>,
     pub(super) fork: ForkSlot,
+    /// The judge command's fork server, tried at the first judge when
+    /// lives are forked.
+    pub(super) judge_fork: super::judge::JudgeSlot,
     /// The crash states of a power-cut sweep ([`Process::crash_states`]).
     pub(super) power: Option<super::disk::Power>,
     pub(super) count: Count,
@@ -101,6 +104,7 @@ impl Process {
             describe: Describe::default(),
             io_points: None,
             fork: ForkSlot::default(),
+            judge_fork: Default::default(),
             power: None,
             count: Count::default(),
             #[cfg(test)]

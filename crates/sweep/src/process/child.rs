@@ -176,6 +176,9 @@ impl Running {
     /// Wait for its end; if the scope is cancelled meanwhile (the time
     /// limit), kill it and stop the scope.
     pub(super) fn wait_or_stop(&mut self) -> std::io::Result<ExitStatus> {
+        // A child is usually reaped within a millisecond of closing its
+        // point descriptor: poll often at first, then every POLL / 4.
+        let mut pause = Duration::from_micros(50);
         loop {
             let Some(c) = self.child.as_mut() else {
                 return Err(std::io::Error::other("the child was reaped already"));
@@ -191,7 +194,8 @@ impl Running {
                     scope.stop();
                 }
             }
-            std::thread::sleep(POLL / 4);
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(POLL / 4);
         }
     }
 

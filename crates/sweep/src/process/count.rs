@@ -11,13 +11,14 @@ pub(super) enum Kind {
     Life,
     Forked,
     Judge,
+    ForkedJudge,
     Service,
     Server,
 }
 
 /// Counts of the processes started so far.
 #[derive(Debug, Default)]
-pub(super) struct Count([AtomicU64; 5]);
+pub(super) struct Count([AtomicU64; 6]);
 
 impl Count {
     pub(super) fn one(&self, kind: Kind) {
@@ -30,6 +31,7 @@ impl Count {
             lives: n(Kind::Life),
             forked: n(Kind::Forked),
             judges: n(Kind::Judge),
+            forked_judges: n(Kind::ForkedJudge),
             services: n(Kind::Service),
             servers: n(Kind::Server),
         }

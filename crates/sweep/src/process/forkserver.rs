@@ -134,9 +134,21 @@ impl Reaped for Forked {
 
     /// `SIGKILL` (unless it has ended), then its end as the server reports it.
     fn kill(&mut self) -> std::io::Result<ExitStatus> {
+        self.signal_then_wait(true)
+    }
+}
+
+impl Forked {
+    /// Its end as the server reports it, waiting for it.
+    pub(super) fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        self.signal_then_wait(false)
+    }
+
+    /// `SIGKILL` first if `kill` (unless it has ended), then its end.
+    fn signal_then_wait(&mut self, kill: bool) -> std::io::Result<ExitStatus> {
         let (m, cv) = &*self.server.state;
         let mut s = lock(m);
-        if !s.ended.contains_key(&self.pid) {
+        if kill && !s.ended.contains_key(&self.pid) {
             if let Ok(pid) = i32::try_from(self.pid) {
                 // SAFETY: kill(2) on the server's child, not yet reaped by
                 // the server (it has not reported the end), so the id is
