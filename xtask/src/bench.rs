@@ -981,17 +981,20 @@ fn payouts_sweep(
     Ok((rate, sweep::table(&r.rows())))
 }
 
-/// The LangGraph example agent with named points
-/// (`clients/examples/langgraph/agent_points.py`: about 20 hits around
-/// `SqliteSaver` and its tool) swept at depth 2, forked then exec'd, in
-/// one run: the time of each, its processes, and whether the tables agree.
+/// The LangGraph example agent's two sweeps of the fork-server targets,
+/// each forked then exec'd in one run: `agent_points.py` (about 20 hits
+/// around `SqliteSaver` and its tool) at depth 2 with named points, and
+/// `agent.py` unchanged at depth 1 with every I/O point; both the fixed
+/// agent, whose table does not depend on its async writer's race, so the
+/// two tables and scenario lists must agree. Then the buggy
+/// `agent_points.py` forked, whose flaky count varies from run to run.
 /// It needs the example's virtualenv, named by
-/// `CRASHSWEEP_LANGGRAPH_PYTHON`; without it the row says it is skipped.
-/// The tracker and the judge run with the same Python: a `python3` behind
-/// a version manager's shim (pyenv) costs a few hundred milliseconds more
-/// per process, twice a scenario.
+/// `CRASHSWEEP_LANGGRAPH_PYTHON`; without it the rows say they are
+/// skipped. The tracker and the judge run with the same Python: a
+/// `python3` behind a version manager's shim (pyenv) costs a few hundred
+/// milliseconds more per process, twice a scenario.
 fn langgraph_sweeps() -> Result<(), String> {
-    println!("\n== the LangGraph agent, depth 2, named points (agent_points.py, 2 threads)");
+    println!("\n== the LangGraph agent (clients/examples/langgraph, 2 threads)");
     let Some(python) = std::env::var_os("CRASHSWEEP_LANGGRAPH_PYTHON") else {
         println!(
             "skipped: CRASHSWEEP_LANGGRAPH_PYTHON is not set (a virtualenv's python with \
@@ -999,41 +1002,74 @@ fn langgraph_sweeps() -> Result<(), String> {
         );
         return Ok(());
     };
-    let forked = langgraph_sweep(&python, true)?;
-    let exec = langgraph_sweep(&python, false)?;
-    println!(
-        "langgraph: the fork server sweeps {:.1}x faster; same table: {}",
-        exec.0.as_secs_f64() / forked.0.as_secs_f64(),
-        forked.1 == exec.1
-    );
-    if forked.1 != exec.1 {
-        // Its async writer thread races the next step: scenarios whose
-        // verdict depends on the race are flaky, a count that varies.
-        println!("forked:\n{}exec'd:\n{}", forked.1, exec.1);
+    for sweep in [Lg::NamedDepth2, Lg::IoDepth1] {
+        let forked = langgraph_sweep(&python, sweep, true, true)?;
+        let exec = langgraph_sweep(&python, sweep, true, false)?;
+        println!(
+            "langgraph {}: the fork server sweeps {:.1}x faster; same table and scenarios: {}",
+            sweep.shown(),
+            exec.0.as_secs_f64() / forked.0.as_secs_f64(),
+            forked.1 == exec.1
+        );
+        if forked.1 != exec.1 {
+            println!("forked:\n{}\nexec'd:\n{}", forked.1, exec.1);
+        }
     }
+    langgraph_sweep(&python, Lg::NamedDepth2, false, true)?;
     Ok(())
 }
 
-/// One depth-2 sweep of `agent_points.py` with `python`, forked or
-/// exec'd, its line printed: its time (discovery and the fork server's
-/// check included) and its table.
-fn langgraph_sweep(python: &std::ffi::OsStr, fork: bool) -> Result<(Duration, String), String> {
-    use sweep::process::Process;
+/// The LangGraph agent's sweeps of the fork-server targets.
+#[derive(Clone, Copy)]
+enum Lg {
+    /// `agent_points.py`, depth 2, named points.
+    NamedDepth2,
+    /// `agent.py` unchanged, depth 1, every I/O point.
+    IoDepth1,
+}
+
+impl Lg {
+    fn shown(self) -> &'static str {
+        match self {
+            Lg::NamedDepth2 => "agent_points.py, depth 2, named points",
+            Lg::IoDepth1 => "agent.py, depth 1, --io-points",
+        }
+    }
+}
+
+/// One sweep of the LangGraph agent with `python`, the fixed agent or the
+/// buggy one, forked or exec'd, its line printed: its time (discovery and
+/// the fork server's check included), then its table and scenario list.
+fn langgraph_sweep(
+    python: &std::ffi::OsStr,
+    which: Lg,
+    fixed: bool,
+    fork: bool,
+) -> Result<(Duration, String), String> {
+    use sweep::process::{IoPoints, Process};
     let dir = crate::root().join("clients/examples/langgraph");
     let judge = format!(
         "'{}' '{}'",
         python.to_string_lossy(),
         dir.join("judge.py").display()
     );
-    let mut p = Process::new(
-        "agent_points.py",
-        [python, dir.join("agent_points.py").as_os_str()],
-    )
-    .world_from(dir.join("world"))
-    .service([python, dir.join("tracker.py").as_os_str()])
-    .judge_command(&judge);
+    let (script, depth) = match which {
+        Lg::NamedDepth2 => ("agent_points.py", 2),
+        Lg::IoDepth1 => ("agent.py", 1),
+    };
+    let mut argv = vec![python.to_owned(), dir.join(script).into_os_string()];
+    if fixed {
+        argv.push("--fixed".into());
+    }
+    let mut p = Process::new(script, argv)
+        .world_from(dir.join("world"))
+        .service([python, dir.join("tracker.py").as_os_str()])
+        .judge_command(&judge);
     if let Some(ram) = sweep::process::ram_disk() {
         p = p.worlds_in(ram);
+    }
+    if let Lg::IoDepth1 = which {
+        p = p.io_points(IoPoints::all());
     }
     if fork {
         p = p.fork_server();
@@ -1041,7 +1077,7 @@ fn langgraph_sweep(python: &std::ffi::OsStr, fork: bool) -> Result<(Duration, St
     let t = Instant::now();
     let p = p.discover().map_err(|e| e.to_string())?;
     let config = Config {
-        depth: 2,
+        depth,
         threads: Some(2),
         ..Config::default()
     };
@@ -1050,9 +1086,11 @@ fn langgraph_sweep(python: &std::ffi::OsStr, fork: bool) -> Result<(Duration, St
     let n = r.stats.scenarios;
     let procs = r.stats.processes.unwrap_or_default();
     println!(
-        "langgraph agent_points.py, depth 2, {}: {n} scenarios in {:>7.1} s = {:>5.2} scenarios/s; \
+        "langgraph {}{}, {}: {n} scenarios in {:>7.1} s = {:>5.2} scenarios/s; \
          {} failed, {} flaky, {} not fired; {} processes ({} lives, {} forked, {} judges, \
          {} forked, {} services)",
+        which.shown(),
+        if fixed { ", fixed" } else { ", buggy" },
         if fork { "fork server" } else { "exec'd" },
         d.as_secs_f64(),
         n as f64 / d.as_secs_f64(),
@@ -1066,7 +1104,13 @@ fn langgraph_sweep(python: &std::ffi::OsStr, fork: bool) -> Result<(Duration, St
         procs.forked_judges,
         procs.services
     );
-    Ok((d, sweep::table(&r.rows())))
+    let scenarios: Vec<String> = (r.scenarios.iter())
+        .map(|s| format!("{} {}", s.scenario, s.failed()))
+        .collect();
+    Ok((
+        d,
+        format!("{}{}\n", sweep::table(&r.rows()), scenarios.join("\n")),
+    ))
 }
 
 /// `cargo xtask bench --process`, the power cuts' part: the disk record's
