@@ -133,7 +133,7 @@ def main(saver=SqliteSaver):
     # life's work after them). Under `crashsweep --fork-server` every life
     # is forked from here; anywhere else this does nothing. The world
     # (checkpoints.db) and the service's URL are the life's own: after it.
-    crashsweep.ready()
+    crashsweep.ready(exit_fast=True)
     urls = [a for a in args if a.startswith("http")]
     URL = urls[0] if urls else os.environ["CRASHSWEEP_SERVICE"]
     config = {"configurable": {"thread_id": THREAD}}

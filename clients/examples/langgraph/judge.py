@@ -19,7 +19,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import crashsweep  # noqa: E402
 
-crashsweep.ready()
+crashsweep.ready(exit_fast=True)
 
 # The titles agent.py's model asks its tool to file, in order.
 TITLES = ["Disk full on db-1", "Login page slow", "Typo on pricing page"]

@@ -449,3 +449,90 @@ fn a_judge_without_ready_is_started_per_scenario() {
     let why = p.judge_not_forked().expect("a reason");
     assert!(why.contains("ended before ready()"), "{why}");
 }
+
+/// A forked life of `ready(exit_fast=True)` ending with `end`: it leaves a
+/// file unclosed and registers an atexit handler that writes another.
+fn fast_exit(end: &str) -> Process {
+    let script = format!(
+        "import atexit, sys, crashsweep\n\
+         crashsweep.ready(exit_fast=True)\n\
+         crashsweep.point('start')\n\
+         f = open('unclosed.txt', 'w')\n\
+         f.write('kept')\n\
+         atexit.register(lambda: open('atexit.txt', 'w').write('ran'))\n\
+         {end}\n"
+    );
+    python_forked("fast", &script).judge_with(|w| {
+        let read = |f: &str| std::fs::read_to_string(w.dir().join(f)).unwrap_or_default();
+        let lost =
+            u64::from(read("unclosed.txt") != "kept") + u64::from(read("atexit.txt") != "ran");
+        Ok(sweep::Verdict::new().count("lost", lost))
+    })
+}
+
+/// `ready(exit_fast=True)`: a forked life that runs to its end skips
+/// Python's teardown, yet its unclosed file's buffer and its atexit
+/// handler's file reach the world; `sys.exit`, `SystemExit` and an
+/// exception keep the status Python gives them.
+#[test]
+fn a_fast_exit_keeps_buffered_writes_atexit_and_exit_statuses() {
+    let p = fast_exit("pass")
+        .discover()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = sweep::run(&p, &config(1)).unwrap();
+    assert!(
+        r.scenarios.iter().all(|s| s.failure.is_none()),
+        "{}",
+        sweep::table(&r.rows())
+    );
+    for (end, status) in [
+        ("sys.exit(3)", "exited with status 3"),
+        ("raise SystemExit(4)", "exited with status 4"),
+        ("1/0", "exited with status 1"),
+    ] {
+        let e = match fast_exit(end).discover() {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{end}: discovered"),
+        };
+        assert!(e.contains(status), "{end}: {e}");
+    }
+}
+
+/// The fast exit is taken: a finalizer (`__del__`) of an object still
+/// alive at the end runs at Python's teardown, which the fast exit skips,
+/// as `ready()`'s documentation says. The check sees the exec'd life's
+/// file the forked one lacks, and refuses, saying why.
+#[test]
+fn a_fast_exit_skips_python_s_teardown() {
+    let ran = |fast: &str| -> Result<Vec<bool>, String> {
+        let script = format!(
+            "import crashsweep\n\
+             import os\n\
+             class Noisy:\n\
+             \x20   def __del__(self, open=os.open, write=os.write, flags=os.O_WRONLY | os.O_CREAT):\n\
+             \x20       write(open('del.txt', flags, 0o644), b'ran')\n\
+             crashsweep.ready({fast})\n\
+             crashsweep.point('start')\n\
+             noisy = Noisy()\n"
+        );
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s = std::sync::Arc::clone(&seen);
+        python_forked("teardown", &script)
+            .judge_with(move |w| {
+                s.lock().unwrap().push(w.dir().join("del.txt").exists());
+                Ok(sweep::Verdict::new().count("lost", 0))
+            })
+            .discover()
+            .map_err(|e| e.to_string())?;
+        let v = seen.lock().unwrap().clone();
+        Ok(v)
+    };
+    let e = ran("exit_fast=True").unwrap_err();
+    assert!(
+        e.contains(r#"exec'd "line 10: world: del.txt (3 B)", forked "line 10: world: empty""#)
+            && e.contains("ready(exit_fast=True)"),
+        "{e}"
+    );
+    // Without it, the forked life's teardown runs the finalizer too.
+    assert_eq!(ran("").unwrap(), [true]);
+}

@@ -25,6 +25,9 @@ use durable::testing::{CutRecord, DiskState, PersistenceModel};
 pub(super) struct Power {
     pub(super) states: Vec<CrashState>,
     pub(super) model: PersistenceModel,
+    /// The tracer's selection when only the record needs the tracer (no
+    /// I/O point): made once, shared by every life.
+    pub(super) record_only: Arc<super::trace::IoPoints>,
 }
 
 /// The disk record of a fresh world directory.

@@ -154,7 +154,9 @@ impl Process {
                     return Err(format!(
                         "{which}, forked, left another world than the exec'd one after the \
                          same {} hits (exec'd {da:?}, forked {db:?}): state read before \
-                         ready() leaks between lives, so read the world after ready()",
+                         ready() leaks between lives, so read the world after ready(); or the \
+                         forked life's exit skipped work (a finalizer, a file left open, under \
+                         Python's ready(exit_fast=True)), so close what the life opens",
                         a.len()
                     ));
                 }

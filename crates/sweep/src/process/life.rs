@@ -162,7 +162,7 @@ impl Process {
         // crash at one of them kills this program too.
         let _in_life = world.service.as_ref().map(|s| s.life_started(child.id()));
         let mut running = Running::new(child, shown);
-        let result = relay(ours, &mut running, world, life)?;
+        let result = relay(ours, &mut running, world, life, self.restarts())?;
         let status = match result {
             Relayed::Exited => running.wait_or_stop()?,
             Relayed::Protocol(why) => {
@@ -201,11 +201,14 @@ enum Relayed {
 
 /// Read the program's hits and answer them until it exits. A hit the scope
 /// crashes at (or a cancel) unwinds from here after the child was killed.
+/// `captures`: a sweep may capture the world at a hit (the subject
+/// restarts from captured worlds), so each hit says which program waits.
 fn relay(
     ours: &UnixStream,
     running: &mut Running,
     world: &mut ProcessWorld,
     life: u32,
+    captures: bool,
 ) -> Result<Relayed, LifeError> {
     ours.set_read_timeout(Some(POLL))?;
     let mut reader = BufReader::new(ours.try_clone()?);
@@ -224,7 +227,7 @@ fn relay(
                     )));
                 };
                 world.hits += 1;
-                let pid = running.child.as_ref().map(Kid::id);
+                let pid = running.child.as_ref().map(Kid::id).filter(|_| captures);
                 if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| {
                     // The program waits at this point: a capture of its
                     // world meanwhile is the world a crash here leaves.

@@ -72,6 +72,7 @@ impl Process {
         self.power = Some(Power {
             states: picked,
             model: PersistenceModel::default(),
+            record_only: Arc::new(IoPoints::none()),
         });
         Ok(self)
     }
@@ -81,7 +82,7 @@ impl Process {
     pub(super) fn traced(&self) -> Option<Arc<IoPoints>> {
         match (&self.io_points, &self.power) {
             (Some(io), _) => Some(Arc::clone(io)),
-            (None, Some(_)) => Some(Arc::new(IoPoints::none())),
+            (None, Some(p)) => Some(Arc::clone(&p.record_only)),
             (None, None) => None,
         }
     }

@@ -62,6 +62,8 @@ impl Drop for Clear {
 
 /// Run `f` (the hit relayed into the life's scope) while the program `pid`
 /// waits at it: a capture taken meanwhile, on this thread, copies its world.
+/// `None` for a subject that never captures: no capture, and no look at
+/// the program's threads.
 pub(super) fn stopped_at_hit<R>(pid: Option<u32>, shown: &str, f: impl FnOnce() -> R) -> R {
     if let Some(p) = pid {
         if threads(p).is_some_and(|n| n > 1) {
