@@ -67,7 +67,7 @@ pub struct Process {
     pub(super) fork: ForkSlot,
     /// The judge command's fork server, tried at the first judge when
     /// lives are forked.
-    pub(super) judge_fork: super::judge::JudgeSlot,
+    pub(super) judge_fork: super::forkserver::JudgeSlot,
     /// The crash states of a power-cut sweep ([`Process::crash_states`]).
     pub(super) power: Option<super::disk::Power>,
     pub(super) count: Count,

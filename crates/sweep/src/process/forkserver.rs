@@ -66,6 +66,20 @@ impl fmt::Debug for ForkSlot {
     }
 }
 
+/// Whether the judge is forked: not tried yet, forked from its server, or
+/// started per scenario (and why).
+#[derive(Debug, Default)]
+pub(super) enum JudgeFork {
+    #[default]
+    Untried,
+    Forked(Arc<ForkServer>),
+    Exec(String),
+}
+
+/// A [`Process`]'s judge fork server, tried at the first judge.
+#[derive(Debug, Default)]
+pub(super) struct JudgeSlot(pub(super) Mutex<JudgeFork>);
+
 /// What the server's reader thread shares with the lives.
 #[derive(Debug, Default)]
 struct State {

@@ -15,29 +15,15 @@ use std::fs::File;
 use std::io::{Read, Seek};
 use std::os::unix::net::UnixStream;
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::builder::{Judge, Process};
 use super::child::{describe_status, without_protocol};
 use super::count::Kind;
-use super::forkserver::ForkServer;
+use super::forkserver::{ForkServer, JudgeFork};
 use super::world::ProcessWorld;
 use super::{DIE_AT_VAR, FD_VAR, LOGS_VAR, SERVICE_VAR, VERSION_VAR};
 use crate::judge::Verdict;
-
-/// Whether the judge is forked: not tried yet, forked from its server, or
-/// started per scenario (and why).
-#[derive(Debug, Default)]
-pub(super) enum JudgeFork {
-    #[default]
-    Untried,
-    Forked(Arc<ForkServer>),
-    Exec(String),
-}
-
-/// A [`Process`]'s judge fork server, tried at the first judge.
-#[derive(Debug, Default)]
-pub(super) struct JudgeSlot(Mutex<JudgeFork>);
 
 impl Process {
     pub(super) fn try_judge(&self, world: &ProcessWorld) -> Result<Verdict, String> {
