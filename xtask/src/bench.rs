@@ -985,9 +985,10 @@ fn payouts_sweep(
 /// each forked then exec'd in one run: `agent_points.py` (about 20 hits
 /// around `SqliteSaver` and its tool) at depth 2 with named points, and
 /// `agent.py` unchanged at depth 1 with every I/O point; both the fixed
-/// agent, whose table does not depend on its async writer's race, so the
-/// two tables and scenario lists must agree. Then the buggy
-/// `agent_points.py` forked, whose flaky count varies from run to run.
+/// agent in `sync` durability, whose hits do not depend on an async
+/// writer's race, so the two tables and scenario lists must agree. Then
+/// the buggy `agent_points.py` forked in LangGraph's default (`async`)
+/// durability, whose hits and flaky count vary from run to run.
 /// It needs the example's virtualenv, named by
 /// `CRASHSWEEP_LANGGRAPH_PYTHON`; without it the rows say they are
 /// skipped. The tracker and the judge run with the same Python: a
@@ -1059,7 +1060,7 @@ fn langgraph_sweep(
     };
     let mut argv = vec![python.to_owned(), dir.join(script).into_os_string()];
     if fixed {
-        argv.push("--fixed".into());
+        argv.extend(["--fixed".into(), "--durability".into(), "sync".into()]);
     }
     let mut p = Process::new(script, argv)
         .world_from(dir.join("world"))
@@ -1083,6 +1084,18 @@ fn langgraph_sweep(
     };
     let r = sweep::run(&p, &config).map_err(|e| e.to_string())?;
     let d = t.elapsed();
+    print_langgraph_sweep(which, fixed, fork, d, &r);
+    let scenarios: Vec<String> = (r.scenarios.iter())
+        .map(|s| format!("{} {}", s.scenario, s.failed()))
+        .collect();
+    Ok((
+        d,
+        format!("{}{}\n", sweep::table(&r.rows()), scenarios.join("\n")),
+    ))
+}
+
+/// One LangGraph sweep's line: its time, its verdicts, its processes.
+fn print_langgraph_sweep(which: Lg, fixed: bool, fork: bool, d: Duration, r: &sweep::Report) {
     let n = r.stats.scenarios;
     let procs = r.stats.processes.unwrap_or_default();
     println!(
@@ -1090,7 +1103,11 @@ fn langgraph_sweep(
          {} failed, {} flaky, {} not fired; {} processes ({} lives, {} forked, {} judges, \
          {} forked, {} services)",
         which.shown(),
-        if fixed { ", fixed" } else { ", buggy" },
+        if fixed {
+            ", fixed, sync"
+        } else {
+            ", buggy, async"
+        },
         if fork { "fork server" } else { "exec'd" },
         d.as_secs_f64(),
         n as f64 / d.as_secs_f64(),
@@ -1104,13 +1121,6 @@ fn langgraph_sweep(
         procs.forked_judges,
         procs.services
     );
-    let scenarios: Vec<String> = (r.scenarios.iter())
-        .map(|s| format!("{} {}", s.scenario, s.failed()))
-        .collect();
-    Ok((
-        d,
-        format!("{}{}\n", sweep::table(&r.rows()), scenarios.join("\n")),
-    ))
 }
 
 /// `cargo xtask bench --process`, the power cuts' part: the disk record's
