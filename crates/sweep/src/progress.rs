@@ -64,7 +64,9 @@ pub struct Processes {
     pub forked_judges: u64,
     /// Services started (one a world, again after a crash that kills it).
     pub services: u64,
-    /// Fork servers started.
+    /// Fork servers started for the subject, those that discovery started
+    /// included: they serve the sweep (a judge's that ended without
+    /// `ready()` is counted too).
     pub servers: u64,
 }
 
