@@ -52,7 +52,7 @@ impl Process {
 
 /// The environment an exec'd life would have, without the protocol's
 /// variables (a forked life's client reads its descriptor directly).
-fn life_env(process: &Process, world: &ProcessWorld) -> Vec<(OsString, OsString)> {
+pub(super) fn life_env(process: &Process, world: &ProcessWorld) -> Vec<(OsString, OsString)> {
     let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
     env.extend(process.env.iter().cloned());
     if let Some(url) = world.service_url() {

@@ -9,7 +9,6 @@
 //! or whose command holds `{service}`, is started per scenario as without
 //! a fork server ([`Process::judge_not_forked`] says why).
 
-use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{Read, Seek};
@@ -20,9 +19,10 @@ use std::sync::Arc;
 use super::builder::{Judge, Process};
 use super::child::{describe_status, without_protocol};
 use super::count::Kind;
+use super::forking::life_env;
 use super::forkserver::{ForkServer, JudgeFork};
 use super::world::ProcessWorld;
-use super::{DIE_AT_VAR, FD_VAR, LOGS_VAR, SERVICE_VAR, VERSION_VAR};
+use super::{LOGS_VAR, SERVICE_VAR};
 use crate::judge::Verdict;
 
 impl Process {
@@ -127,16 +127,11 @@ impl Process {
         cmd: &str,
     ) -> Result<Verdict, String> {
         let io = |e: std::io::Error| format!("the judge `{cmd}`, forked: {e}");
-        let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
-        if let Some(url) = world.service_url() {
-            env.insert(SERVICE_VAR.into(), url.into());
+        // A life's, and the logs' directory (unless the subject sets it).
+        let mut env = life_env(self, world);
+        if !env.iter().any(|(k, _)| k == LOGS_VAR) {
+            env.push((LOGS_VAR.into(), world.logs().into()));
         }
-        env.insert(LOGS_VAR.into(), world.logs().into());
-        env.extend(self.env.iter().cloned());
-        for k in [FD_VAR, VERSION_VAR, DIE_AT_VAR] {
-            env.remove(OsStr::new(k));
-        }
-        let env: Vec<_> = env.into_iter().collect();
         let null = File::open("/dev/null").map_err(io)?;
         let (mut out, mut err) = (
             tempfile::tempfile().map_err(io)?,
