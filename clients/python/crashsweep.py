@@ -266,9 +266,15 @@ def _alone():
         _fail(2, "ready() was called on thread %r, not the main thread"
               % threading.current_thread().name)
     if names or others:
+        # The same thread may be seen twice: by threading and as a task.
+        seen = []
+        if names:
+            seen.append("threading's: " + ", ".join(names))
+        if others:
+            seen.append("the kernel's tasks: " + ", ".join(others))
         _fail(2, "ready(): %d other thread(s) are alive (%s); a fork server forks one "
                  "thread only, so start threads after ready()"
-              % (max(len(names), len(others)), ", ".join(names + others)))
+              % (max(len(names), len(others)), "; ".join(seen)))
 
 
 def _serve(control, traced):

@@ -27,7 +27,8 @@ const AFTER_HELP: &str = "\
 Each life runs with the world copy as its working directory and CRASHSWEEP_FD
 and CRASHSWEEP_PROTOCOL in its environment; a program reports each crash point
 over that descriptor (clients for Rust, Python, Go and Node: point protocol,
-version 1). The judge runs with the same working directory after the final
+version 1; with --fork-server, version 2 for Python and Rust, and 3 with
+--io-points: docs/point-protocol.md). The judge runs with the same working directory after the final
 life and prints one JSON object, e.g. {\"duplicates\": 0, \"missing\": 0}; each
 key is a counter (a column of the table, and in --format json a key of each
 row after `once`, `twice`, …).
@@ -48,7 +49,9 @@ Exit codes:
   1  a scenario failed (a counter above zero, a life that failed or hung),
      or the table differs from its snapshot
   2  the command could not run: bad flags, an unreadable world, a program or
-     judge that fails its clean run, --bless refused under CI
+     judge that fails its clean run, a refused fork server (threads at
+     ready(), forked lives or judges that differ from exec'd ones, --restart
+     or {service} in the program's arguments), --bless refused under CI
   130, 143, 129  stopped by SIGINT, SIGTERM or SIGHUP: the running lives and
      services were killed first (with SIGKILL), so none outlives the sweep
 

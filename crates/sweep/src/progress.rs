@@ -49,7 +49,11 @@ pub struct Stats {
 }
 
 /// The processes a subject started ([`Stats::processes`](Stats::processes)): lives (exec'd
-/// or forked), judges, services and fork servers, reruns included.
+/// or forked), judges, services and fork servers, reruns included. They are
+/// the sweep's own: the lives and judges of discovery
+/// (`sweep::process::Process::discover`, its clean run and the fork server's
+/// check) are not counted, but the fork servers it started are, since they
+/// serve the sweep.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Processes {
     /// Lives started as a new process.

@@ -90,8 +90,9 @@ impl Process {
     pub(super) fn fork_server_fits(&self) -> Result<(), String> {
         if self.restart.as_ref().is_some_and(|r| *r != self.argv) {
             return Err(
-                "a fork server forks one program, so the restart must be the same \
-                        command (drop --restart, or the fork server)"
+                "a fork server forks the program's own command, so a restart command of \
+                 its own (--restart, Process::restart) cannot be forked: drop the restart \
+                 command (a restart runs the program's command again), or the fork server"
                     .into(),
             );
         }
@@ -125,9 +126,14 @@ impl Process {
         let mut exec = self.try_world().map_err(&refuse)?;
         let mut fork = self.try_world().map_err(&refuse)?;
         self.fork.checked.store(true, Ordering::SeqCst);
+        // An exec'd life that fails fails without the fork server too: the
+        // program's error, not the server's.
+        let mut exec_failed = None;
         let compared = (|| {
             for n in 1..=2 {
-                let a = self.recorded(&mut exec, Via::Exec)?;
+                let a = self
+                    .recorded(&mut exec, Via::Exec)
+                    .map_err(|e| exec_failed.insert(e).clone())?;
                 let b = self.recorded(&mut fork, Via::Fork)?;
                 let which = if n == 1 {
                     "a clean life on a fresh world"
@@ -165,7 +171,13 @@ impl Process {
         })();
         if let Err(why) = compared {
             self.fork.checked.store(false, Ordering::SeqCst);
-            return Err(refuse(why));
+            return Err(match exec_failed {
+                Some(reason) => ProcessError::Discovery {
+                    subject: self.name.clone(),
+                    reason,
+                },
+                None => refuse(why),
+            });
         }
         Ok(())
     }

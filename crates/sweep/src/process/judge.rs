@@ -76,14 +76,18 @@ impl Process {
                     .into(),
             ));
         }
-        self.count.one(Kind::Server);
         let dir = self.scratch("crashsweep-judge-server-")?;
         self.fill(&dir.path().join("world"))?;
         let argv: [OsString; 3] = ["sh".into(), "-c".into(), cmd.into()];
         let server = match ForkServer::start(&argv, &self.env, dir, false) {
             Ok(s) => Arc::new(s),
-            Err(why) => return Ok(JudgeFork::Exec(why)),
+            Err(why) => {
+                // It ran as a judge of its template world, and never served.
+                self.count.one(Kind::Judge);
+                return Ok(JudgeFork::Exec(why));
+            }
         };
+        self.count.one(Kind::Server);
         let exec = self.judge_exec(world, cmd)?;
         let forked = self.judge_forked(&server, world, cmd)?;
         if exec.counts != forked.counts {
