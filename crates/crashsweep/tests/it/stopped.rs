@@ -1,6 +1,6 @@
 //! `crashsweep` stopped from outside (`kill`, `^C`): it kills its running
 //! lives and services before it ends, so no service outlives it holding
-//! its port, and it exits with 128 + the signal's number, as a shell
+//! its port, removes its worlds, and it exits with 128 + the signal's number, as a shell
 //! reports a death by that signal.
 
 use std::path::Path;
@@ -61,8 +61,11 @@ fn a_sweep_stopped_by_sigterm_kills_its_service_and_its_life() {
         "import os,time; open('{}/program.pid','w').write(str(os.getpid())); time.sleep(600)",
         pids.display()
     );
+    let worlds = tempfile::tempdir().unwrap();
     let mut sweep = Command::new(env!("CARGO_BIN_EXE_crashsweep"))
         .args(["--io-points", "--no-progress", "--service", &service])
+        .arg("--worlds-in")
+        .arg(worlds.path())
         .args(["--judge", "true", "--", "python3", "-c", &program])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -80,6 +83,10 @@ fn a_sweep_stopped_by_sigterm_kills_its_service_and_its_life() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(128 + 15), "{stderr}");
     assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+    // Its world directory, made under --worlds-in, is removed too.
+    assert!(stderr.contains("1 temporary directory removed"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(worlds.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}\n{stderr}");
     let start = Instant::now();
     while alive(service_pid) || alive(program_pid) {
         assert!(

@@ -402,14 +402,16 @@ pub(super) fn scratch_in(
 ) -> Result<tempfile::TempDir, String> {
     let mut temp = tempfile::Builder::new();
     temp.prefix(prefix);
-    match dir {
+    let made = match dir {
         Some(dir) => temp
             .tempdir_in(dir)
             .map_err(|e| format!("a temporary directory in {}: {e}", dir.display())),
         None => temp
             .tempdir()
             .map_err(|e| format!("a temporary directory: {e}")),
-    }
+    }?;
+    super::child::scratch_made(made.path());
+    Ok(made)
 }
 
 /// A RAM disk for [`Process::worlds_in`]: `/dev/shm` when it is a

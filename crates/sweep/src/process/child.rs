@@ -115,6 +115,29 @@ pub(super) fn reaped(pid: u32) {
     children().remove(&pid);
 }
 
+/// The scratch directories made so far (worlds, copies, servers' worlds),
+/// removed by a harness stopped by a signal: their `TempDir`s would
+/// remove them when dropped, but the process exits without dropping them.
+/// Pruned of removed ones as it grows.
+static SCRATCH: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+
+/// A scratch directory was made at `path`.
+pub(super) fn scratch_made(path: &std::path::Path) {
+    let mut dirs = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+    if dirs.len() >= 4096 && dirs.len().is_power_of_two() {
+        dirs.retain(|d| d.exists());
+    }
+    dirs.push(path.to_path_buf());
+}
+
+/// Remove every scratch directory still there; how many there were.
+fn remove_scratch() -> usize {
+    let dirs = std::mem::take(&mut *SCRATCH.lock().unwrap_or_else(|e| e.into_inner()));
+    dirs.iter()
+        .filter(|d| std::fs::remove_dir_all(d).is_ok())
+        .count()
+}
+
 /// `SIGKILL` to every child running now; how many there were. For a
 /// harness stopped by a signal, so that no service or life outlives it.
 pub(super) fn kill_running() -> usize {
@@ -134,7 +157,8 @@ pub(super) fn kill_running() -> usize {
 /// Stop every child when the harness is stopped: `SIGINT`, `SIGTERM` and
 /// `SIGHUP` are blocked in this thread (and the threads it starts after)
 /// and waited for by a thread of their own, which kills the running
-/// children (lives, services, the fork server) with `SIGKILL`, says so on
+/// children (lives, services, the fork server) with `SIGKILL`, removes the
+/// scratch directories (worlds and their copies), says so on
 /// standard error, and ends the process with status 128 + the signal, as a
 /// shell reports a death by that signal. Without it a service outlives a
 /// harness stopped by `kill`, holding its port. Call it first in `main`,
@@ -152,10 +176,13 @@ pub fn stop_children_on_signals() -> std::io::Result<()> {
         .spawn(move || {
             if let Ok(sig) = set.wait() {
                 let n = kill_running();
+                let dirs = remove_scratch();
                 eprintln!(
-                    "crashsweep: stopped by {}; {n} running child process{} killed",
+                    "crashsweep: stopped by {}; {n} running child process{} killed, \
+                     {dirs} temporary director{} removed",
                     sig.as_str(),
-                    if n == 1 { "" } else { "es" }
+                    if n == 1 { "" } else { "es" },
+                    if dirs == 1 { "y" } else { "ies" }
                 );
                 std::process::exit(128 + sig as i32);
             }
