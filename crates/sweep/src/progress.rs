@@ -80,7 +80,9 @@ impl Processes {
         self.lives + self.forked + self.judges + self.forked_judges + self.services + self.servers
     }
 
-    /// `self - before`, field by field (saturating).
+    /// What a sweep started: `self - before`, field by field (saturating),
+    /// but the fork servers, all of which are kept: those started before
+    /// (at discovery) serve the sweep too.
     pub fn since(&self, before: &Processes) -> Processes {
         Processes {
             lives: self.lives.saturating_sub(before.lives),
@@ -88,7 +90,7 @@ impl Processes {
             judges: self.judges.saturating_sub(before.judges),
             forked_judges: self.forked_judges.saturating_sub(before.forked_judges),
             services: self.services.saturating_sub(before.services),
-            servers: self.servers.saturating_sub(before.servers),
+            servers: self.servers,
         }
     }
 

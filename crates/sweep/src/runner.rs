@@ -17,7 +17,7 @@ use crate::error::Error;
 use crate::judge::{broken_invariants, Counter, Verdict};
 use crate::nets::checked_clean_run;
 use crate::plan::expand;
-use crate::progress::{Processes, Progress, Stats};
+use crate::progress::{Progress, Stats};
 use crate::replay::{Ran, Replayer};
 use crate::report::{sort_scenarios, Report, ScenarioResult, StateRow, Tally};
 use crate::scenario::Scenario;
@@ -39,12 +39,9 @@ use crashpoint::Hit;
 pub fn run<S: Subject>(subject: &S, config: &Config) -> Result<Report, Error> {
     let before = subject.processes();
     let mut report = run_erased(&Adapter(subject), config)?;
-    // Every count is the sweep's own, but the fork servers': those started
-    // at discovery serve the sweep too, so all are counted.
-    report.stats.processes = subject.processes().map(|after| Processes {
-        servers: after.servers,
-        ..after.since(&before.unwrap_or_default())
-    });
+    report.stats.processes = subject
+        .processes()
+        .map(|after| after.since(&before.unwrap_or_default()));
     Ok(report)
 }
 

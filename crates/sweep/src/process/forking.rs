@@ -99,7 +99,7 @@ impl Process {
         if self
             .argv
             .iter()
-            .any(|a| a.to_str().is_some_and(|s| s.contains("{service}")))
+            .any(|a| a.to_str().is_some_and(super::world::per_world))
         {
             return Err(
                 "the program's arguments hold {service}, which differs per world; \

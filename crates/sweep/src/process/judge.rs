@@ -69,7 +69,7 @@ impl Process {
     /// Start the judge's fork server and check it on `world`: the judge
     /// exec'd and forked must give the same verdict.
     fn try_judge_server(&self, world: &ProcessWorld, cmd: &str) -> Result<JudgeFork, String> {
-        if cmd.contains("{service}") {
+        if super::world::per_world(cmd) {
             return Ok(JudgeFork::Exec(
                 "its command holds {service}, which differs per world; a forked judge reads \
                  the URL from CRASHSWEEP_SERVICE"

@@ -97,6 +97,13 @@ impl ProcessWorld {
     }
 }
 
+/// Whether `arg` holds `{service}`, which [`ProcessWorld::expand`]
+/// replaces with each world's URL: a command a fork server starts once
+/// cannot hold it.
+pub(super) fn per_world(arg: &str) -> bool {
+    arg.contains("{service}")
+}
+
 /// Copy a directory tree (files with their permissions, symbolic links as
 /// links). Files are cloned (`FICLONE`: they share their blocks until one
 /// is written) where the file system can, else copied. Never hard links: a
